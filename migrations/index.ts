@@ -1,0 +1,22 @@
+import type { Knex } from 'knex';
+import * as m20261125000001 from './20261125000001_foundation';
+
+/**
+ * Every migration, in order. Listed in code (not read from a folder) so the same list works
+ * from TypeScript sources (tests, tsx) and from the compiled output.
+ */
+const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
+  '20261125000001_foundation': m20261125000001,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  async getMigrations() {
+    return Object.keys(migrations).sort();
+  },
+  getMigrationName(name) {
+    return name;
+  },
+  async getMigration(name) {
+    return migrations[name];
+  },
+};

@@ -1,0 +1,29 @@
+/** `npm run start:api`: the HTTP API alone, against DATABASE_URL and TEMPORAL_ADDRESS. */
+import { ConfigError, loadConfig } from './config';
+import { logger, setLogLevel } from './logger';
+import { onShutdown, openDb, prepareDatabase, startHttp } from './runtime';
+import { connectTemporal } from './temporal/client';
+
+async function main() {
+  const config = loadConfig();
+  setLogLevel(config.LOG_LEVEL);
+  if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) {
+    throw new ConfigError('start:api needs DATABASE_URL and TEMPORAL_ADDRESS (use `npm start` for the all-in-one service).');
+  }
+  const steps: (() => Promise<unknown>)[] = [];
+  onShutdown(steps);
+  const db = openDb(config.DATABASE_URL, config);
+  steps.push(() => db.destroy());
+  const settings = await prepareDatabase(db, config);
+  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  steps.push(() => temporal.connection.close());
+  const http = await startHttp(config, db, settings, temporal);
+  steps.push(() => http.close());
+  logger.info({ host: config.HOST, port: config.PORT }, 'API listening');
+}
+
+main().catch((err) => {
+  if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
+  else logger.fatal({ err }, 'start failed');
+  process.exit(1);
+});

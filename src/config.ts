@@ -1,0 +1,69 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * All configuration comes from environment variables, validated once at start.
+ * A bad value stops the process with a message naming the variable.
+ */
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const port = z.coerce.number().int().min(0).max(65535);
+
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: port.default(8080),
+  REST_PREFIX: z
+    .string()
+    .regex(/^\/[A-Za-z0-9_\-/]*[A-Za-z0-9_-]$/, 'must start with "/" and not end with "/", e.g. /wp-json')
+    .default('/wp-json'),
+  PUBLIC_URL: z.string().url().optional(),
+  DATA_DIR: z.string().min(1).default(path.resolve(process.cwd(), 'data')),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  BODY_LIMIT: z
+    .string()
+    .regex(/^\d+(b|kb|mb)?$/i, 'must be a size such as 1mb or 500kb')
+    .default('1mb'),
+  TRUST_PROXY: bool.default(false),
+
+  DATABASE_URL: z.string().url().optional(),
+  DB_POOL_MAX: z.coerce.number().int().min(1).max(50).default(10),
+  EMBEDDED_PG_PORT: port.default(54329),
+
+  TEMPORAL_ADDRESS: z.string().min(1).optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('hostflow'),
+  TEMPORAL_CLI: z.string().min(1).optional(),
+  TEMPORAL_DEV_PORT: port.default(7233),
+  TEMPORAL_UI_PORT: port.default(8233),
+
+  WU_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+  WU_API_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+
+  AUTH_FAILURE_LIMIT: z.coerce.number().int().min(1).default(10),
+  AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).default(60),
+});
+
+export type Config = z.infer<typeof schema>;
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // Empty strings count as unset, as most process managers write them for blank values.
+  const cleaned: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && v !== '') cleaned[k] = v;
+  const parsed = schema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => {
+      const name = String(i.path[0]);
+      return `  ${name}=${JSON.stringify(cleaned[name] ?? '')}: ${i.message}`;
+    });
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}
+
+/** The REST namespace of the main API. */
+export const WU_NAMESPACE = 'wu/v2';

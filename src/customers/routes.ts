@@ -1,0 +1,19 @@
+import type { Router } from 'express';
+import type { Db } from '../db/knex';
+import { mountResource } from '../http/resource';
+import type { RouteRegistry } from '../http/routes';
+import { createCustomerSchema, updateCustomerSchema } from './schema';
+import { CustomerService, customerListSpec } from './store';
+
+export function mountCustomers(router: Router, registry: RouteRegistry, namespace: string, db: Db): CustomerService {
+  const service = new CustomerService(db);
+  mountResource(router, registry, namespace, {
+    model: 'customer',
+    plural: 'customers',
+    listSpec: customerListSpec,
+    createSchema: createCustomerSchema,
+    updateSchema: updateCustomerSchema,
+    service,
+  });
+  return service;
+}

@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import { fields } from '../http/validation';
+
+export const EMAIL_VERIFICATION = ['none', 'pending', 'verified'] as const;
+export const CUSTOMER_TYPES = ['customer'] as const;
+
+const username = z
+  .string()
+  .min(4)
+  .max(60)
+  .regex(/^[A-Za-z0-9 _.@-]+$/, { message: 'may contain only letters, numbers, spaces and _ . @ -' });
+
+function allOptional<T extends Record<string, z.ZodType>>(shape: T): { [K in keyof T]: z.ZodOptional<T[K]> } {
+  return Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, v.optional()])) as { [K in keyof T]: z.ZodOptional<T[K]> };
+}
+
+/** Fields a customer has of its own (not the user account's). */
+const customerFields = {
+  type: z.enum(CUSTOMER_TYPES),
+  email_verification: z.enum(EMAIL_VERIFICATION),
+  has_trialed: fields.flag(),
+  vip: fields.flag(),
+  extra_information: fields.text(),
+  signup_form: z.string().min(1).max(100),
+  billing_address: fields.jsonObject(),
+  notes: z.array(z.unknown()).max(1000),
+  ips: z.array(z.union([z.ipv4(), z.ipv6()])).max(100),
+  last_login: fields.datetime().nullable(),
+  date_registered: fields.datetime(),
+};
+
+/** User account fields that can be set through the customer. */
+const accountFields = {
+  email: z.email().max(254),
+  display_name: z.string().max(250),
+  password: z.string().min(6).max(4096),
+};
+
+export const createCustomerSchema = z
+  .strictObject({
+    user_id: fields.id().optional(),
+    username: username.optional(),
+    ...allOptional({ ...accountFields, ...customerFields }),
+  })
+  .superRefine((v, ctx) => {
+    const account = ['username', 'email', 'password'] as const;
+    if (v.user_id !== undefined) {
+      for (const k of [...account, 'display_name'] as const) {
+        if (v[k] !== undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} cannot be combined with user_id: the customer uses that user's account.` });
+      }
+    } else {
+      for (const k of account) {
+        if (v[k] === undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} is required when user_id is not given.` });
+      }
+    }
+  });
+
+export const updateCustomerSchema = z.strictObject({
+  user_id: fields.id().optional(),
+  ...allOptional({ ...accountFields, ...customerFields }),
+});
+
+export type CreateCustomerInput = {
+  user_id?: number;
+  username?: string;
+  email?: string;
+  password?: string;
+  display_name?: string;
+  type?: string;
+  email_verification?: string;
+  has_trialed?: boolean;
+  vip?: boolean;
+  extra_information?: string;
+  signup_form?: string;
+  billing_address?: Record<string, unknown>;
+  notes?: unknown[];
+  ips?: string[];
+  last_login?: string | null;
+  date_registered?: string;
+};
+export type UpdateCustomerInput = Omit<CreateCustomerInput, 'username'>;

@@ -1,0 +1,239 @@
+import type { Knex } from 'knex';
+import type { Db } from '../db/knex';
+import { isPgError, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from '../db/errors';
+import { conflict, invalidParams } from '../http/errors';
+import { runList, type ListQuery, type ListSpec } from '../http/list';
+import type { ResourceService } from '../http/resource';
+import { isoDate } from '../http/validation';
+import { usersStore } from '../users/store';
+import { CUSTOMER_TYPES, EMAIL_VERIFICATION, type CreateCustomerInput, type UpdateCustomerInput } from './schema';
+
+export interface Customer {
+  id: number;
+  model: 'customer';
+  user_id: number;
+  username: string;
+  email: string;
+  display_name: string;
+  type: string;
+  email_verification: string;
+  date_registered: string | null;
+  last_login: string | null;
+  has_trialed: boolean;
+  vip: boolean;
+  ips: string[];
+  signup_form: string;
+  extra_information: string;
+  billing_address: Record<string, unknown>;
+  notes: unknown[];
+  migrated_from_id: number | null;
+  date_created: string | null;
+  date_modified: string | null;
+}
+
+export const customerListSpec: ListSpec = {
+  idColumn: 'c.id',
+  dateCreatedColumn: 'c.date_created',
+  searchable: ['u.username', 'u.email', 'u.display_name'],
+  sortable: {
+    id: 'c.id',
+    user_id: 'c.user_id',
+    username: 'u.username',
+    email: 'u.email',
+    display_name: 'u.display_name',
+    email_verification: 'c.email_verification',
+    vip: 'c.vip',
+    has_trialed: 'c.has_trialed',
+    date_registered: 'c.date_registered',
+    last_login: 'c.last_login',
+    date_created: 'c.date_created',
+    date_modified: 'c.date_modified',
+  },
+  filters: {
+    user_id: { column: 'c.user_id', type: 'int' },
+    type: { column: 'c.type', type: { enum: CUSTOMER_TYPES } },
+    email_verification: { column: 'c.email_verification', type: { enum: EMAIL_VERIFICATION } },
+    vip: { column: 'c.vip', type: 'bool' },
+    has_trialed: { column: 'c.has_trialed', type: 'bool' },
+    signup_form: { column: 'c.signup_form', type: 'string' },
+    username: { column: 'u.username', type: 'string' },
+    email: { column: 'u.email', type: 'string' },
+  },
+};
+
+const COLUMNS = [
+  'c.id',
+  'c.user_id',
+  'u.username',
+  'u.email',
+  'u.display_name',
+  'c.type',
+  'c.email_verification',
+  'c.date_registered',
+  'c.last_login',
+  'c.has_trialed',
+  'c.vip',
+  'c.ips',
+  'c.signup_form',
+  'c.extra_information',
+  'c.billing_address',
+  'c.notes',
+  'c.migrated_from_id',
+  'c.date_created',
+  'c.date_modified',
+];
+
+type Row = Record<string, any>;
+
+function toCustomer(r: Row): Customer {
+  return {
+    id: Number(r.id),
+    model: 'customer',
+    user_id: Number(r.user_id),
+    username: r.username,
+    email: r.email,
+    display_name: r.display_name,
+    type: r.type,
+    email_verification: r.email_verification,
+    date_registered: isoDate(r.date_registered),
+    last_login: isoDate(r.last_login),
+    has_trialed: Boolean(r.has_trialed),
+    vip: Boolean(r.vip),
+    ips: r.ips ?? [],
+    signup_form: r.signup_form,
+    extra_information: r.extra_information,
+    billing_address: r.billing_address ?? {},
+    notes: r.notes ?? [],
+    migrated_from_id: r.migrated_from_id === null ? null : Number(r.migrated_from_id),
+    date_created: isoDate(r.date_created),
+    date_modified: isoDate(r.date_modified),
+  };
+}
+
+/** A timestamp from the API (no zone means UTC). */
+function toTimestamp(v: string | null | undefined): Date | null | undefined {
+  if (v === undefined || v === null) return v;
+  let iso = v.replace(' ', 'T');
+  if (/^\d{4}-\d{2}-\d{2}$/.test(iso)) iso += 'T00:00:00Z';
+  else if (!/(Z|[+-]\d{2}:?\d{2})$/.test(iso)) iso += 'Z';
+  return new Date(iso);
+}
+
+/** Customer columns from validated input (account fields are handled apart). */
+function customerPatch(input: UpdateCustomerInput): Record<string, unknown> {
+  const patch: Record<string, unknown> = {};
+  for (const k of ['user_id', 'type', 'email_verification', 'has_trialed', 'vip', 'extra_information', 'signup_form'] as const) {
+    if (input[k] !== undefined) patch[k] = input[k];
+  }
+  for (const k of ['billing_address', 'notes', 'ips'] as const) {
+    if (input[k] !== undefined) patch[k] = JSON.stringify(input[k]);
+  }
+  if (input.last_login !== undefined) patch.last_login = toTimestamp(input.last_login);
+  if (input.date_registered !== undefined) patch.date_registered = toTimestamp(input.date_registered);
+  return patch;
+}
+
+export class CustomerService implements ResourceService<Customer> {
+  constructor(private readonly db: Db) {}
+
+  private base(db: Knex | Knex.Transaction = this.db) {
+    return db('customers as c').join('users as u', 'u.id', 'c.user_id').select(COLUMNS);
+  }
+
+  async list(q: ListQuery) {
+    const { rows, total } = await runList<Row>(() => this.base(), q, customerListSpec);
+    return { rows: rows.map(toCustomer), total };
+  }
+
+  async get(id: number, db: Knex | Knex.Transaction = this.db): Promise<Customer | null> {
+    const row = await this.base(db).where('c.id', id).first();
+    return row ? toCustomer(row) : null;
+  }
+
+  /** 400 naming user_id when the user is unknown or already a customer. */
+  private async checkUser(trx: Knex.Transaction, userId: number, exceptCustomerId?: number): Promise<void> {
+    const user = await usersStore.findById(trx, userId);
+    if (!user) throw invalidParams({ user_id: `user_id ${userId} does not match any user.` });
+    const existing = await trx('customers').where({ user_id: userId }).first('id');
+    if (existing && existing.id !== exceptCustomerId) {
+      throw invalidParams({ user_id: `user_id ${userId} already belongs to customer ${existing.id}; a user can have only one customer.` });
+    }
+  }
+
+  private async checkAccountFree(trx: Knex.Transaction, username: string | undefined, email: string | undefined, exceptUserId?: number) {
+    const taken = await usersStore.findTaken(trx, username, email, exceptUserId);
+    const params: Record<string, string> = {};
+    if (taken.username) params.username = 'username is already taken.';
+    if (taken.email) params.email = 'email is already used by another account.';
+    if (Object.keys(params).length) throw invalidParams(params);
+  }
+
+  async create(input: CreateCustomerInput): Promise<Customer> {
+    try {
+      return await this.db.transaction(async (trx) => {
+        let userId = input.user_id;
+        if (userId !== undefined) {
+          await this.checkUser(trx, userId);
+        } else {
+          await this.checkAccountFree(trx, input.username, input.email);
+          const user = await usersStore.create(trx, {
+            username: input.username!,
+            email: input.email!,
+            password: input.password!,
+            display_name: input.display_name,
+          });
+          userId = user.id;
+        }
+        const [{ id }] = await trx('customers').insert({ ...customerPatch(input), user_id: userId }).returning('id');
+        return (await this.get(Number(id), trx))!;
+      });
+    } catch (err) {
+      throw this.mapWriteError(err);
+    }
+  }
+
+  async update(id: number, input: UpdateCustomerInput): Promise<Customer | null> {
+    try {
+      return await this.db.transaction(async (trx) => {
+        const current = await trx('customers').where({ id }).forUpdate().first('id', 'user_id');
+        if (!current) return null;
+        if (input.user_id !== undefined && input.user_id !== Number(current.user_id)) await this.checkUser(trx, input.user_id, id);
+        const userId = input.user_id ?? Number(current.user_id);
+        if (input.email !== undefined) await this.checkAccountFree(trx, undefined, input.email, userId);
+        await usersStore.update(trx, userId, input);
+        const patch = customerPatch(input);
+        // An update that changes nothing still answers the record (and does not touch it).
+        if (Object.keys(patch).length > 0 || input.email !== undefined || input.display_name !== undefined || input.password !== undefined) {
+          await trx('customers').where({ id }).update({ ...patch, date_modified: trx.fn.now() });
+        }
+        return this.get(id, trx);
+      });
+    } catch (err) {
+      throw this.mapWriteError(err);
+    }
+  }
+
+  async remove(id: number): Promise<boolean> {
+    try {
+      const n = await this.db('customers').where({ id }).delete();
+      return n > 0;
+    } catch (err) {
+      if (isPgError(err, PG_FOREIGN_KEY_VIOLATION)) {
+        throw conflict('wu_rest_customer_in_use', `Customer ${id} still has records that depend on it; delete or reassign them first.`);
+      }
+      throw err;
+    }
+  }
+
+  /** Races that slip past the checks above end in a constraint violation: same answer. */
+  private mapWriteError(err: unknown): unknown {
+    if (isPgError(err, PG_UNIQUE_VIOLATION)) {
+      const c = err.constraint ?? '';
+      if (c.includes('username')) return invalidParams({ username: 'username is already taken.' });
+      if (c.includes('email')) return invalidParams({ email: 'email is already used by another account.' });
+      if (c.includes('user_id')) return invalidParams({ user_id: 'user_id already belongs to another customer; a user can have only one customer.' });
+    }
+    if (isPgError(err, PG_FOREIGN_KEY_VIOLATION)) return invalidParams({ user_id: 'user_id does not match any user.' });
+    return err;
+  }
+}

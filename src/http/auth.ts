@@ -1,0 +1,139 @@
+import crypto from 'node:crypto';
+import type { Request, RequestHandler } from 'express';
+import { ApiError } from './errors';
+import { sha256, type SettingsStore } from '../settings/store';
+
+const CREDENTIAL_KEYS = ['api_key', 'api_secret', 'api-key', 'api-secret'] as const;
+
+/** Equal-length digests compared in constant time, whatever the inputs' lengths. */
+export function constantTimeEqual(a: string, b: string): boolean {
+  const da = crypto.createHash('sha256').update(a, 'utf8').digest();
+  const db = crypto.createHash('sha256').update(b, 'utf8').digest();
+  return crypto.timingSafeEqual(da, db);
+}
+
+interface Presented {
+  key: string;
+  secret: string;
+}
+
+/**
+ * Basic wins when an Authorization: Basic header is present (even when wrong); otherwise
+ * api_key/api_secret (or api-key/api-secret) from the query string or the body.
+ */
+export function presentedCredentials(req: Request): Presented | null {
+  const header = req.headers.authorization;
+  if (header && /^basic\s+/i.test(header)) {
+    const decoded = Buffer.from(header.replace(/^basic\s+/i, '').trim(), 'base64').toString('utf8');
+    const idx = decoded.indexOf(':');
+    if (idx < 0) return { key: decoded, secret: '' };
+    return { key: decoded.slice(0, idx), secret: decoded.slice(idx + 1) };
+  }
+  const pick = (name: 'key' | 'secret'): string | undefined => {
+    for (const src of [req.query as Record<string, unknown>, (req.body ?? {}) as Record<string, unknown>]) {
+      for (const k of [`api_${name}`, `api-${name}`]) {
+        const v = src?.[k];
+        if (typeof v === 'string') return v;
+      }
+    }
+    return undefined;
+  };
+  const key = pick('key');
+  const secret = pick('secret');
+  if (key === undefined && secret === undefined) return null;
+  return { key: key ?? '', secret: secret ?? '' };
+}
+
+/** Remove credential keys so they never reach a record or a log. */
+export function stripCredentialKeys(obj: unknown): void {
+  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return;
+  for (const k of CREDENTIAL_KEYS) delete (obj as Record<string, unknown>)[k];
+}
+
+/**
+ * Counts failed authentications per client address in a fixed window. Only failures are
+ * counted and only failures are refused: a request with the right credentials always passes.
+ */
+export class AuthFailureLimiter {
+  private readonly failures = new Map<string, { count: number; resetAt: number }>();
+
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+    private readonly maxTracked = 100_000,
+  ) {}
+
+  /** Seconds until the address may try again, or 0 when it is not over the limit. */
+  retryAfter(address: string, now = Date.now()): number {
+    const entry = this.failures.get(address);
+    if (!entry || entry.resetAt <= now) return 0;
+    return entry.count >= this.limit ? Math.ceil((entry.resetAt - now) / 1000) : 0;
+  }
+
+  recordFailure(address: string, now = Date.now()): void {
+    let entry = this.failures.get(address);
+    if (!entry || entry.resetAt <= now) {
+      if (this.failures.size >= this.maxTracked) this.sweep(now);
+      entry = { count: 0, resetAt: now + this.windowMs };
+      this.failures.set(address, entry);
+    }
+    entry.count += 1;
+  }
+
+  private sweep(now: number): void {
+    for (const [k, v] of this.failures) if (v.resetAt <= now) this.failures.delete(k);
+    // Still full of live entries: drop the oldest rather than grow without bound.
+    while (this.failures.size >= this.maxTracked) {
+      const first = this.failures.keys().next().value;
+      if (first === undefined) break;
+      this.failures.delete(first);
+    }
+  }
+}
+
+function forbidden(): ApiError {
+  return new ApiError(401, 'rest_forbidden', 'Sorry, you are not allowed to do that.', {}, {
+    'WWW-Authenticate': 'Basic realm="hostflow API"',
+  });
+}
+
+/**
+ * Guards every wu/v2 route but the public index: the API switch first, then the credentials.
+ * Runs before any parameter validation, so an anonymous caller learns nothing about them.
+ */
+export function requireApiAuth(settings: SettingsStore, limiter: AuthFailureLimiter): RequestHandler {
+  return async (req, _res, next) => {
+    try {
+      const enabled = await settings.get<boolean>('enable_api');
+      if (enabled === false) {
+        throw new ApiError(
+          403,
+          'wu_rest_api_disabled',
+          'The API is disabled. Enable it with `npm run cli -- settings set enable_api true` (or set enable_api to true in the settings).',
+        );
+      }
+      const presented = presentedCredentials(req);
+      const stored = await settings.credentials();
+      const ok =
+        presented !== null &&
+        stored !== null &&
+        // Both comparisons always run, so timing does not tell which part was wrong.
+        [constantTimeEqual(presented.key, stored.key), constantTimeEqual(sha256(presented.secret), stored.secretSha256)].every(Boolean);
+      if (!ok) {
+        const address = req.ip ?? 'unknown';
+        const wait = limiter.retryAfter(address);
+        if (wait > 0) {
+          throw new ApiError(429, 'rest_too_many_auth_failures', `Too many failed authentication attempts. Try again in ${wait} seconds.`, {}, {
+            'Retry-After': String(wait),
+          });
+        }
+        limiter.recordFailure(address);
+        throw forbidden();
+      }
+      stripCredentialKeys(req.body);
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}

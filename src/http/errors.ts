@@ -1,0 +1,67 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { logger, requestContext } from '../logger';
+
+/**
+ * The one error type every layer throws. It becomes the contract's error body:
+ * {"code": ..., "message": ..., "data": {"status": ..., ...extra}}.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  toBody() {
+    return { code: this.code, message: this.message, data: { status: this.status, ...this.extra } };
+  }
+}
+
+/** 400 wu_rest_invalid_parameter with every offending parameter in data.params. */
+export function invalidParams(params: Record<string, string>): ApiError {
+  const names = Object.keys(params);
+  return new ApiError(400, 'wu_rest_invalid_parameter', `Invalid parameter(s): ${names.join(', ')}`, { params });
+}
+
+export function notFoundItem(model: string): ApiError {
+  return new ApiError(404, `wu_rest_${model}_invalid_id`, 'Item not found.');
+}
+
+export function noRoute(): ApiError {
+  return new ApiError(404, 'rest_no_route', 'No route was found matching the URL and request method.');
+}
+
+export function conflict(code: string, message: string, extra: Record<string, unknown> = {}): ApiError {
+  return new ApiError(409, code, message, extra);
+}
+
+export const notFoundHandler: RequestHandler = (_req, _res, next) => next(noRoute());
+
+export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
+  let apiError: ApiError;
+  if (err instanceof ApiError) {
+    apiError = err;
+  } else if (err?.type === 'entity.parse.failed') {
+    apiError = new ApiError(400, 'rest_invalid_json', 'Invalid JSON body passed.');
+  } else if (err?.type === 'entity.too.large') {
+    apiError = new ApiError(413, 'rest_request_too_large', `Request body is larger than the limit of ${err.limit} bytes.`, {
+      limit: err.limit,
+    });
+  } else if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') {
+    apiError = new ApiError(415, 'rest_unsupported_encoding', String(err.message));
+  } else {
+    const requestId = requestContext.getStore()?.requestId ?? String(res.getHeader('X-Request-Id') ?? '');
+    logger.error({ err, method: req.method, url: req.originalUrl.split('?')[0] }, 'unhandled error');
+    apiError = new ApiError(500, 'internal_error', 'An unexpected error occurred. Quote the request id when reporting it.', {
+      request_id: requestId,
+    });
+  }
+  if (res.headersSent) return;
+  for (const [k, v] of Object.entries(apiError.headers)) res.setHeader(k, v);
+  res.status(apiError.status).json(apiError.toBody());
+};

@@ -1,0 +1,248 @@
+import type { Knex } from 'knex';
+import type { Request, Response } from 'express';
+import { invalidParams } from './errors';
+import { humanList } from './validation';
+
+/**
+ * The list machinery every list endpoint shares: paging, search, ordering, exact filters,
+ * `{column}__in` / `{column}__not_in`, and the `date_created` range. Every SQL identifier
+ * comes from the resource's whitelist, never from the request.
+ */
+export type FilterType = 'int' | 'string' | 'bool' | { enum: readonly string[] };
+
+export interface ListSpec {
+  /** SQL column (qualified) used for the default order and the id filter. */
+  idColumn: string;
+  /** SQL column holding the creation time. */
+  dateCreatedColumn: string;
+  /** SQL expressions matched with ILIKE for `search`. */
+  searchable: string[];
+  /** orderby value -> SQL column. */
+  sortable: Record<string, string>;
+  /** filter parameter -> SQL column and value type. */
+  filters: Record<string, { column: string; type: FilterType }>;
+}
+
+export interface ListQuery {
+  page: number;
+  perPage: number;
+  search?: string;
+  orderColumn: string;
+  order: 'asc' | 'desc';
+  conditions: { column: string; op: 'eq' | 'in' | 'not_in'; values: (string | number | boolean)[] }[];
+  dateAfter?: Date;
+  dateBefore?: Date;
+}
+
+/** Query keys no list validates: credentials, WordPress' own underscore parameters, `context`. */
+function ignoredKey(key: string): boolean {
+  return key.startsWith('_') || key === 'context' || /^api[_-](key|secret)$/.test(key);
+}
+
+function parseInteger(raw: string): number | null {
+  return /^-?\d{1,15}$/.test(raw.trim()) ? Number.parseInt(raw, 10) : null;
+}
+
+function parseDate(raw: string): Date | null {
+  const s = raw.trim();
+  if (!/^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(s)) return null;
+  // A date or time without a zone is taken as UTC.
+  let iso = s.replace(' ', 'T');
+  if (/^\d{4}-\d{2}-\d{2}$/.test(iso)) iso += 'T00:00:00Z';
+  else if (!/(Z|[+-]\d{2}:?\d{2})$/.test(iso)) iso += 'Z';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? null : d;
+}
+
+function typeName(type: FilterType): string {
+  if (typeof type === 'object') return `one of ${humanList(type.enum)}`;
+  return { int: 'integer', string: 'string', bool: 'boolean' }[type];
+}
+
+function convert(raw: string, type: FilterType): string | number | boolean | null {
+  if (type === 'int') return parseInteger(raw);
+  if (type === 'bool') {
+    const v = raw.trim().toLowerCase();
+    if (v === 'true' || v === '1') return true;
+    if (v === 'false' || v === '0') return false;
+    return null;
+  }
+  if (typeof type === 'object') return type.enum.includes(raw) ? raw : null;
+  return raw;
+}
+
+/** Values of a parameter given as `k=a`, `k[]=a&k[]=b`, or `k=a,b` (the last only for lists). */
+function values(raw: unknown, splitCommas: boolean): string[] | null {
+  const arr = Array.isArray(raw) ? raw : [raw];
+  if (!arr.every((v) => typeof v === 'string')) return null;
+  const strings = arr as string[];
+  return splitCommas ? strings.flatMap((s) => s.split(',')).filter((s) => s !== '') : strings;
+}
+
+export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): ListQuery {
+  const errors: Record<string, string> = {};
+  const out: ListQuery = { page: 1, perPage: 20, orderColumn: spec.idColumn, order: 'desc', conditions: [] };
+  let orderGiven = false;
+
+  for (const [rawKey, rawValue] of Object.entries(query)) {
+    if (ignoredKey(rawKey)) continue;
+    const key = rawKey.endsWith('[]') ? rawKey.slice(0, -2) : rawKey;
+    const single = (): string | null => {
+      const v = values(rawValue, false);
+      if (!v || v.length !== 1) {
+        errors[key] = `${key} must be given once, as a single value.`;
+        return null;
+      }
+      return v[0];
+    };
+
+    if (key === 'per_page' || key === 'page') {
+      const v = single();
+      if (v === null) continue;
+      const n = parseInteger(v);
+      if (key === 'per_page') {
+        if (n === null || n < 1 || n > 100) errors.per_page = 'per_page must be between 1 (inclusive) and 100 (inclusive)';
+        else out.perPage = n;
+      } else if (n === null || n < 1) errors.page = 'page must be greater than or equal to 1';
+      else out.page = n;
+      continue;
+    }
+    if (key === 'search') {
+      const v = single();
+      if (v === null) continue;
+      if (v.length > 200) errors.search = 'search must be at most 200 characters long.';
+      else if (v.trim() !== '') out.search = v.trim();
+      continue;
+    }
+    if (key === 'orderby') {
+      const v = single();
+      if (v === null) continue;
+      const column = spec.sortable[v];
+      if (!column) errors.orderby = `orderby is not one of ${humanList(Object.keys(spec.sortable))}.`;
+      else {
+        out.orderColumn = column;
+        orderGiven = true;
+      }
+      continue;
+    }
+    if (key === 'order') {
+      const v = single();
+      if (v === null) continue;
+      const lower = v.toLowerCase();
+      if (lower !== 'asc' && lower !== 'desc') errors.order = 'order is not one of asc and desc.';
+      else out.order = lower;
+      continue;
+    }
+    const range = /^(date_created|date_created_query)\[(after|before)\]$/.exec(key);
+    if (range) {
+      const v = single();
+      if (v === null) continue;
+      const d = parseDate(v);
+      if (!d) errors[key] = `${key} is not a valid date (use ISO 8601, e.g. 2026-01-31 or 2026-01-31T12:00:00Z).`;
+      else if (range[2] === 'after') out.dateAfter = d;
+      else out.dateBefore = d;
+      continue;
+    }
+    if (key === 'date_created' || key === 'date_created_query') {
+      errors[key] = `${key} is a range: use ${key}[after] and/or ${key}[before].`;
+      continue;
+    }
+
+    const m = /^(.+?)(__in|__not_in)?$/.exec(key)!;
+    const filterName = m[1];
+    const filter = filterName === 'id' ? { column: spec.idColumn, type: 'int' as const } : spec.filters[filterName];
+    if (!filter) {
+      errors[key] = `${key} is not a valid parameter.`;
+      continue;
+    }
+    const op = m[2] === '__in' ? 'in' : m[2] === '__not_in' ? 'not_in' : 'eq';
+    const raws = op === 'eq' ? (single() === null ? null : values(rawValue, false)) : values(rawValue, true);
+    if (raws === null) {
+      errors[key] ??= `${key} must be a list of values.`;
+      continue;
+    }
+    if (op !== 'eq' && raws.length === 0) {
+      errors[key] = `${key} must contain at least 1 value.`;
+      continue;
+    }
+    if (raws.length > 100) {
+      errors[key] = `${key} must contain at most 100 values.`;
+      continue;
+    }
+    const converted = raws.map((r) => convert(r, filter.type));
+    if (converted.some((c) => c === null)) {
+      errors[key] = `${key} must be ${op === 'eq' ? '' : 'a list of values each '}${typeof filter.type === 'object' ? '' : 'of type '}${typeName(filter.type)}.`;
+      continue;
+    }
+    out.conditions.push({ column: filter.column, op, values: converted as (string | number | boolean)[] });
+  }
+
+  if (out.dateAfter && out.dateBefore && out.dateAfter > out.dateBefore) {
+    errors['date_created[after]'] = 'date_created[after] must not be later than date_created[before].';
+  }
+  if (Object.keys(errors).length > 0) throw invalidParams(errors);
+  if (!orderGiven) out.orderColumn = spec.idColumn;
+  return out;
+}
+
+function escapeLike(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** WHERE conditions of a parsed list query (shared by the page query and the count). */
+export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Knex.QueryBuilder {
+  for (const c of q.conditions) {
+    if (c.op === 'eq') qb.where(c.column, c.values[0]);
+    else if (c.op === 'in') qb.whereIn(c.column, c.values);
+    else qb.whereNotIn(c.column, c.values);
+  }
+  if (q.dateAfter) qb.where(spec.dateCreatedColumn, '>=', q.dateAfter);
+  if (q.dateBefore) qb.where(spec.dateCreatedColumn, '<=', q.dateBefore);
+  if (q.search && spec.searchable.length > 0) {
+    const pattern = `%${escapeLike(q.search)}%`;
+    qb.where((w) => {
+      for (const col of spec.searchable) w.orWhere(col, 'ilike', pattern);
+    });
+  }
+  return qb;
+}
+
+/**
+ * Run a list: `base` selects the rows (joins included); filters, order and paging are added
+ * here. The page and the total are read in two queries in parallel.
+ */
+export async function runList<T>(
+  base: () => Knex.QueryBuilder,
+  q: ListQuery,
+  spec: ListSpec,
+): Promise<{ rows: T[]; total: number }> {
+  const pageQuery = applyFilters(base(), q, spec)
+    .orderBy(q.orderColumn, q.order)
+    .limit(q.perPage)
+    .offset((q.page - 1) * q.perPage);
+  if (q.orderColumn !== spec.idColumn) pageQuery.orderBy(spec.idColumn, q.order);
+  const countQuery = applyFilters(base(), q, spec).clearSelect().clearOrder().count({ total: '*' });
+  const [rows, countRows] = await Promise.all([pageQuery, countQuery]);
+  return { rows: rows as T[], total: Number((countRows[0] as { total: number }).total) };
+}
+
+/** WordPress' paging headers, `Link` rel="next"/"prev" included. */
+export function setPagingHeaders(req: Request, res: Response, q: ListQuery, total: number): void {
+  const totalPages = Math.ceil(total / q.perPage);
+  res.setHeader('X-WP-Total', String(total));
+  res.setHeader('X-WP-TotalPages', String(totalPages));
+  const links: string[] = [];
+  const base = `${req.protocol}://${req.get('host')}${req.baseUrl}${req.path}`;
+  const url = (page: number) => {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(req.query)) {
+      if (k === 'page' || /^api[_-](key|secret)$/.test(k)) continue;
+      for (const item of Array.isArray(v) ? v : [v]) if (typeof item === 'string') params.append(k, item);
+    }
+    params.set('page', String(page));
+    return `${base}?${params.toString()}`;
+  };
+  if (q.page > 1 && q.page - 1 <= Math.max(totalPages, 1)) links.push(`<${url(q.page - 1)}>; rel="prev"`);
+  if (q.page < totalPages) links.push(`<${url(q.page + 1)}>; rel="next"`);
+  if (links.length) res.setHeader('Link', links.join(', '));
+}

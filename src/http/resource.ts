@@ -1,0 +1,93 @@
+import { Router, type Request } from 'express';
+import type { z } from 'zod';
+import { ApiError, noRoute, notFoundItem } from './errors';
+import { parseListQuery, setPagingHeaders, type ListQuery, type ListSpec } from './list';
+import { RouteRegistry } from './routes';
+import { bodyObject, parseOrThrow } from './validation';
+
+/** What a resource folder provides; the HTTP behaviour is the same for every resource. */
+export interface ResourceService<Rec> {
+  list(q: ListQuery): Promise<{ rows: Rec[]; total: number }>;
+  get(id: number): Promise<Rec | null>;
+  create(input: any): Promise<Rec>;
+  /** null when the id is unknown */
+  update(id: number, input: any): Promise<Rec | null>;
+  /** false when the id is unknown */
+  remove(id: number): Promise<boolean>;
+}
+
+export interface ResourceDefinition<Rec> {
+  /** Model name used in error codes: wu_rest_{model}_invalid_id */
+  model: string;
+  /** Plural path segment from the contract; the model name is the singular path. */
+  plural: string;
+  listSpec: ListSpec;
+  createSchema: z.ZodType;
+  updateSchema: z.ZodObject;
+  service: ResourceService<Rec>;
+}
+
+function parseId(req: Request, model: string): number {
+  const raw = String(req.params.id);
+  // Non-numeric ids match no route, as in WordPress.
+  if (!/^\d{1,15}$/.test(raw)) throw noRoute();
+  const id = Number.parseInt(raw, 10);
+  if (id < 1) throw notFoundItem(model);
+  return id;
+}
+
+/**
+ * Mounts list/get/create/update/delete of a resource on both its plural and its singular
+ * path. Update answers PUT, PATCH and POST on the id, like the original.
+ */
+export function mountResource<Rec>(router: Router, registry: RouteRegistry, namespace: string, def: ResourceDefinition<Rec>): void {
+  const updatable = new Set(Object.keys(def.updateSchema.shape));
+
+  for (const base of [`/${def.plural}`, `/${def.model}`]) {
+    registry.add({ namespace, path: RouteRegistry.wpPath(namespace, base), methods: ['GET', 'POST'] });
+    registry.add({ namespace, path: RouteRegistry.wpPath(namespace, `${base}/:id`), methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] });
+
+    router.get(base, async (req, res) => {
+      const q = parseListQuery(req.query as Record<string, unknown>, def.listSpec);
+      const { rows, total } = await def.service.list(q);
+      setPagingHeaders(req, res, q, total);
+      res.json(rows);
+    });
+
+    router.post(base, async (req, res) => {
+      const input = parseOrThrow(def.createSchema, bodyObject(req.body));
+      res.status(200).json(await def.service.create(input));
+    });
+
+    router.get(`${base}/:id`, async (req, res) => {
+      const id = parseId(req, def.model);
+      const rec = await def.service.get(id);
+      if (!rec) throw notFoundItem(def.model);
+      res.json(rec);
+    });
+
+    const update = async (req: Request, res: import('express').Response) => {
+      const id = parseId(req, def.model);
+      const body = bodyObject(req.body);
+      const unknown = Object.keys(body).filter((k) => !updatable.has(k));
+      if (unknown.length > 0) {
+        throw new ApiError(400, `wu_rest_${def.model}_invalid_set_method`, `Cannot set ${unknown.join(', ')} on a ${def.model}: no such field, or it cannot be changed.`, {
+          params: Object.fromEntries(unknown.map((k) => [k, `${k} is not a field of ${def.model} that can be set.`])),
+        });
+      }
+      const input = parseOrThrow(def.updateSchema, body);
+      const rec = await def.service.update(id, input);
+      if (!rec) throw notFoundItem(def.model);
+      res.json(rec);
+    };
+    router.put(`${base}/:id`, update);
+    router.patch(`${base}/:id`, update);
+    router.post(`${base}/:id`, update);
+
+    router.delete(`${base}/:id`, async (req, res) => {
+      const id = parseId(req, def.model);
+      if (!(await def.service.remove(id))) throw notFoundItem(def.model);
+      res.json(true);
+    });
+  }
+}

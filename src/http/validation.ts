@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import { ApiError, invalidParams } from './errors';
+
+/** Lists in the WordPress style: "a, b, and c". */
+export function humanList(values: readonly unknown[]): string {
+  const s = values.map(String);
+  if (s.length <= 1) return s.join('');
+  if (s.length === 2) return `${s[0]} and ${s[1]}`;
+  return `${s.slice(0, -1).join(', ')}, and ${s[s.length - 1]}`;
+}
+
+const TYPE_NAMES: Record<string, string> = { int: 'integer', number: 'number', boolean: 'boolean', string: 'string', object: 'object', array: 'array' };
+
+/** One readable message per issue, in WordPress' words where it has them. */
+function issueMessage(name: string, issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case 'invalid_type': {
+      if (issue.input === undefined) return `${name} is required.`;
+      return `${name} is not of type ${TYPE_NAMES[issue.expected] ?? issue.expected}.`;
+    }
+    case 'invalid_value':
+      return `${name} is not one of ${humanList(issue.values)}.`;
+    case 'too_small': {
+      const min = Number(issue.minimum);
+      if (issue.origin === 'string') return `${name} must be at least ${min} character${min === 1 ? '' : 's'} long.`;
+      if (issue.origin === 'array') return `${name} must contain at least ${min} item${min === 1 ? '' : 's'}.`;
+      return `${name} must be greater than ${issue.inclusive ? 'or equal to ' : ''}${min}.`;
+    }
+    case 'too_big': {
+      const max = Number(issue.maximum);
+      if (issue.origin === 'string') return `${name} must be at most ${max} character${max === 1 ? '' : 's'} long.`;
+      if (issue.origin === 'array') return `${name} must contain at most ${max} item${max === 1 ? '' : 's'}.`;
+      return `${name} must be less than ${issue.inclusive ? 'or equal to ' : ''}${max}.`;
+    }
+    case 'invalid_format':
+      if (issue.format === 'email') return `${name} is not a valid email address.`;
+      return issue.message && !issue.message.startsWith('Invalid') ? `${name} ${issue.message}` : `${name} is not in the expected format.`;
+    case 'not_multiple_of':
+      return `${name} must be a multiple of ${issue.divisor}.`;
+    default:
+      return issue.message?.startsWith(name) ? issue.message : `${name}: ${issue.message}`;
+  }
+}
+
+export function zodParams(error: z.ZodError, prefix = ''): Record<string, string> {
+  const params: Record<string, string> = {};
+  for (const issue of error.issues) {
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        const name = [prefix, ...issue.path.map(String), key].filter(Boolean).join('.');
+        params[name] ??= `${name} is not a valid parameter.`;
+      }
+      continue;
+    }
+    const name = [prefix, ...issue.path.map(String)].filter(Boolean).join('.') || 'body';
+    params[name] ??= issueMessage(name, issue);
+  }
+  return params;
+}
+
+/** Parse or throw 400 wu_rest_invalid_parameter naming every offending parameter. */
+export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const result = schema.safeParse(input);
+  if (!result.success) throw invalidParams(zodParams(result.error));
+  return result.data;
+}
+
+/** A JSON body must be an object. */
+export function bodyObject(body: unknown): Record<string, unknown> {
+  if (body === undefined || body === null || body === '') return {};
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    throw new ApiError(400, 'rest_invalid_json', 'The request body must be a JSON object.');
+  }
+  return body as Record<string, unknown>;
+}
+
+// Field building blocks shared by every resource schema.
+export const fields = {
+  id: () => z.number().int().positive(),
+  flag: () =>
+    z.preprocess((v) => {
+      if (v === 1 || v === '1' || v === 'true') return true;
+      if (v === 0 || v === '0' || v === 'false') return false;
+      return v;
+    }, z.boolean()),
+  text: (max = 65_535) => z.string().max(max),
+  datetime: () =>
+    z
+      .string()
+      .refine((v) => /^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) && !Number.isNaN(Date.parse(v.replace(' ', 'T'))), {
+        message: 'is not a valid date (use ISO 8601, e.g. 2026-01-31T12:00:00Z).',
+      }),
+  jsonObject: () => z.record(z.string(), z.unknown()),
+};
+
+/** Dates to the wire as ISO 8601 UTC; null stays null. */
+export function isoDate(v: Date | string | null | undefined): string | null {
+  if (v === null || v === undefined) return null;
+  return (v instanceof Date ? v : new Date(v)).toISOString();
+}

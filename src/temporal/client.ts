@@ -1,0 +1,30 @@
+import { Client, Connection } from '@temporalio/client';
+
+export interface TemporalHandle {
+  connection: Connection;
+  client: Client;
+  namespace: string;
+  taskQueue: string;
+}
+
+export async function connectTemporal(address: string, namespace: string, taskQueue: string): Promise<TemporalHandle> {
+  const connection = await Connection.connect({ address, connectTimeout: '10s' });
+  const client = new Client({ connection, namespace });
+  return { connection, client, namespace, taskQueue };
+}
+
+/** Reachable, and how many workers poll our task queue (readiness). */
+export async function temporalReadiness(t: TemporalHandle): Promise<{ reachable: boolean; pollers: number; error?: string }> {
+  try {
+    const res = await t.connection.withDeadline(Date.now() + 3000, () =>
+      t.connection.workflowService.describeTaskQueue({
+        namespace: t.namespace,
+        taskQueue: { name: t.taskQueue },
+        taskQueueType: 1, // WORKFLOW
+      }),
+    );
+    return { reachable: true, pollers: res.pollers?.length ?? 0 };
+  } catch (err) {
+    return { reachable: false, pollers: 0, error: (err as Error).message };
+  }
+}

@@ -1,0 +1,26 @@
+/** `npm run start:worker`: the Temporal worker alone, against DATABASE_URL and TEMPORAL_ADDRESS. */
+import { ConfigError, loadConfig } from './config';
+import { logger, setLogLevel } from './logger';
+import { onShutdown, openDb } from './runtime';
+import { startWorker } from './temporal/worker';
+
+async function main() {
+  const config = loadConfig();
+  setLogLevel(config.LOG_LEVEL);
+  if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) {
+    throw new ConfigError('start:worker needs DATABASE_URL and TEMPORAL_ADDRESS (use `npm start` for the all-in-one service).');
+  }
+  const steps: (() => Promise<unknown>)[] = [];
+  onShutdown(steps);
+  const db = openDb(config.DATABASE_URL, config);
+  steps.push(() => db.destroy());
+  const worker = await startWorker({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db });
+  steps.push(() => worker.shutdown());
+  await worker.done;
+}
+
+main().catch((err) => {
+  if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
+  else logger.fatal({ err }, 'worker failed');
+  process.exit(1);
+});

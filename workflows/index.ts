@@ -1,0 +1,6 @@
+/**
+ * Workflow definitions (deterministic code only: no I/O, no clocks, no randomness outside
+ * the Temporal APIs). The worker bundles this module; each capability adds its workflows
+ * here as it lands.
+ */
+export {};
