@@ -9,13 +9,13 @@ export function humanList(values: readonly unknown[]): string {
   return `${s.slice(0, -1).join(', ')}, and ${s[s.length - 1]}`;
 }
 
-const TYPE_NAMES: Record<string, string> = { int: 'integer', number: 'number', boolean: 'boolean', string: 'string', object: 'object', array: 'array' };
+const TYPE_NAMES: Record<string, string> = { int: 'integer', number: 'number', boolean: 'boolean', string: 'string', object: 'object', record: 'object', array: 'array' };
 
 /** One readable message per issue, in WordPress' words where it has them. */
-function issueMessage(name: string, issue: z.core.$ZodIssue): string {
+function issueMessage(name: string, issue: z.core.$ZodIssue, given: unknown): string {
   switch (issue.code) {
     case 'invalid_type': {
-      if (issue.input === undefined) return `${name} is required.`;
+      if (given === undefined) return `${name} is required.`;
       return `${name} is not of type ${TYPE_NAMES[issue.expected] ?? issue.expected}.`;
     }
     case 'invalid_value':
@@ -42,7 +42,16 @@ function issueMessage(name: string, issue: z.core.$ZodIssue): string {
   }
 }
 
-export function zodParams(error: z.ZodError, prefix = ''): Record<string, string> {
+function valueAt(input: unknown, path: PropertyKey[]): unknown {
+  let v: unknown = input;
+  for (const k of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[k];
+  }
+  return v;
+}
+
+export function zodParams(error: z.ZodError, input: unknown, prefix = ''): Record<string, string> {
   const params: Record<string, string> = {};
   for (const issue of error.issues) {
     if (issue.code === 'unrecognized_keys') {
@@ -53,7 +62,7 @@ export function zodParams(error: z.ZodError, prefix = ''): Record<string, string
       continue;
     }
     const name = [prefix, ...issue.path.map(String)].filter(Boolean).join('.') || 'body';
-    params[name] ??= issueMessage(name, issue);
+    params[name] ??= issueMessage(name, issue, valueAt(input, issue.path));
   }
   return params;
 }
@@ -61,7 +70,7 @@ export function zodParams(error: z.ZodError, prefix = ''): Record<string, string
 /** Parse or throw 400 wu_rest_invalid_parameter naming every offending parameter. */
 export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   const result = schema.safeParse(input);
-  if (!result.success) throw invalidParams(zodParams(result.error));
+  if (!result.success) throw invalidParams(zodParams(result.error, input));
   return result.data;
 }
 

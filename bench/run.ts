@@ -1,0 +1,461 @@
+/**
+ * `npm run bench`: hostflow against a "bare" Express 5 + pg baseline doing the same SQL.
+ *
+ * Starts what it needs (like the tests): PostgreSQL (TEST_DATABASE_URL, else an embedded
+ * server in .tmp/bench-pg), Temporal (TEMPORAL_ADDRESS, else an in-memory dev server), seeds
+ * 10,000 customers, then measures every entry of `scenarios` with autocannon against both
+ * servers. Prints a table and writes bench/results.json.
+ *
+ * Adding a resource: describe its bare routes in `bareResources` and its requests in
+ * `scenarios` (paths are relative to the REST namespace, the same on both servers).
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import express, { type Express } from 'express';
+import pg from 'pg';
+import { loadConfig, WU_NAMESPACE } from '../src/config';
+import { createDb } from '../src/db/knex';
+import { migrateLatest } from '../src/db/migrate';
+import { startEmbeddedPostgres } from '../src/infra/embedded-postgres';
+import { findTemporalBinary, freePort, startTemporalDevServer, TEMPORAL_MISSING } from '../src/infra/temporal-server';
+import { setLogLevel } from '../src/logger';
+import { prepareDatabase, startHttp } from '../src/runtime';
+import { connectTemporal } from '../src/temporal/client';
+import { hashPassword } from '../src/users/password';
+
+const ROOT = path.resolve(__dirname, '..');
+const TMP = path.join(ROOT, '.tmp');
+const API_KEY = 'hf_bench_key_0123456789abcdef';
+const API_SECRET = 'bench-secret-0123456789-abcdefghij';
+const SEED_CUSTOMERS = 10_000;
+const SEED_BATCH = 2_000;
+const WARMUP_SECONDS = 1;
+
+// ---- scenarios ------------------------------------------------------------------------------
+
+export interface BenchContext {
+  /** Ids of the seeded customers, ascending. */
+  customerIds: number[];
+}
+
+export interface Scenario {
+  name: string;
+  method: 'GET' | 'POST';
+  /** Path under the namespace root: `/customers/1` is `/wp-json/wu/v2/customers/1` on hostflow. */
+  path: (ctx: BenchContext) => string;
+  /** A fresh JSON body for each request; `n` is unique over the whole run. */
+  body?: (n: number) => unknown;
+  connections: number;
+  /** Seconds (after a WARMUP_SECONDS warm-up run). */
+  duration: number;
+}
+
+/** Unique per run, so creates never collide with seeded rows or with an earlier run. */
+const RUN_TAG = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+
+export const scenarios: Scenario[] = [
+  {
+    name: 'GET one customer',
+    method: 'GET',
+    path: (ctx) => `/customers/${ctx.customerIds[Math.floor(ctx.customerIds.length / 2)]}`,
+    connections: 10,
+    duration: 8,
+  },
+  { name: 'list 20 customers', method: 'GET', path: () => '/customers', connections: 10, duration: 8 },
+  {
+    // Dominated by scrypt (tens of ms per hash on the libuv pool): fewer connections.
+    name: 'create customer',
+    method: 'POST',
+    path: () => '/customers',
+    body: (n) => ({ username: `bench${RUN_TAG}x${n}`, email: `bench${RUN_TAG}x${n}@example.com`, password: 'secret123' }),
+    connections: 4,
+    duration: 8,
+  },
+];
+
+// ---- the bare baseline ----------------------------------------------------------------------
+
+/** The same columns as COLUMNS in src/customers/store.ts (not exported there). */
+const CUSTOMER_SELECT = `select c.id, c.user_id, u.username, u.email, u.display_name, c.type, c.email_verification,
+  c.date_registered, c.last_login, c.has_trialed, c.vip, c.ips, c.signup_form, c.extra_information,
+  c.billing_address, c.notes, c.migrated_from_id, c.date_created, c.date_modified
+  from customers as c inner join users as u on u.id = c.user_id`;
+
+export interface BareResource {
+  /** Path segment, e.g. `customers`. */
+  plural: string;
+  /** `select ... from ... join ...` without where/order. */
+  select: string;
+  /** `select count(*) as total from ...` */
+  count: string;
+  idColumn: string;
+  /** Inserts inside an open transaction, answers the new id. */
+  insert(client: pg.PoolClient, body: Record<string, unknown>): Promise<number>;
+}
+
+export const bareResources: BareResource[] = [
+  {
+    plural: 'customers',
+    select: CUSTOMER_SELECT,
+    count: 'select count(*) as total from customers as c inner join users as u on u.id = c.user_id',
+    idColumn: 'c.id',
+    async insert(client, body) {
+      const username = String(body.username);
+      const passwordHash = await hashPassword(String(body.password));
+      const user = await client.query<{ id: number }>(
+        'insert into users (display_name, email, password_hash, username) values ($1, $2, $3, $4) returning *',
+        [username, String(body.email), passwordHash, username],
+      );
+      const customer = await client.query<{ id: number }>('insert into customers (user_id) values ($1) returning id', [user.rows[0].id]);
+      return customer.rows[0].id;
+    },
+  },
+];
+
+/** Plain Express 5 + pg.Pool: no knex, no validation, no auth, no logging, no metrics. */
+export function createBareApp(pool: pg.Pool, resources: BareResource[]): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(express.json());
+  for (const r of resources) {
+    const one = `${r.select} where ${r.idColumn} = $1 limit 1`;
+    const page = `${r.select} order by ${r.idColumn} desc limit $1 offset $2`;
+
+    app.get(`/${r.plural}/:id`, async (req, res) => {
+      const { rows } = await pool.query(one, [req.params.id]);
+      if (!rows[0]) res.status(404).json({ code: 'not_found' });
+      else res.json(rows[0]);
+    });
+
+    app.get(`/${r.plural}`, async (_req, res) => {
+      const perPage = 20;
+      const [rows, count] = await Promise.all([pool.query(page, [perPage, 0]), pool.query<{ total: number }>(r.count)]);
+      const total = Number(count.rows[0].total);
+      res.setHeader('X-WP-Total', String(total));
+      res.setHeader('X-WP-TotalPages', String(Math.ceil(total / perPage)));
+      res.json(rows.rows);
+    });
+
+    app.post(`/${r.plural}`, async (req, res) => {
+      const client = await pool.connect();
+      try {
+        await client.query('begin');
+        const id = await r.insert(client, req.body as Record<string, unknown>);
+        const { rows } = await client.query(one, [id]);
+        await client.query('commit');
+        res.json(rows[0]);
+      } catch (err) {
+        await client.query('rollback').catch(() => undefined);
+        throw err;
+      } finally {
+        client.release();
+      }
+    });
+  }
+  return app;
+}
+
+async function listen(app: Express, port: number): Promise<{ close(): Promise<void> }> {
+  const server = http.createServer(app);
+  server.keepAliveTimeout = 65_000; // as startHttp
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  return {
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+// ---- seeding --------------------------------------------------------------------------------
+
+async function seed(pool: pg.Pool, count: number): Promise<number[]> {
+  const ids: number[] = [];
+  for (let from = 1; from <= count; from += SEED_BATCH) {
+    const to = Math.min(from + SEED_BATCH - 1, count);
+    const { rows } = await pool.query<{ id: number }>(
+      `with u as (
+         insert into users (username, email, password_hash, display_name)
+         select 'seed' || g, 'seed' || g || '@example.com', 'scrypt$seed', 'Seed customer ' || g
+         from generate_series($1::int, $2::int) as g
+         returning id
+       )
+       insert into customers (user_id, email_verification, vip, ips, billing_address, notes)
+       select id,
+              (array['none','pending','verified'])[1 + id % 3],
+              id % 10 = 0,
+              '["203.0.113.7"]'::jsonb,
+              jsonb_build_object('billing_country', 'US', 'billing_zip_code', lpad((id % 100000)::text, 5, '0'), 'billing_city', 'Springfield'),
+              '[]'::jsonb
+       from u
+       returning id`,
+      [from, to],
+    );
+    ids.push(...rows.map((r) => Number(r.id)));
+  }
+  await pool.query('vacuum analyze users');
+  await pool.query('vacuum analyze customers');
+  return ids.sort((a, b) => a - b);
+}
+
+// ---- measuring ------------------------------------------------------------------------------
+
+interface Target {
+  name: 'hostflow' | 'bare';
+  /** e.g. http://127.0.0.1:1234/wp-json/wu/v2 */
+  root: string;
+  headers: Record<string, string>;
+}
+
+export interface Measurement {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+}
+
+let bodyCounter = 0;
+
+async function cannon(target: Target, scenario: Scenario, ctx: BenchContext, duration: number): Promise<Measurement> {
+  const url = `${target.root}${scenario.path(ctx)}`;
+  const headers: Record<string, string> = { ...target.headers };
+  if (scenario.body) headers['content-type'] = 'application/json';
+  const makeBody = scenario.body;
+  const result = await autocannon({
+    url,
+    method: scenario.method,
+    headers,
+    connections: scenario.connections,
+    duration,
+    requests: makeBody
+      ? [{ setupRequest: (req) => ({ ...req, body: JSON.stringify(makeBody(++bodyCounter)) }) }]
+      : undefined,
+  });
+  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0 || result['2xx'] === 0) {
+    const sample = await fetch(url, {
+      method: scenario.method,
+      headers,
+      body: makeBody ? JSON.stringify(makeBody(++bodyCounter)) : undefined,
+    })
+      .then(async (r) => `${r.status} ${(await r.text()).slice(0, 300)}`)
+      .catch((err: Error) => err.message);
+    throw new Error(
+      `${scenario.name} on ${target.name} (${scenario.method} ${url}): ${result['2xx']} 2xx, ${result.non2xx} non-2xx, ` +
+        `${result.errors} errors, ${result.timeouts} timeouts; status codes ${JSON.stringify(result.statusCodeStats ?? {})}; ` +
+        `a fresh request answered: ${sample}`,
+    );
+  }
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    requests: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+async function measure(target: Target, scenario: Scenario, ctx: BenchContext): Promise<Measurement> {
+  await cannon(target, scenario, ctx, WARMUP_SECONDS);
+  return cannon(target, scenario, ctx, scenario.duration);
+}
+
+// ---- output ---------------------------------------------------------------------------------
+
+export interface ScenarioResult {
+  scenario: string;
+  method: string;
+  path: string;
+  connections: number;
+  duration: number;
+  hostflow: Measurement;
+  bare: Measurement;
+  /** hostflow / bare throughput */
+  ratio: number;
+}
+
+function table(rows: ScenarioResult[]): string {
+  const header = ['scenario', 'conns', 'hostflow req/s', 'p50 ms', 'p99 ms', 'bare req/s', 'p50 ms', 'p99 ms', 'ratio'];
+  const body = rows.map((r) => [
+    r.scenario,
+    String(r.connections),
+    r.hostflow.rps.toFixed(0),
+    r.hostflow.p50.toFixed(1),
+    r.hostflow.p99.toFixed(1),
+    r.bare.rps.toFixed(0),
+    r.bare.p50.toFixed(1),
+    r.bare.p99.toFixed(1),
+    r.ratio.toFixed(2),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+// ---- main -----------------------------------------------------------------------------------
+
+type Step = [name: string, run: () => Promise<unknown>];
+
+async function main(): Promise<void> {
+  setLogLevel('silent');
+  fs.mkdirSync(TMP, { recursive: true });
+  const cleanup: Step[] = [];
+  const started = Date.now();
+  const log = (msg: string) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}\n`);
+
+  try {
+    // PostgreSQL and Temporal start in parallel.
+    const pgStart = (async () => {
+      const external = process.env.TEST_DATABASE_URL;
+      if (external) return { adminUrl: external, embedded: null };
+      const dir = path.join(TMP, 'bench-pg');
+      fs.rmSync(dir, { recursive: true, force: true });
+      const embedded = await startEmbeddedPostgres(dir, await freePort());
+      return { adminUrl: embedded.url('postgres'), embedded };
+    })();
+    const temporalStart = (async () => {
+      if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS, dev: null };
+      const binary = findTemporalBinary(process.env.TEMPORAL_CLI, ROOT);
+      if (!binary) throw new Error(TEMPORAL_MISSING);
+      const dev = await startTemporalDevServer({ binary, port: await freePort(), logFile: path.join(TMP, 'temporal-bench.log'), timeoutMs: 90_000 });
+      return { address: dev.address, dev };
+    })();
+    const [pgRes, temporalRes] = await Promise.allSettled([pgStart, temporalStart]);
+    if (pgRes.status === 'fulfilled' && pgRes.value.embedded) {
+      const embedded = pgRes.value.embedded;
+      cleanup.push(['embedded postgres', () => embedded.stop()]);
+    }
+    if (temporalRes.status === 'fulfilled' && temporalRes.value.dev) {
+      const dev = temporalRes.value.dev;
+      cleanup.push(['temporal dev server', () => dev.stop()]);
+    }
+    if (pgRes.status === 'rejected') throw pgRes.reason;
+    if (temporalRes.status === 'rejected') throw temporalRes.reason;
+    const { adminUrl, embedded } = pgRes.value;
+    log(`postgres ${embedded ? 'embedded' : 'external'}, temporal at ${temporalRes.value.address}`);
+
+    const dbName = `hf_bench_${RUN_TAG}`;
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`create database ${dbName}`);
+    await admin.end();
+    if (!embedded) {
+      // On a shared server, leave nothing behind (runs after the pools are closed).
+      cleanup.push([
+        'drop database',
+        async () => {
+          const a = new pg.Client({ connectionString: adminUrl });
+          await a.connect();
+          await a.query(`drop database if exists ${dbName} with (force)`);
+          await a.end();
+        },
+      ]);
+    }
+    const dbUrl = new URL(adminUrl);
+    dbUrl.pathname = `/${dbName}`;
+
+    const [hostflowPort, barePort] = [await freePort(), await freePort()];
+    const config = loadConfig({
+      DATABASE_URL: dbUrl.toString(),
+      TEMPORAL_ADDRESS: temporalRes.value.address,
+      WU_API_KEY: API_KEY,
+      WU_API_SECRET: API_SECRET,
+      HOST: '127.0.0.1',
+      PORT: String(hostflowPort),
+      LOG_LEVEL: 'silent',
+    });
+    setLogLevel(config.LOG_LEVEL);
+
+    const db = createDb(config.DATABASE_URL!, config.DB_POOL_MAX);
+    cleanup.push(['knex', () => db.destroy()]);
+    await migrateLatest(db);
+    const settings = await prepareDatabase(db, config);
+    const temporal = await connectTemporal(config.TEMPORAL_ADDRESS!, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+    cleanup.push(['temporal connection', () => temporal.connection.close()]);
+
+    const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DB_POOL_MAX, application_name: 'bare' });
+    cleanup.push(['pg pool', () => pool.end()]);
+
+    const customerIds = await seed(pool, SEED_CUSTOMERS);
+    log(`seeded ${customerIds.length} customers`);
+
+    const hostflow = await startHttp(config, db, settings, temporal);
+    cleanup.push(['hostflow http', () => hostflow.close()]);
+    const bare = await listen(createBareApp(pool, bareResources), barePort);
+    cleanup.push(['bare http', () => bare.close()]);
+
+    const targets: Target[] = [
+      {
+        name: 'hostflow',
+        root: `http://127.0.0.1:${hostflowPort}${config.REST_PREFIX}/${WU_NAMESPACE}`,
+        headers: { authorization: `Basic ${Buffer.from(`${API_KEY}:${API_SECRET}`).toString('base64')}` },
+      },
+      { name: 'bare', root: `http://127.0.0.1:${barePort}`, headers: {} },
+    ];
+
+    const ctx: BenchContext = { customerIds };
+    const results: ScenarioResult[] = [];
+    for (const s of scenarios) {
+      const m: Partial<Record<Target['name'], Measurement>> = {};
+      for (const t of targets) {
+        log(`${s.name}: ${t.name} (${s.connections} connections, ${WARMUP_SECONDS}s warm-up + ${s.duration}s)`);
+        m[t.name] = await measure(t, s, ctx);
+      }
+      results.push({
+        scenario: s.name,
+        method: s.method,
+        path: s.path(ctx),
+        connections: s.connections,
+        duration: s.duration,
+        hostflow: m.hostflow!,
+        bare: m.bare!,
+        ratio: m.hostflow!.rps / m.bare!.rps,
+      });
+    }
+
+    const cpus = os.cpus();
+    const meta = {
+      date: new Date().toISOString(),
+      node: process.version,
+      cpus: cpus.length,
+      cpuModel: cpus[0]?.model ?? 'unknown',
+      platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+      seededCustomers: customerIds.length,
+      warmupSeconds: WARMUP_SECONDS,
+      dbPoolMax: config.DB_POOL_MAX,
+      postgres: embedded ? 'embedded' : 'TEST_DATABASE_URL',
+    };
+    process.stdout.write(
+      `\nhostflow vs bare Express 5 + pg (same SQL), ${meta.seededCustomers} customers\n` +
+        `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}\n\n` +
+        `${table(results)}\n\nratio = hostflow req/s / bare req/s; latencies from autocannon (ms).\n`,
+    );
+    const out = path.join(__dirname, 'results.json');
+    fs.writeFileSync(out, `${JSON.stringify({ meta, results }, null, 2)}\n`);
+    log(`wrote ${path.relative(ROOT, out)}`);
+  } finally {
+    for (const [name, run] of cleanup.reverse()) {
+      try {
+        await run();
+      } catch (err) {
+        process.stderr.write(`[bench] cleanup of ${name} failed: ${(err as Error).message}\n`);
+      }
+    }
+  }
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    process.stderr.write(`\nbench failed: ${(err as Error).stack ?? err}\n`);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,198 @@
+import { verifyPassword } from '../src/users/password';
+import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
+
+describe('customers', () => {
+  let ctx: TestContext;
+  const auth = () => ({ Authorization: ctx.basic });
+  beforeAll(async () => {
+    ctx = await createTestContext();
+  });
+  afterAll(() => ctx.close());
+
+  const count = async (table: string) => Number((await ctx.db(table).count({ n: '*' }))[0].n);
+
+  test('create with username/email/password: full record with correct JSON types, password hashed', async () => {
+    const body = newCustomerBody({ display_name: 'Ada L.', vip: true, has_trialed: false, email_verification: 'verified', extra_information: 'notes' });
+    const res = await ctx.http.post(`${BASE}/customers`).set(auth()).send(body);
+    expect(res.status).toBe(200);
+    const c = res.body;
+    expect(c).toMatchObject({
+      model: 'customer',
+      username: body.username,
+      email: body.email,
+      display_name: 'Ada L.',
+      type: 'customer',
+      email_verification: 'verified',
+      vip: true,
+      has_trialed: false,
+      extra_information: 'notes',
+      signup_form: 'by-admin',
+      billing_address: {},
+      notes: [],
+      ips: [],
+      last_login: null,
+    });
+    expect(typeof c.id).toBe('number');
+    expect(typeof c.user_id).toBe('number');
+    for (const k of ['date_created', 'date_modified', 'date_registered']) expect(new Date(c[k]).toISOString()).toBe(c[k]);
+    expect(c).not.toHaveProperty('password');
+    expect(c).not.toHaveProperty('password_hash');
+    const user = await ctx.db('users').where({ id: c.user_id }).first();
+    expect(user.password_hash).toMatch(/^scrypt\$/);
+    expect(await verifyPassword('secret123', user.password_hash)).toBe(true);
+    expect(await verifyPassword('wrong', user.password_hash)).toBe(false);
+  });
+
+  test('create with user_id of an existing user; a second customer for that user is refused', async () => {
+    const [u] = await ctx.db('users').insert({ username: 'existing1', email: 'existing1@example.com', password_hash: 'x' }).returning('id');
+    const res = await ctx.http.post(`${BASE}/customers`).set(auth()).send({ user_id: u.id, vip: 1 });
+    expect(res.status).toBe(200);
+    expect(res.body.user_id).toBe(u.id);
+    expect(res.body.username).toBe('existing1');
+    expect(res.body.vip).toBe(true);
+    const before = await count('customers');
+    const again = await ctx.http.post(`${BASE}/customers`).set(auth()).send({ user_id: u.id });
+    expect(again.status).toBe(400);
+    expect(again.body.code).toBe('wu_rest_invalid_parameter');
+    expect(again.body.data.params.user_id).toMatch(/already belongs to customer/);
+    expect(await count('customers')).toBe(before);
+  });
+
+  test('unknown user_id is 400 naming user_id', async () => {
+    const res = await ctx.http.post(`${BASE}/customers`).set(auth()).send({ user_id: 987654 });
+    expect(res.status).toBe(400);
+    expect(res.body.data.params.user_id).toMatch(/does not match any user/);
+  });
+
+  test('user_id combined with account fields, or neither given, is refused', async () => {
+    const both = await ctx.http.post(`${BASE}/customers`).set(auth()).send({ user_id: 1, username: 'someone', email: 'x@example.com', password: 'secret123' });
+    expect(both.status).toBe(400);
+    expect(Object.keys(both.body.data.params).sort()).toEqual(['email', 'password', 'username']);
+    const neither = await ctx.http.post(`${BASE}/customers`).set(auth()).send({ vip: true });
+    expect(neither.status).toBe(400);
+    expect(neither.body.data.params).toEqual({
+      username: 'username is required when user_id is not given.',
+      email: 'email is required when user_id is not given.',
+      password: 'password is required when user_id is not given.',
+    });
+  });
+
+  test('taken username or e-mail (any case) is 400 naming the field, and nothing is created', async () => {
+    const body = newCustomerBody();
+    expect((await ctx.http.post(`${BASE}/customers`).set(auth()).send(body)).status).toBe(200);
+    const users = await count('users');
+    const res = await ctx.http
+      .post(`${BASE}/customers`)
+      .set(auth())
+      .send({ username: body.username.toUpperCase(), email: body.email.toUpperCase(), password: 'secret123' });
+    expect(res.status).toBe(400);
+    expect(Object.keys(res.body.data.params).sort()).toEqual(['email', 'username']);
+    expect(await count('users')).toBe(users);
+  });
+
+  test('concurrent creates of the same username: exactly one wins, the other gets a 400', async () => {
+    const body = newCustomerBody();
+    const results = await Promise.all([1, 2, 3].map(() => ctx.http.post(`${BASE}/customers`).set(auth()).send(body)));
+    expect(results.map((r) => r.status).sort()).toEqual([200, 400, 400]);
+    expect(Number((await ctx.db('users').where({ username: body.username }).count({ n: '*' }))[0].n)).toBe(1);
+  });
+
+  test.each([
+    [{ type: 'reseller' }, 'type', 'type is not one of customer.'],
+    [{ email_verification: 'done' }, 'email_verification', 'email_verification is not one of none, pending, and verified.'],
+    [{ vip: 'yes please' }, 'vip', 'vip is not of type boolean.'],
+    [{ has_trialed: 2 }, 'has_trialed', 'has_trialed is not of type boolean.'],
+    [{ extra_information: 5 }, 'extra_information', 'extra_information is not of type string.'],
+    [{ billing_address: 'Main St' }, 'billing_address', 'billing_address is not of type object.'],
+    [{ ips: ['300.1.1.1'] }, 'ips.0', expect.any(String)],
+    [{ last_login: 'last tuesday' }, 'last_login', expect.stringContaining('not a valid date')],
+    [{ username: 'a b!' }, 'username', expect.stringContaining('may contain only')],
+    [{ password: '12345' }, 'password', 'password must be at least 6 characters long.'],
+    [{ unknown_field: 1 }, 'unknown_field', 'unknown_field is not a valid parameter.'],
+  ])('create with bad %o is 400 naming %s', async (patch, name, message) => {
+    const before = await count('customers');
+    const res = await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody(patch));
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('wu_rest_invalid_parameter');
+    expect(res.body.data.params[name]).toEqual(message);
+    expect(await count('customers')).toBe(before);
+  });
+
+  test('get one, on the plural and the singular path', async () => {
+    const created = (await ctx.http.post(`${BASE}/customer`).set(auth()).send(newCustomerBody())).body;
+    const plural = await ctx.http.get(`${BASE}/customers/${created.id}`).set(auth());
+    const singular = await ctx.http.get(`${BASE}/customer/${created.id}`).set(auth());
+    expect(plural.status).toBe(200);
+    expect(plural.body).toEqual(created);
+    expect(singular.body).toEqual(created);
+    const list = await ctx.http.get(`${BASE}/customer`).set(auth()).query({ id: created.id });
+    expect(list.body).toEqual([created]);
+  });
+
+  test('update with PUT, PATCH and POST on the id; date_modified moves; account fields update the user', async () => {
+    const created = (await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody())).body;
+    const put = await ctx.http.put(`${BASE}/customers/${created.id}`).set(auth()).send({ vip: true, extra_information: 'VIP since 2026' });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ vip: true, extra_information: 'VIP since 2026' });
+    expect(new Date(put.body.date_modified).getTime()).toBeGreaterThanOrEqual(new Date(created.date_modified).getTime());
+    const patch = await ctx.http.patch(`${BASE}/customers/${created.id}`).set(auth()).send({ email_verification: 'verified', billing_address: { country: 'DE' } });
+    expect(patch.body).toMatchObject({ vip: true, email_verification: 'verified', billing_address: { country: 'DE' } });
+    const post = await ctx.http
+      .post(`${BASE}/customer/${created.id}`)
+      .set(auth())
+      .send({ display_name: 'Renamed', email: `renamed${created.id}@example.com`, password: 'new-password' });
+    expect(post.body).toMatchObject({ display_name: 'Renamed', email: `renamed${created.id}@example.com` });
+    const user = await ctx.db('users').where({ id: created.user_id }).first();
+    expect(await verifyPassword('new-password', user.password_hash)).toBe(true);
+  });
+
+  test('an update that changes nothing answers 200 with the record', async () => {
+    const created = (await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody())).body;
+    const res = await ctx.http.put(`${BASE}/customers/${created.id}`).set(auth()).send({});
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(created);
+  });
+
+  test('update with an unknown or read-only key: 400 wu_rest_customer_invalid_set_method, nothing changes', async () => {
+    const created = (await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody())).body;
+    for (const body of [{ favourite_colour: 'blue', vip: true }, { username: 'renamed' }, { id: 5 }, { date_created: '2026-01-01' }]) {
+      const res = await ctx.http.put(`${BASE}/customers/${created.id}`).set(auth()).send(body);
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('wu_rest_customer_invalid_set_method');
+    }
+    expect((await ctx.http.get(`${BASE}/customers/${created.id}`).set(auth())).body).toEqual(created);
+  });
+
+  test('update with invalid values: 400 naming each field, nothing changes', async () => {
+    const created = (await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody())).body;
+    const res = await ctx.http.patch(`${BASE}/customers/${created.id}`).set(auth()).send({ vip: 'x', email: 'bad', email_verification: 'no' });
+    expect(res.status).toBe(400);
+    expect(Object.keys(res.body.data.params).sort()).toEqual(['email', 'email_verification', 'vip']);
+    expect((await ctx.http.get(`${BASE}/customers/${created.id}`).set(auth())).body).toEqual(created);
+  });
+
+  test("update to another customer's e-mail or user is refused", async () => {
+    const a = (await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody())).body;
+    const b = (await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody())).body;
+    const email = await ctx.http.put(`${BASE}/customers/${b.id}`).set(auth()).send({ email: a.email });
+    expect(email.status).toBe(400);
+    expect(email.body.data.params.email).toMatch(/already used/);
+    const user = await ctx.http.put(`${BASE}/customers/${b.id}`).set(auth()).send({ user_id: a.user_id });
+    expect(user.status).toBe(400);
+    expect(user.body.data.params.user_id).toMatch(/already belongs/);
+  });
+
+  test('delete answers true, then the id is unknown; deleting again is 404', async () => {
+    const created = (await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody())).body;
+    const del = await ctx.http.delete(`${BASE}/customers/${created.id}`).set(auth());
+    expect(del.status).toBe(200);
+    expect(del.body).toBe(true);
+    expect((await ctx.http.get(`${BASE}/customers/${created.id}`).set(auth())).status).toBe(404);
+    const again = await ctx.http.delete(`${BASE}/customer/${created.id}`).set(auth());
+    expect(again.status).toBe(404);
+    expect(again.body.code).toBe('wu_rest_customer_invalid_id');
+    // The user account stays (it may own other things); it can become a customer again.
+    const recreated = await ctx.http.post(`${BASE}/customers`).set(auth()).send({ user_id: created.user_id });
+    expect(recreated.status).toBe(200);
+  });
+});

@@ -1,0 +1,16 @@
+import pg from 'pg';
+
+export default async function globalTeardown(): Promise<void> {
+  const g = globalThis as Record<string, { stop(): Promise<void> } | undefined>;
+  const external = !g.__HF_PG__ && process.env.HF_TEST_ADMIN_DB_URL;
+  if (external) {
+    // On a shared server, leave nothing behind.
+    const admin = new pg.Client({ connectionString: process.env.HF_TEST_ADMIN_DB_URL });
+    await admin.connect();
+    const { rows } = await admin.query("SELECT datname FROM pg_database WHERE datname LIKE 'hf\\_test\\_%' OR datname = $1", [process.env.HF_TEST_TEMPLATE_DB]);
+    for (const r of rows) await admin.query(`DROP DATABASE IF EXISTS "${r.datname}" WITH (FORCE)`);
+    await admin.end();
+  }
+  await g.__HF_TEMPORAL__?.stop();
+  await g.__HF_PG__?.stop();
+}

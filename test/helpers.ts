@@ -1,0 +1,95 @@
+import crypto from 'node:crypto';
+import pg from 'pg';
+import request from 'supertest';
+import type { Express } from 'express';
+import { loadConfig, type Config } from '../src/config';
+import { createDb, type Db } from '../src/db/knex';
+import { createApp } from '../src/http/app';
+import { Metrics } from '../src/http/metrics';
+import { prepareDatabase } from '../src/runtime';
+import type { SettingsStore } from '../src/settings/store';
+import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
+
+export const API_KEY = 'hf_test_key_0123456789abcdef';
+export const API_SECRET = 'test-secret-0123456789-abcdefghij';
+export const BASE = '/wp-json/wu/v2';
+
+export interface TestContext {
+  app: Express;
+  db: Db;
+  config: Config;
+  settings: SettingsStore;
+  temporal: TemporalHandle;
+  metrics: Metrics;
+  dbUrl: string;
+  /** Authorization header value for the test credentials. */
+  basic: string;
+  /** supertest agent */
+  http: ReturnType<typeof request>;
+  close(): Promise<void>;
+}
+
+/** A fresh database cloned from the migrated template, and an app wired to it. */
+export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
+  const adminUrl = process.env.HF_TEST_ADMIN_DB_URL!;
+  const template = process.env.HF_TEST_TEMPLATE_DB!;
+  const name = `hf_test_${crypto.randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+      break;
+    } catch (err) {
+      // Two files cloning the template at the same moment can collide; try again.
+      if (attempt >= 10) throw err;
+      await new Promise((r) => setTimeout(r, 200 + Math.random() * 300));
+    }
+  }
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const dbUrl = url.toString();
+
+  const config = loadConfig({
+    DATABASE_URL: dbUrl,
+    TEMPORAL_ADDRESS: process.env.HF_TEST_TEMPORAL_ADDRESS,
+    TEMPORAL_TASK_QUEUE: `hostflow-test-${name}`,
+    WU_API_KEY: API_KEY,
+    WU_API_SECRET: API_SECRET,
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
+  const db = createDb(dbUrl, 5);
+  const settings = await prepareDatabase(db, config);
+  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS!, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  const metrics = new Metrics(db);
+  const app = createApp({ config, db, settings, temporal, metrics });
+  return {
+    app,
+    db,
+    config,
+    settings,
+    temporal,
+    metrics,
+    dbUrl,
+    basic: `Basic ${Buffer.from(`${API_KEY}:${API_SECRET}`).toString('base64')}`,
+    http: request(app),
+    async close() {
+      await temporal.connection.close();
+      await db.destroy();
+      const a = new pg.Client({ connectionString: adminUrl });
+      await a.connect();
+      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await a.end();
+    },
+  };
+}
+
+let seq = 0;
+/** A unique, valid new-customer body. */
+export function newCustomerBody(extra: Record<string, unknown> = {}) {
+  seq += 1;
+  const tag = `${process.pid}${seq}${crypto.randomBytes(2).toString('hex')}`;
+  return { username: `user${tag}`, email: `user${tag}@example.com`, password: 'secret123', ...extra };
+}
