@@ -1,7 +1,7 @@
 import pg from 'pg';
 
 export default async function globalTeardown(): Promise<void> {
-  const g = globalThis as Record<string, { stop(): Promise<void> } | undefined>;
+  const g = globalThis as unknown as Record<string, { stop(): Promise<void> } | undefined>;
   const external = !g.__HF_PG__ && process.env.HF_TEST_ADMIN_DB_URL;
   if (external) {
     // On a shared server, leave nothing behind.

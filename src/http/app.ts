@@ -115,6 +115,10 @@ export function createApp(deps: AppDeps): express.Express {
   // ---- wu/v2 ----------------------------------------------------------------------------
   const wu = Router();
   const json = express.json({ limit: config.BODY_LIMIT, type: ['application/json', 'application/*+json'] });
+  wu.use((req, res, next) => {
+    res.locals.mountPath = req.baseUrl;
+    next();
+  });
   // Body errors are held back until the caller has authenticated.
   wu.use((req, res, next) =>
     json(req, res, (err?: unknown) => {

@@ -52,7 +52,9 @@ export class Metrics {
     return (req, res, next) => {
       const start = process.hrtime.bigint();
       res.on('finish', () => {
-        const route = req.route?.path ? `${req.baseUrl}${req.route.path}` : 'unmatched';
+        // Routers record their mount path in res.locals: req.baseUrl is reset once an error leaves the router.
+        const mount = (res.locals.mountPath as string | undefined) ?? req.baseUrl;
+        const route = req.route?.path ? `${mount}${req.route.path}` : 'unmatched';
         const seconds = Number(process.hrtime.bigint() - start) / 1e9;
         this.requests.inc({ method: req.method, route, status: String(res.statusCode) });
         this.latency.observe({ method: req.method, route }, seconds);

