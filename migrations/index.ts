@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import * as m20261125000001 from './20261125000001_foundation';
+import * as m20261125000002 from './20261125000002_catalogue_and_estate';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -7,6 +8,7 @@ import * as m20261125000001 from './20261125000001_foundation';
  */
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '20261125000001_foundation': m20261125000001,
+  '20261125000002_catalogue_and_estate': m20261125000002,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

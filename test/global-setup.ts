@@ -1,7 +1,7 @@
 /**
  * Starts what the suite needs, once per run:
  * - PostgreSQL: TEST_DATABASE_URL (a server where we may create databases) when set,
- *   otherwise an embedded server in .tmp/test-pg on a free port;
+ *   otherwise an embedded server in .tmp/test-pg-<pid> on a free port (removed afterwards);
  * - a template database migrated once (each test file clones it);
  * - Temporal: TEMPORAL_ADDRESS when set, otherwise `temporal server start-dev` on free ports.
  */
@@ -21,8 +21,10 @@ export default async function globalSetup(): Promise<void> {
 
   let adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {
-    const dir = path.join(tmp, 'test-pg');
+    // One folder per run, so runs side by side do not share a server.
+    const dir = path.join(tmp, `test-pg-${process.pid}`);
     fs.rmSync(dir, { recursive: true, force: true });
+    g.__HF_PG_DIR__ = dir;
     const server = await startEmbeddedPostgres(dir, await freePort());
     g.__HF_PG__ = server;
     adminUrl = server.url('postgres');
@@ -43,7 +45,7 @@ export default async function globalSetup(): Promise<void> {
   if (!temporalAddress) {
     const binary = findTemporalBinary(process.env.TEMPORAL_CLI, root);
     if (!binary) throw new Error(TEMPORAL_MISSING);
-    const server = await startTemporalDevServer({ binary, port: await freePort(), logFile: path.join(tmp, 'temporal-test.log'), timeoutMs: 90_000 });
+    const server = await startTemporalDevServer({ binary, port: await freePort(), logFile: path.join(tmp, `temporal-test-${process.pid}.log`), timeoutMs: 90_000 });
     g.__HF_TEMPORAL__ = server;
     temporalAddress = server.address;
   }

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import pg from 'pg';
 
 export default async function globalTeardown(): Promise<void> {
@@ -13,4 +14,6 @@ export default async function globalTeardown(): Promise<void> {
   }
   await g.__HF_TEMPORAL__?.stop();
   await g.__HF_PG__?.stop();
+  const dir = (globalThis as unknown as { __HF_PG_DIR__?: string }).__HF_PG_DIR__;
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
 }

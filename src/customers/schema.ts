@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { fields } from '../http/validation';
+import { allOptional, fields } from '../http/validation';
 
 export const EMAIL_VERIFICATION = ['none', 'pending', 'verified'] as const;
 export const CUSTOMER_TYPES = ['customer'] as const;
@@ -9,10 +9,6 @@ const username = z
   .min(4)
   .max(60)
   .regex(/^[A-Za-z0-9 _.@-]+$/, { message: 'may contain only letters, numbers, spaces and _ . @ -' });
-
-function allOptional<T extends Record<string, z.ZodType>>(shape: T): { [K in keyof T]: z.ZodOptional<T[K]> } {
-  return Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, v.optional()])) as { [K in keyof T]: z.ZodOptional<T[K]> };
-}
 
 /** Fields a customer has of its own (not the user account's). */
 const customerFields = {

@@ -3,6 +3,7 @@ import express, { Router, type NextFunction, type Request, type Response } from 
 import { WU_NAMESPACE, type Config } from '../config';
 import type { Db } from '../db/knex';
 import { mountCustomers } from '../customers/routes';
+import { mountProducts } from '../products/routes';
 import { logger, requestContext } from '../logger';
 import { mountSettings } from '../settings/routes';
 import type { SettingsStore } from '../settings/store';
@@ -148,7 +149,11 @@ export function createApp(deps: AppDeps): express.Express {
     res.json({ success: true, label: await settings.get<string>('network_name'), message: 'Welcome to our API' });
   });
   mountSettings(wu, registry, WU_NAMESPACE, settings);
+  // Resources, each from its own folder.
   mountCustomers(wu, registry, WU_NAMESPACE, db);
+  mountProducts(wu, registry, WU_NAMESPACE, db);
+  // (memberships and payments are mounted here)
+  // (sites and domains are mounted here)
   wu.use(notFoundHandler);
 
   app.use(`${prefix}/${WU_NAMESPACE}`, wu);

@@ -37,8 +37,11 @@ function issueMessage(name: string, issue: z.core.$ZodIssue, given: unknown): st
       return issue.message && !issue.message.startsWith('Invalid') ? `${name} ${issue.message}` : `${name} is not in the expected format.`;
     case 'not_multiple_of':
       return `${name} must be a multiple of ${issue.divisor}.`;
-    default:
-      return issue.message?.startsWith(name) ? issue.message : `${name}: ${issue.message}`;
+    default: {
+      const m = issue.message ?? 'is invalid.';
+      if (m.startsWith(name)) return m;
+      return /^[a-z]/.test(m) ? `${name} ${m}` : `${name}: ${m}`;
+    }
   }
 }
 
@@ -81,6 +84,11 @@ export function bodyObject(body: unknown): Record<string, unknown> {
     throw new ApiError(400, 'rest_invalid_json', 'The request body must be a JSON object.');
   }
   return body as Record<string, unknown>;
+}
+
+/** Every field of a shape made optional (update bodies, optional create fields). */
+export function allOptional<T extends Record<string, z.ZodType>>(shape: T): { [K in keyof T]: z.ZodOptional<T[K]> } {
+  return Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, v.optional()])) as { [K in keyof T]: z.ZodOptional<T[K]> };
 }
 
 // Field building blocks shared by every resource schema.

@@ -1,0 +1,193 @@
+import type { Knex } from 'knex';
+import type { Db } from './knex';
+import { isPgError, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from './errors';
+import { ApiError, conflict, invalidParams } from '../http/errors';
+import { runList, type ListQuery, type ListSpec } from '../http/list';
+import { moneyOut } from '../http/money';
+import type { ResourceService } from '../http/resource';
+import { isoDate } from '../http/validation';
+
+/** How a column travels between the API and the database. */
+export type ColumnKind = 'int' | 'text' | 'bool' | 'money' | 'json' | 'timestamp';
+
+export type Trx = Knex.Transaction;
+export type Row = Record<string, any>;
+
+export interface TableResourceConfig {
+  table: string;
+  /** Model name for error codes and the `model` field. */
+  model: string;
+  /** Every API field stored in a column of the same name (id and the dates excepted). */
+  columns: Record<string, ColumnKind>;
+  /** List spec with columns qualified by the alias `t`. */
+  listSpec: ListSpec;
+  /** Reference fields: a value that matches no row is a 400 naming the field. */
+  references?: Record<string, { table: string; label: string }>;
+  /** Unique constraint (or index) name -> the field and message of the 400. */
+  uniques?: Record<string, { field: string; message: string }>;
+  /** Business rules around writes; they run inside the write's transaction. */
+  hooks?: {
+    beforeCreate?(trx: Trx, cols: Row): Promise<void>;
+    afterCreate?(trx: Trx, row: Row): Promise<void>;
+    beforeUpdate?(trx: Trx, current: Row, cols: Row): Promise<void>;
+    afterUpdate?(trx: Trx, before: Row, after: Row): Promise<void>;
+    beforeDelete?(trx: Trx, row: Row): Promise<void>;
+    afterDelete?(row: Row): Promise<void>;
+  };
+  /** Extra fields computed for the API from the row. */
+  decorate?(row: Row, rec: Row): void;
+}
+
+/** A timestamp from the API (no zone means UTC). */
+export function toTimestamp(v: string | null | undefined): Date | null | undefined {
+  if (v === undefined || v === null) return v;
+  let iso = v.replace(' ', 'T');
+  if (/^\d{4}-\d{2}-\d{2}$/.test(iso)) iso += 'T00:00:00Z';
+  else if (!/(Z|[+-]\d{2}:?\d{2})$/.test(iso)) iso += 'Z';
+  return new Date(iso);
+}
+
+/**
+ * list/get/create/update/delete of one table, for resources whose API fields are their
+ * columns. Reference checks, constraint mapping and the status-change rules (hooks) run in
+ * the same transaction as the write, so a refused request changes nothing.
+ */
+export class TableService implements ResourceService<Row> {
+  constructor(
+    readonly db: Db,
+    readonly cfg: TableResourceConfig,
+  ) {}
+
+  toRecord(row: Row): Row {
+    const rec: Row = { id: Number(row.id), model: this.cfg.model };
+    for (const [name, kind] of Object.entries(this.cfg.columns)) {
+      const v = row[name];
+      if (kind === 'int') rec[name] = v === null || v === undefined ? null : Number(v);
+      else if (kind === 'bool') rec[name] = Boolean(v);
+      else if (kind === 'money') rec[name] = moneyOut(v);
+      else if (kind === 'timestamp') rec[name] = isoDate(v);
+      else rec[name] = v;
+    }
+    rec.date_created = isoDate(row.date_created);
+    rec.date_modified = isoDate(row.date_modified);
+    this.cfg.decorate?.(row, rec);
+    return rec;
+  }
+
+  /** Validated API input to column values. */
+  toColumns(input: Row): Row {
+    const cols: Row = {};
+    for (const [name, kind] of Object.entries(this.cfg.columns)) {
+      if (!(name in input) || input[name] === undefined) continue;
+      const v = input[name];
+      if (kind === 'json') cols[name] = JSON.stringify(v);
+      else if (kind === 'timestamp') cols[name] = toTimestamp(v);
+      else cols[name] = v;
+    }
+    return cols;
+  }
+
+  async list(q: ListQuery) {
+    const { rows, total } = await runList<Row>(() => this.db(`${this.cfg.table} as t`).select('t.*'), q, this.cfg.listSpec);
+    return { rows: rows.map((r) => this.toRecord(r)), total };
+  }
+
+  async getRow(id: number, db: Knex | Trx = this.db): Promise<Row | undefined> {
+    return db(this.cfg.table).where({ id }).first();
+  }
+
+  async get(id: number): Promise<Row | null> {
+    const row = await this.getRow(id);
+    return row ? this.toRecord(row) : null;
+  }
+
+  /** 400 naming every reference field whose value matches no row. */
+  async checkReferences(trx: Trx, cols: Row): Promise<void> {
+    const errors: Record<string, string> = {};
+    for (const [field, ref] of Object.entries(this.cfg.references ?? {})) {
+      const v = cols[field];
+      if (v === undefined || v === null) continue;
+      const found = await trx(ref.table).where({ id: v }).first('id');
+      if (!found) errors[field] = `${field} ${v} does not match any ${ref.label}.`;
+    }
+    if (Object.keys(errors).length) throw invalidParams(errors);
+  }
+
+  async create(input: Row): Promise<Row> {
+    try {
+      return await this.db.transaction(async (trx) => {
+        const cols = this.toColumns(input);
+        await this.checkReferences(trx, cols);
+        await this.cfg.hooks?.beforeCreate?.(trx, cols);
+        const [row] = await trx(this.cfg.table).insert(cols).returning('*');
+        await this.cfg.hooks?.afterCreate?.(trx, row);
+        return this.toRecord((await this.getRow(Number(row.id), trx))!);
+      });
+    } catch (err) {
+      throw this.mapWriteError(err);
+    }
+  }
+
+  async update(id: number, input: Row): Promise<Row | null> {
+    try {
+      return await this.db.transaction(async (trx) => {
+        const current = await trx(this.cfg.table).where({ id }).forUpdate().first();
+        if (!current) return null;
+        const cols = this.toColumns(input);
+        await this.checkReferences(trx, cols);
+        await this.cfg.hooks?.beforeUpdate?.(trx, current, cols);
+        if (Object.keys(cols).length === 0) return this.toRecord(current);
+        const [after] = await trx(this.cfg.table)
+          .where({ id })
+          .update({ ...cols, date_modified: trx.fn.now() })
+          .returning('*');
+        await this.cfg.hooks?.afterUpdate?.(trx, current, after);
+        return this.toRecord((await this.getRow(id, trx))!);
+      });
+    } catch (err) {
+      throw this.mapWriteError(err);
+    }
+  }
+
+  async remove(id: number): Promise<boolean> {
+    let deleted: Row | undefined;
+    try {
+      deleted = await this.db.transaction(async (trx) => {
+        const row = await trx(this.cfg.table).where({ id }).forUpdate().first();
+        if (!row) return undefined;
+        await this.cfg.hooks?.beforeDelete?.(trx, row);
+        await trx(this.cfg.table).where({ id }).delete();
+        return row;
+      });
+    } catch (err) {
+      if (isPgError(err, PG_FOREIGN_KEY_VIOLATION)) {
+        const table = (err as { table?: string }).table ?? 'other records';
+        throw conflict(
+          `wu_rest_${this.cfg.model}_in_use`,
+          `This ${this.cfg.model} is still referenced by ${table}; delete or reassign those first.`,
+          { referenced_by: table },
+        );
+      }
+      throw err;
+    }
+    if (!deleted) return false;
+    await this.cfg.hooks?.afterDelete?.(deleted);
+    return true;
+  }
+
+  /** Constraint violations that slip past the checks (races) become the same 4xx. */
+  mapWriteError(err: unknown): unknown {
+    if (err instanceof ApiError) return err;
+    if (isPgError(err, PG_UNIQUE_VIOLATION)) {
+      const u = this.cfg.uniques?.[err.constraint ?? ''];
+      if (u) return invalidParams({ [u.field]: u.message });
+      return conflict(`wu_rest_${this.cfg.model}_conflict`, `The ${this.cfg.model} conflicts with an existing one.`);
+    }
+    if (isPgError(err, PG_FOREIGN_KEY_VIOLATION)) {
+      const c = err.constraint ?? '';
+      const field = Object.keys(this.cfg.references ?? {}).find((f) => c.includes(f));
+      if (field) return invalidParams({ [field]: `${field} does not match any ${this.cfg.references![field].label}.` });
+    }
+    return err;
+  }
+}

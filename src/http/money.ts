@@ -1,0 +1,45 @@
+import Decimal from 'decimal.js';
+import { z } from 'zod';
+
+/** ISO 4217 codes known to the runtime's ICU data. */
+export const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency'));
+
+export const currency = () =>
+  z
+    .string()
+    .transform((v) => v.toUpperCase())
+    .refine((v) => /^[A-Z]{3}$/.test(v) && CURRENCIES.has(v), { message: 'is not a three-letter ISO 4217 currency code (e.g. USD, EUR).' });
+
+const MAX = new Decimal('99999999999.9999');
+
+/**
+ * An amount of money from JSON: a number or a numeric string, at most 4 decimals, never
+ * negative. Parsed with decimal.js from its text, so no binary float rounding creeps in;
+ * the output is the exact decimal string that goes into a numeric column.
+ */
+export const money = () =>
+  z.union([z.number(), z.string()]).transform((v, ctx) => {
+    const text = typeof v === 'number' ? String(v) : v.trim();
+    if (!/^\d+(\.\d+)?$/.test(text) && !(typeof v === 'number' && /^\d+(\.\d+)?(e[+-]?\d+)?$/i.test(text))) {
+      ctx.addIssue({ code: 'custom', message: 'must be a non-negative amount, e.g. 19.99.' });
+      return z.NEVER;
+    }
+    const d = new Decimal(text);
+    if (d.decimalPlaces() > 4) {
+      ctx.addIssue({ code: 'custom', message: 'must have at most 4 decimal places.' });
+      return z.NEVER;
+    }
+    if (d.gt(MAX)) {
+      ctx.addIssue({ code: 'custom', message: `must not exceed ${MAX.toFixed()}.` });
+      return z.NEVER;
+    }
+    return d.toFixed();
+  });
+
+/** A numeric column (string from pg) to a JSON number. */
+export function moneyOut(v: string | number | null): number | null {
+  if (v === null || v === undefined) return null;
+  return new Decimal(v).toNumber();
+}
+
+export { Decimal };

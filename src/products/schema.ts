@@ -1,0 +1,38 @@
+import { z } from 'zod';
+import { currency, money } from '../http/money';
+import { allOptional, fields } from '../http/validation';
+import { DURATION_UNITS } from '../shared-enums';
+
+export const PRICING_TYPES = ['free', 'paid', 'contact_us', 'pay_what_you_want'] as const;
+export const PRODUCT_TYPES = ['plan', 'package', 'service'] as const;
+
+const productFields = {
+  slug: z
+    .string()
+    .min(1)
+    .max(200)
+    .regex(/^[a-z0-9]+(?:[-_][a-z0-9]+)*$/, { message: 'must be lower-case letters, digits and single - or _ between them.' }),
+  name: z.string().trim().min(1).max(250),
+  description: fields.text(),
+  currency: currency(),
+  pricing_type: z.enum(PRICING_TYPES),
+  amount: money(),
+  setup_fee: money(),
+  recurring: fields.flag(),
+  duration: z.number().int().min(1).max(1000),
+  duration_unit: z.enum(DURATION_UNITS),
+  trial_duration: z.number().int().min(0).max(1000),
+  trial_duration_unit: z.enum(DURATION_UNITS),
+  billing_cycles: z.number().int().min(0).max(10_000),
+  active: fields.flag(),
+  type: z.enum(PRODUCT_TYPES),
+  list_order: z.number().int().min(-100_000).max(100_000),
+};
+
+export const createProductSchema = z.strictObject({
+  ...allOptional(productFields),
+  slug: productFields.slug,
+  name: productFields.name,
+});
+
+export const updateProductSchema = z.strictObject(allOptional(productFields));
