@@ -195,4 +195,15 @@ describe('customers', () => {
     const recreated = await ctx.http.post(`${BASE}/customers`).set(auth()).send({ user_id: created.user_id });
     expect(recreated.status).toBe(200);
   });
+
+  test('deleting a customer that still has a membership is refused with 409 and changes nothing', async () => {
+    const created = (await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody())).body;
+    const [plan] = await ctx.db('products').insert({ slug: `plan-for-${created.id}`, name: 'Plan' }).returning('id');
+    await ctx.db('memberships').insert({ customer_id: created.id, plan_id: plan.id });
+    const res = await ctx.http.delete(`${BASE}/customers/${created.id}`).set(auth());
+    expect(res.status).toBe(409);
+    expect(res.body.code).toBe('wu_rest_customer_in_use');
+    expect(res.body.data.referenced_by).toBe('memberships');
+    expect((await ctx.http.get(`${BASE}/customers/${created.id}`).set(auth())).body).toEqual(created);
+  });
 });

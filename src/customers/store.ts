@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
-import { isPgError, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from '../db/errors';
+import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from '../db/errors';
 import { conflict, invalidParams } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import type { ResourceService } from '../http/resource';
@@ -218,8 +218,10 @@ export class CustomerService implements ResourceService<Customer> {
       const n = await this.db('customers').where({ id }).delete();
       return n > 0;
     } catch (err) {
-      if (isPgError(err, PG_FOREIGN_KEY_VIOLATION)) {
-        throw conflict('wu_rest_customer_in_use', `Customer ${id} still has records that depend on it; delete or reassign them first.`);
+      if (isStillReferenced(err)) {
+        throw conflict('wu_rest_customer_in_use', `Customer ${id} is still referenced by ${err.table ?? 'other records'}; delete or reassign those first.`, {
+          referenced_by: err.table ?? null,
+        });
       }
       throw err;
     }

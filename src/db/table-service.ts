@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from './knex';
-import { isPgError, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from './errors';
+import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from './errors';
 import { ApiError, conflict, invalidParams } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import { moneyOut } from '../http/money';
@@ -160,8 +160,8 @@ export class TableService implements ResourceService<Row> {
         return row;
       });
     } catch (err) {
-      if (isPgError(err, PG_FOREIGN_KEY_VIOLATION)) {
-        const table = (err as { table?: string }).table ?? 'other records';
+      if (isStillReferenced(err)) {
+        const table = err.table ?? 'other records';
         throw conflict(
           `wu_rest_${this.cfg.model}_in_use`,
           `This ${this.cfg.model} is still referenced by ${table}; delete or reassign those first.`,
