@@ -1,13 +1,25 @@
+import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
+import { createDomainActivities } from './domains';
 
 export interface ActivityDeps {
   db: Db;
+  config: Config;
 }
 
 /**
  * Activities (the side effects workflows ask for), built from their dependencies so the
  * worker and the tests share one wiring. Each capability adds its activities here.
  */
-export function createActivities(_deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
-  return {};
+export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
+  const { db, config } = deps;
+  return {
+    ...createDomainActivities({
+      db,
+      dnsResolver: config.DOMAIN_DNS_RESOLVER,
+      tlsAddress: config.DOMAIN_TLS_ADDRESS,
+      tlsPort: config.DOMAIN_TLS_PORT,
+      tlsCaFile: config.DOMAIN_TLS_CA_FILE,
+    }),
+  };
 }

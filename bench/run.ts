@@ -65,6 +65,15 @@ export const scenarios: Scenario[] = [
     duration: 8,
   },
   { name: 'list 20 customers', method: 'GET', path: () => '/customers', connections: 10, duration: 8 },
+  { name: 'list 20 products', method: 'GET', path: () => '/products', connections: 10, duration: 8 },
+  {
+    name: 'create product',
+    method: 'POST',
+    path: () => '/products',
+    body: (n) => ({ slug: `bench-${RUN_TAG}-${n}`, name: `Bench plan ${n}`, amount: '19.99', type: 'plan' }),
+    connections: 10,
+    duration: 8,
+  },
   {
     // Dominated by scrypt (tens of ms per hash on the libuv pool): fewer connections.
     name: 'create customer',
@@ -111,6 +120,22 @@ export const bareResources: BareResource[] = [
       );
       const customer = await client.query<{ id: number }>('insert into customers (user_id) values ($1) returning id', [user.rows[0].id]);
       return customer.rows[0].id;
+    },
+  },
+  {
+    plural: 'products',
+    select: 'select t.* from products as t',
+    count: 'select count(*) as total from products as t',
+    idColumn: 't.id',
+    async insert(client, body) {
+      // What hostflow does besides the insert: the slug uniqueness check.
+      const taken = await client.query('select id from products where slug = $1 limit 1', [String(body.slug)]);
+      if (taken.rowCount) throw new Error('slug taken');
+      const { rows } = await client.query<{ id: number }>(
+        'insert into products (amount, name, slug, type) values ($1, $2, $3, $4) returning *',
+        [String(body.amount), String(body.name), String(body.slug), String(body.type)],
+      );
+      return rows[0].id;
     },
   },
 ];
@@ -200,6 +225,12 @@ async function seed(pool: pg.Pool, count: number): Promise<number[]> {
     );
     ids.push(...rows.map((r) => Number(r.id)));
   }
+  await pool.query(
+    `insert into products (slug, name, amount, type, description)
+     select 'seed-plan-' || g, 'Seed plan ' || g, (g % 100) + 0.99, (array['plan','package','service'])[1 + g % 3], 'Seeded'
+     from generate_series(1, 1000) as g`,
+  );
+  await pool.query('vacuum analyze products');
   await pool.query('vacuum analyze users');
   await pool.query('vacuum analyze customers');
   return ids.sort((a, b) => a - b);

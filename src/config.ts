@@ -44,6 +44,17 @@ const schema = z.object({
 
   AUTH_FAILURE_LIMIT: z.coerce.number().int().min(1).default(10),
   AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).default(60),
+
+  // Domain checks (DNS, then the TLS certificate), run as the domainCheck workflow.
+  DOMAIN_DNS_RESOLVER: z
+    .string()
+    .regex(/^(\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?|\[[0-9A-Fa-f:.]+\](:\d{1,5})?|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*)$/, 'must be an IP address with an optional port, e.g. 127.0.0.1:53 or [::1]:53')
+    .default('127.0.0.1:53'),
+  DOMAIN_TLS_ADDRESS: z.string().min(1).optional(),
+  DOMAIN_TLS_PORT: port.default(443),
+  DOMAIN_TLS_CA_FILE: z.string().min(1).optional(),
+  DOMAIN_CHECK_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+  DOMAIN_CHECK_MAX_TRIES: z.coerce.number().int().min(1).max(100).default(5),
 });
 
 export type Config = z.infer<typeof schema>;

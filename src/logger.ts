@@ -1,8 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import pino from 'pino';
-
-/** Per-request context: every log line written while serving a request carries its id. */
-export const requestContext = new AsyncLocalStorage<{ requestId: string }>();
 
 const REDACT = [
   'api_secret',
@@ -20,10 +16,6 @@ export function createLogger(level: string) {
     level,
     base: { service: 'hostflow' },
     redact: { paths: REDACT, censor: '[redacted]' },
-    mixin() {
-      const ctx = requestContext.getStore();
-      return ctx ? { request_id: ctx.requestId } : {};
-    },
     timestamp: pino.stdTimeFunctions.isoTime,
   });
 }

@@ -46,7 +46,7 @@ async function main() {
 
   const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
   steps.push(() => temporal.connection.close());
-  const worker = await startWorker({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db });
+  const worker = await startWorker({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config });
   steps.push(() => worker.shutdown());
   const http = await startHttp(config, db, settings, temporal);
   steps.push(() => http.close());

@@ -14,7 +14,7 @@ async function main() {
   onShutdown(steps);
   const db = openDb(config.DATABASE_URL, config);
   steps.push(() => db.destroy());
-  const worker = await startWorker({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db });
+  const worker = await startWorker({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config });
   steps.push(() => worker.shutdown());
   await worker.done;
 }

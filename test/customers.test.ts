@@ -99,6 +99,7 @@ describe('customers', () => {
 
   test.each([
     [{ type: 'reseller' }, 'type', 'type is not one of customer.'],
+    [{ user_id: 'seven', username: undefined, email: undefined, password: undefined }, 'user_id', 'user_id is not of type integer.'],
     [{ email_verification: 'done' }, 'email_verification', 'email_verification is not one of none, pending, and verified.'],
     [{ vip: 'yes please' }, 'vip', 'vip is not of type boolean.'],
     [{ has_trialed: 2 }, 'has_trialed', 'has_trialed is not of type boolean.'],

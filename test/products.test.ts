@@ -100,9 +100,11 @@ describe('products', () => {
     expect(res.body.data.params).toEqual({ slug: 'slug is required.', name: 'name is required.' });
   });
 
-  test('currency is normalised to upper case', async () => {
+  test('currency is normalised to upper case, and filtered case-insensitively', async () => {
     const res = await ctx.http.post(`${BASE}/products`).set(auth()).send(body({ currency: 'eur' }));
     expect(res.body.currency).toBe('EUR');
+    const list = await ctx.http.get(`${BASE}/products`).set(auth()).query({ currency: 'eur' });
+    expect(list.body.map((p: { id: number }) => p.id)).toEqual([res.body.id]);
   });
 
   test('get, update (PUT/PATCH/POST), delete on plural and singular paths; unknown ids', async () => {

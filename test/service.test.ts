@@ -59,7 +59,7 @@ describe('service routes', () => {
 
     let worker: RunningWorker | undefined;
     try {
-      worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: 'default', taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db });
+      worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: 'default', taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
       let polling = 0;
       for (let i = 0; i < 40 && polling === 0; i++) {
         polling = (await ctx.http.get('/readyz')).body.checks.temporal.workers_polling;

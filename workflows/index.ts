@@ -3,4 +3,4 @@
  * the Temporal APIs). The worker bundles this module; each capability adds its workflows
  * here as it lands.
  */
-export {};
+export { domainCheck } from './domainCheck';

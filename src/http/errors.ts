@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { logger, requestContext } from '../logger';
+import { logger } from '../logger';
 
 /**
  * The one error type every layer throws. It becomes the contract's error body:
@@ -55,8 +55,8 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   } else if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') {
     apiError = new ApiError(415, 'rest_unsupported_encoding', String(err.message));
   } else {
-    const requestId = requestContext.getStore()?.requestId ?? String(res.getHeader('X-Request-Id') ?? '');
-    logger.error({ err, method: req.method, url: req.originalUrl.split('?')[0] }, 'unhandled error');
+    const requestId = String(res.getHeader('X-Request-Id') ?? '');
+    (req.log ?? logger).error({ err, method: req.method, path: req.originalUrl.split('?')[0] }, 'unhandled error');
     apiError = new ApiError(500, 'internal_error', 'An unexpected error occurred. Quote the request id when reporting it.', {
       request_id: requestId,
     });

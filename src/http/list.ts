@@ -8,7 +8,8 @@ import { humanList } from './validation';
  * `{column}__in` / `{column}__not_in`, and the `date_created` range. Every SQL identifier
  * comes from the resource's whitelist, never from the request.
  */
-export type FilterType = 'int' | 'string' | 'bool' | { enum: readonly string[] };
+/** `upper`: a string compared in upper case (currency codes). */
+export type FilterType = 'int' | 'string' | 'upper' | 'bool' | { enum: readonly string[] };
 
 export interface ListSpec {
   /** SQL column (qualified) used for the default order and the id filter. */
@@ -56,7 +57,7 @@ function parseDate(raw: string): Date | null {
 
 function typeName(type: FilterType): string {
   if (typeof type === 'object') return `one of ${humanList(type.enum)}`;
-  return { int: 'integer', string: 'string', bool: 'boolean' }[type];
+  return { int: 'integer', string: 'string', upper: 'string', bool: 'boolean' }[type];
 }
 
 function convert(raw: string, type: FilterType): string | number | boolean | null {
@@ -68,6 +69,7 @@ function convert(raw: string, type: FilterType): string | number | boolean | nul
     return null;
   }
   if (typeof type === 'object') return type.enum.includes(raw) ? raw : null;
+  if (type === 'upper') return raw.toUpperCase();
   return raw;
 }
 

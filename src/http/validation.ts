@@ -16,6 +16,7 @@ function issueMessage(name: string, issue: z.core.$ZodIssue, given: unknown): st
   switch (issue.code) {
     case 'invalid_type': {
       if (given === undefined) return `${name} is required.`;
+      if (issue.message?.startsWith('is not of type')) return `${name} ${issue.message}`;
       return `${name} is not of type ${TYPE_NAMES[issue.expected] ?? issue.expected}.`;
     }
     case 'invalid_value':
@@ -93,7 +94,9 @@ export function allOptional<T extends Record<string, z.ZodType>>(shape: T): { [K
 
 // Field building blocks shared by every resource schema.
 export const fields = {
-  id: () => z.number().int().positive(),
+  /** An integer; a non-number says "is not of type integer." (zod alone says "number"). */
+  int: () => z.int({ error: (iss) => (iss.code === 'invalid_type' ? 'is not of type integer.' : undefined) }),
+  id: () => fields.int().positive(),
   flag: () =>
     z.preprocess((v) => {
       if (v === 1 || v === '1' || v === 'true') return true;

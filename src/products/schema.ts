@@ -19,14 +19,14 @@ const productFields = {
   amount: money(),
   setup_fee: money(),
   recurring: fields.flag(),
-  duration: z.number().int().min(1).max(1000),
+  duration: fields.int().min(1).max(1000),
   duration_unit: z.enum(DURATION_UNITS),
-  trial_duration: z.number().int().min(0).max(1000),
+  trial_duration: fields.int().min(0).max(1000),
   trial_duration_unit: z.enum(DURATION_UNITS),
-  billing_cycles: z.number().int().min(0).max(10_000),
+  billing_cycles: fields.int().min(0).max(10_000),
   active: fields.flag(),
   type: z.enum(PRODUCT_TYPES),
-  list_order: z.number().int().min(-100_000).max(100_000),
+  list_order: fields.int().min(-100_000).max(100_000),
 };
 
 export const createProductSchema = z.strictObject({

@@ -24,7 +24,7 @@ export const productListSpec: ListSpec = {
     type: { column: 't.type', type: { enum: PRODUCT_TYPES } },
     pricing_type: { column: 't.pricing_type', type: { enum: PRICING_TYPES } },
     duration_unit: { column: 't.duration_unit', type: { enum: DURATION_UNITS } },
-    currency: { column: 't.currency', type: 'string' },
+    currency: { column: 't.currency', type: 'upper' },
     active: { column: 't.active', type: 'bool' },
     recurring: { column: 't.recurring', type: 'bool' },
   },

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../../activities';
+import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { logger } from '../logger';
 
@@ -40,7 +41,7 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   return bundle;
 }
 
-export async function startWorker(opts: { address: string; namespace: string; taskQueue: string; db: Db }): Promise<RunningWorker> {
+export async function startWorker(opts: { address: string; namespace: string; taskQueue: string; db: Db; config: Config }): Promise<RunningWorker> {
   installRuntime();
   const connection = await NativeConnection.connect({ address: opts.address });
   const worker = await Worker.create({
@@ -48,7 +49,7 @@ export async function startWorker(opts: { address: string; namespace: string; ta
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     workflowBundle: await workflowBundle(),
-    activities: createActivities({ db: opts.db }),
+    activities: createActivities({ db: opts.db, config: opts.config }),
   });
   const done = worker.run().finally(() => connection.close());
   logger.info({ taskQueue: opts.taskQueue, namespace: opts.namespace }, 'temporal worker running');

@@ -1,0 +1,198 @@
+import type { Db } from '../db/knex';
+import { TableService, type Row, type Trx } from '../db/table-service';
+import { invalidParams } from '../http/errors';
+import type { ListQuery, ListSpec } from '../http/list';
+import type { ResourceService } from '../http/resource';
+import { checksUnavailable, type DomainChecks } from './checks';
+import { CHECKING_STAGES, DOMAIN_STAGES, INACTIVE_STAGES } from './schema';
+
+export const domainListSpec: ListSpec = {
+  idColumn: 't.id',
+  dateCreatedColumn: 't.date_created',
+  searchable: ['t.domain'],
+  sortable: {
+    id: 't.id',
+    domain: 't.domain',
+    stage: 't.stage',
+    blog_id: 't.blog_id',
+    customer_id: 't.customer_id',
+    date_created: 't.date_created',
+    date_modified: 't.date_modified',
+  },
+  filters: {
+    domain: { column: 't.domain', type: 'string' },
+    stage: { column: 't.stage', type: { enum: DOMAIN_STAGES } },
+    blog_id: { column: 't.blog_id', type: 'int' },
+    customer_id: { column: 't.customer_id', type: 'int' },
+    active: { column: 't.active', type: 'bool' },
+    primary_domain: { column: 't.primary_domain', type: 'bool' },
+    secure: { column: 't.secure', type: 'bool' },
+  },
+};
+
+const pick = (cols: Row, current: Row | undefined, key: string) => (key in cols ? cols[key] : current?.[key]);
+const isSet = (v: unknown) => v !== undefined && v !== null;
+
+/**
+ * The rules of a domain write, inside its transaction: unique name (any case); the site
+ * belongs to the customer when both are given (on create the site's customer is taken when
+ * customer_id is not sent); primary needs a site and un-marks the site's other domains
+ * (the site row is locked so two requests cannot both win); checking/failed stages force
+ * `active` false; renaming a checked domain starts its checks over.
+ */
+async function checkDomain(trx: Trx, cols: Row, current?: Row): Promise<void> {
+  const errors: Record<string, string> = {};
+
+  if (current && 'domain' in cols && cols.domain !== current.domain && !('stage' in cols) && !['domain-mapping', 'done-without-ssl'].includes(current.stage)) {
+    cols.stage = 'checking-dns';
+  }
+  if ('domain' in cols && cols.domain !== current?.domain) {
+    const q = trx('domains').whereRaw('lower(domain) = ?', [String(cols.domain).toLowerCase()]);
+    if (current) q.whereNot({ id: current.id });
+    const taken = await q.first('id');
+    if (taken) errors.domain = `domain ${cols.domain} is already mapped (domain ${taken.id}).`;
+  }
+
+  const blogId = pick(cols, current, 'blog_id');
+  if (isSet(blogId) && ('blog_id' in cols || 'customer_id' in cols)) {
+    const site = await trx('sites').where({ id: blogId }).first('customer_id');
+    if (site) {
+      if (!current && !('customer_id' in cols)) {
+        if (isSet(site.customer_id)) cols.customer_id = Number(site.customer_id);
+      } else {
+        const customerId = pick(cols, current, 'customer_id');
+        if (isSet(customerId) && Number(site.customer_id) !== Number(customerId)) {
+          errors.blog_id = `site ${blogId} ${isSet(site.customer_id) ? `belongs to customer ${site.customer_id}` : 'belongs to no customer'}, not to customer ${customerId}.`;
+        }
+      }
+    }
+  }
+
+  const primary = Boolean(pick(cols, current, 'primary_domain'));
+  if (primary && !isSet(blogId) && ('primary_domain' in cols || 'blog_id' in cols)) {
+    errors.primary_domain = 'primary_domain needs a site: send blog_id (the site this domain is mapped to).';
+  }
+  if (Object.keys(errors).length) throw invalidParams(errors);
+
+  const stage = pick(cols, current, 'stage') ?? 'checking-dns';
+  if (INACTIVE_STAGES.has(stage)) {
+    if (!current || 'stage' in cols || 'active' in cols) cols.active = false;
+  } else if (current && 'stage' in cols && INACTIVE_STAGES.has(current.stage) && !('active' in cols)) {
+    cols.active = true;
+  }
+
+  if (primary && isSet(blogId) && ('primary_domain' in cols || 'blog_id' in cols)) {
+    await trx('sites').where({ id: blogId }).forUpdate().first('id');
+    const others = trx('domains').where({ blog_id: blogId, primary_domain: true });
+    if (current) others.whereNot({ id: current.id });
+    await others.update({ primary_domain: false, date_modified: trx.fn.now() });
+  }
+}
+
+/**
+ * Domain mappings. A mapping created in (or moved to) `checking-dns` gets a durable check
+ * workflow (`checking-ssl-cert` too: the check then starts at the certificate); deleting the
+ * mapping, or moving it out of the checking stages by hand, stops it.
+ */
+export class DomainService implements ResourceService<Row> {
+  readonly table: TableService;
+
+  constructor(
+    readonly db: Db,
+    readonly checks: DomainChecks,
+  ) {
+    this.table = new TableService(db, {
+      table: 'domains',
+      model: 'domain',
+      columns: {
+        domain: 'text',
+        blog_id: 'int',
+        customer_id: 'int',
+        active: 'bool',
+        primary_domain: 'bool',
+        secure: 'bool',
+        stage: 'text',
+        workflow_id: 'text',
+        last_error: 'text',
+      },
+      listSpec: domainListSpec,
+      references: {
+        blog_id: { table: 'sites', label: 'site' },
+        customer_id: { table: 'customers', label: 'customer' },
+      },
+      uniques: {
+        domains_domain_uq: { field: 'domain', message: 'domain is already mapped.' },
+        domains_one_primary_uq: { field: 'primary_domain', message: 'another domain of this site was marked primary at the same moment; try again.' },
+      },
+      hooks: {
+        beforeCreate: (trx, cols) => checkDomain(trx, cols),
+        beforeUpdate: (trx, current, cols) => checkDomain(trx, cols, current),
+        afterCreate: async (trx, row) => {
+          if (CHECKING_STAGES.has(row.stage)) await trx('domains').where({ id: row.id }).update({ workflow_id: `domain-check-${row.id}` });
+        },
+        afterDelete: async (row) => {
+          if (row.workflow_id) await this.checks.stop(row.workflow_id);
+        },
+      },
+    });
+  }
+
+  list(q: ListQuery) {
+    return this.table.list(q);
+  }
+
+  get(id: number) {
+    return this.table.get(id);
+  }
+
+  async create(input: Row): Promise<Row> {
+    if (CHECKING_STAGES.has(input.stage ?? 'checking-dns')) this.checks.assertAvailable();
+    const previousPrimaries: number[] =
+      input.primary_domain && isSet(input.blog_id) ? (await this.db('domains').where({ blog_id: input.blog_id, primary_domain: true }).pluck('id')).map(Number) : [];
+    const rec = await this.table.create(input);
+    if (CHECKING_STAGES.has(rec.stage)) {
+      try {
+        await this.checks.start(rec as { id: number; domain: string });
+      } catch (err) {
+        // No mapping without its check: undo the insert, and give the site its primary back.
+        await this.db.transaction(async (trx) => {
+          await trx('domains').where({ id: rec.id }).delete();
+          if (previousPrimaries.length) {
+            const now = await trx('domains').where({ blog_id: rec.blog_id, primary_domain: true }).first('id');
+            if (!now) await trx('domains').whereIn('id', previousPrimaries.slice(0, 1)).update({ primary_domain: true });
+          }
+        });
+        throw checksUnavailable((err as Error).message);
+      }
+    }
+    return rec;
+  }
+
+  async update(id: number, input: Row): Promise<Row | null> {
+    if (CHECKING_STAGES.has(input.stage)) this.checks.assertAvailable();
+    const before = await this.table.getRow(id);
+    if (!before) return null;
+    const rec = await this.table.update(id, input);
+    if (!rec) return null;
+    // Sending a checking stage (even the current one) or renaming a checked domain (re)starts its check.
+    const restart = CHECKING_STAGES.has(rec.stage) && (CHECKING_STAGES.has(input.stage) || rec.domain !== before.domain);
+    if (restart) {
+      try {
+        const workflowId = await this.checks.start(rec as { id: number; domain: string });
+        await this.db('domains').where({ id }).update({ workflow_id: workflowId, last_error: null });
+      } catch (err) {
+        await this.db('domains').where({ id }).update({ last_error: `domain checks could not be started: ${(err as Error).message}` });
+        throw checksUnavailable((err as Error).message);
+      }
+      return this.table.get(id);
+    }
+    if (before.workflow_id && CHECKING_STAGES.has(before.stage) && !CHECKING_STAGES.has(rec.stage)) {
+      await this.checks.stop(before.workflow_id, `stage set to ${rec.stage} by hand`);
+    }
+    return rec;
+  }
+
+  remove(id: number): Promise<boolean> {
+    return this.table.remove(id);
+  }
+}

@@ -1,0 +1,133 @@
+import type { Db } from '../db/knex';
+import { TableService, type Row, type Trx } from '../db/table-service';
+import { invalidParams } from '../http/errors';
+import type { ListSpec } from '../http/list';
+import { DURATION_UNITS } from '../shared-enums';
+import { MEMBERSHIP_STATUSES } from './schema';
+
+export const membershipListSpec: ListSpec = {
+  idColumn: 't.id',
+  dateCreatedColumn: 't.date_created',
+  searchable: ['t.gateway_subscription_id', 't.gateway_customer_id', 't.gateway'],
+  sortable: {
+    id: 't.id',
+    amount: 't.amount',
+    status: 't.status',
+    date_created: 't.date_created',
+    date_modified: 't.date_modified',
+    date_expiration: 't.date_expiration',
+    customer_id: 't.customer_id',
+    plan_id: 't.plan_id',
+  },
+  filters: {
+    status: { column: 't.status', type: { enum: MEMBERSHIP_STATUSES } },
+    customer_id: { column: 't.customer_id', type: 'int' },
+    plan_id: { column: 't.plan_id', type: 'int' },
+    gateway: { column: 't.gateway', type: 'string' },
+    auto_renew: { column: 't.auto_renew', type: 'bool' },
+    currency: { column: 't.currency', type: 'upper' },
+    duration_unit: { column: 't.duration_unit', type: { enum: DURATION_UNITS } },
+  },
+};
+
+/** Statuses a membership is "live" in, and those it can be activated from. */
+const ACTIVE = new Set(['active', 'trialing']);
+const ACTIVATABLE_FROM = new Set(['pending', 'on-hold']);
+
+/** plan_id must be a product of type `plan`; every add-on product must exist. */
+async function checkProducts(trx: Trx, cols: Row): Promise<void> {
+  const errors: Record<string, string> = {};
+  if (cols.plan_id !== undefined) {
+    const plan = await trx('products').where({ id: cols.plan_id }).first('id', 'type');
+    // An unknown plan_id is already refused by the reference check.
+    if (plan && plan.type !== 'plan') errors.plan_id = `plan_id ${cols.plan_id} is a product of type ${plan.type}, not a plan.`;
+  }
+  if (cols.addon_products !== undefined) {
+    const addons = JSON.parse(cols.addon_products) as { product_id: number }[];
+    const ids = addons.map((a) => a.product_id);
+    if (ids.length > 0) {
+      const found = new Set((await trx('products').whereIn('id', ids).select('id')).map((r: Row) => Number(r.id)));
+      const missing = ids.filter((id) => !found.has(id));
+      if (missing.length > 0) errors.addon_products = `addon_products: product_id ${missing.join(', ')} does not match any product.`;
+    }
+  }
+  if (Object.keys(errors).length) throw invalidParams(errors);
+}
+
+/**
+ * A pending/on-hold membership that becomes active or trialing publishes its pending sites.
+ */
+async function publishPendingSites(trx: Trx, membershipId: number): Promise<void> {
+  await trx.raw("UPDATE sites SET type = 'customer_owned', active = true, date_modified = now() WHERE membership_id = ? AND type = 'pending'", [membershipId]);
+}
+
+export function createMembershipService(db: Db): TableService {
+  return new TableService(db, {
+    table: 'memberships',
+    model: 'membership',
+    columns: {
+      customer_id: 'int',
+      plan_id: 'int',
+      addon_products: 'json',
+      currency: 'text',
+      initial_amount: 'money',
+      recurring: 'bool',
+      auto_renew: 'bool',
+      duration: 'int',
+      duration_unit: 'text',
+      amount: 'money',
+      date_activated: 'timestamp',
+      date_trial_end: 'timestamp',
+      date_renewed: 'timestamp',
+      date_cancellation: 'timestamp',
+      date_expiration: 'timestamp',
+      times_billed: 'int',
+      billing_cycles: 'int',
+      status: 'text',
+      gateway: 'text',
+      gateway_customer_id: 'text',
+      gateway_subscription_id: 'text',
+      migrated_from_id: 'int',
+    },
+    listSpec: membershipListSpec,
+    references: {
+      customer_id: { table: 'customers', label: 'customer' },
+      plan_id: { table: 'products', label: 'product' },
+    },
+    hooks: {
+      async beforeCreate(trx, cols) {
+        await checkProducts(trx, cols);
+        const status = cols.status ?? 'pending';
+        if (status === 'cancelled') {
+          if (cols.date_cancellation == null) cols.date_cancellation = trx.fn.now();
+          cols.auto_renew = false;
+        }
+        if (ACTIVE.has(status) && cols.date_activated == null) cols.date_activated = trx.fn.now();
+      },
+      async beforeUpdate(trx, current, cols) {
+        await checkProducts(trx, cols);
+        // A payment's membership belongs to the payment's customer: keep it that way.
+        if (cols.customer_id !== undefined && Number(cols.customer_id) !== Number(current.customer_id)) {
+          const payment = await trx('payments').where({ membership_id: current.id }).whereNot({ customer_id: cols.customer_id }).first('id');
+          if (payment) {
+            throw invalidParams({ customer_id: `customer_id cannot change: payment ${payment.id} of this membership belongs to customer ${current.customer_id}.` });
+          }
+        }
+        const status: string = cols.status ?? current.status;
+        if (status === 'cancelled') {
+          // A (new) cancellation is dated now unless the caller dates it; a cancelled
+          // membership never renews.
+          if (current.status !== 'cancelled' && cols.date_cancellation == null) cols.date_cancellation = trx.fn.now();
+          if (current.auto_renew || cols.auto_renew !== undefined) cols.auto_renew = false;
+        }
+        if (ACTIVE.has(status) && ACTIVATABLE_FROM.has(current.status)) {
+          const activated = 'date_activated' in cols ? cols.date_activated : current.date_activated;
+          if (activated == null) cols.date_activated = trx.fn.now();
+        }
+      },
+      async afterUpdate(trx, before, after) {
+        if (ACTIVATABLE_FROM.has(before.status) && ACTIVE.has(after.status)) await publishPendingSites(trx, Number(after.id));
+      },
+    },
+  });
+}

@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import { currency, money } from '../http/money';
+import { allOptional, fields } from '../http/validation';
+
+export const PAYMENT_STATUSES = ['pending', 'completed', 'refunded', 'partially-refunded', 'partially-paid', 'failed', 'cancelled', 'draft'] as const;
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
+
+/** One line of a payment: what was bought, how many, at what unit price. */
+export const lineItem = z.strictObject({
+  name: z.string().trim().min(1).max(250),
+  description: fields.text(1000).optional(),
+  quantity: fields.int().min(1).max(1_000_000),
+  unit_price: money(),
+  product_id: fields.id().nullable().optional(),
+});
+export type LineItem = z.output<typeof lineItem>;
+
+const paymentFields = {
+  customer_id: fields.id(),
+  membership_id: fields.id().nullable(),
+  product_id: fields.id().nullable(),
+  parent_id: fields.id().nullable(),
+  currency: currency(),
+  subtotal: money(),
+  refund_total: money(),
+  discount_total: money(),
+  tax_total: money(),
+  total: money(),
+  status: z.enum(PAYMENT_STATUSES),
+  gateway: fields.text(100),
+  gateway_payment_id: fields.text(255),
+  line_items: z.array(lineItem).max(1000),
+};
+
+// invoice_number is read-only: it is given by the service when a payment is completed.
+export const createPaymentSchema = z.strictObject({
+  ...allOptional(paymentFields),
+  customer_id: paymentFields.customer_id,
+});
+
+export const updatePaymentSchema = z.strictObject(allOptional(paymentFields));

@@ -1,0 +1,141 @@
+import type { Db } from '../db/knex';
+import { TableService, type Row, type Trx } from '../db/table-service';
+import { invalidParams } from '../http/errors';
+import type { ListSpec } from '../http/list';
+import { Decimal, moneyOut } from '../http/money';
+import { PAYMENT_STATUSES, type LineItem } from './schema';
+
+export const paymentListSpec: ListSpec = {
+  idColumn: 't.id',
+  dateCreatedColumn: 't.date_created',
+  searchable: ['t.gateway_payment_id', 't.gateway'],
+  sortable: {
+    id: 't.id',
+    total: 't.total',
+    status: 't.status',
+    invoice_number: 't.invoice_number',
+    date_created: 't.date_created',
+    date_modified: 't.date_modified',
+    customer_id: 't.customer_id',
+  },
+  filters: {
+    status: { column: 't.status', type: { enum: PAYMENT_STATUSES } },
+    customer_id: { column: 't.customer_id', type: 'int' },
+    membership_id: { column: 't.membership_id', type: 'int' },
+    product_id: { column: 't.product_id', type: 'int' },
+    gateway: { column: 't.gateway', type: 'string' },
+    currency: { column: 't.currency', type: 'upper' },
+    invoice_number: { column: 't.invoice_number', type: 'int' },
+  },
+};
+
+/** Largest amount a numeric(15,4) column holds. */
+const MAX_MONEY = new Decimal('99999999999.9999');
+
+/**
+ * The next invoice number. The counter row stays locked until the write's transaction ends,
+ * so concurrent completions queue up: no duplicates, and a rolled-back write gives its
+ * number back (no gaps).
+ */
+async function nextInvoiceNumber(trx: Trx): Promise<number> {
+  const r = await trx.raw('UPDATE invoice_counter SET value = value + 1 WHERE id = 1 RETURNING value');
+  if (r.rows.length !== 1) throw new Error('invoice_counter row 1 is missing');
+  return Number(r.rows[0].value);
+}
+
+/** Line items with an unknown product_id, and the membership of another customer: 400. */
+async function checkRelations(trx: Trx, cols: Row, current?: Row): Promise<void> {
+  const errors: Record<string, string> = {};
+  if (cols.line_items !== undefined) {
+    const items = JSON.parse(cols.line_items) as LineItem[];
+    const ids = [...new Set(items.map((i) => i.product_id).filter((id): id is number => id !== undefined && id !== null))];
+    if (ids.length > 0) {
+      const found = new Set((await trx('products').whereIn('id', ids).select('id')).map((r: Row) => Number(r.id)));
+      const bad = items.flatMap((item, i) => (item.product_id != null && !found.has(item.product_id) ? [`line_items[${i}].product_id ${item.product_id}`] : []));
+      if (bad.length > 0) errors.line_items = `${bad.join(', ')} does not match any product.`;
+    }
+  }
+  if ('membership_id' in cols || 'customer_id' in cols) {
+    const membershipId = 'membership_id' in cols ? cols.membership_id : current?.membership_id;
+    const customerId = Number(cols.customer_id ?? current?.customer_id);
+    if (membershipId != null) {
+      const m = await trx('memberships').where({ id: membershipId }).first('customer_id');
+      if (m && Number(m.customer_id) !== customerId) {
+        errors.membership_id = `membership_id ${membershipId} belongs to customer ${m.customer_id}, not to customer ${customerId}.`;
+      }
+    }
+  }
+  if (current && cols.parent_id != null && Number(cols.parent_id) === Number(current.id)) {
+    errors.parent_id = 'parent_id cannot be the payment itself.';
+  }
+  if (Object.keys(errors).length) throw invalidParams(errors);
+}
+
+/** Store unit prices as JSON numbers (the validated text is exact to 4 decimals). */
+function normaliseLineItems(cols: Row): LineItem[] | undefined {
+  if (cols.line_items === undefined) return undefined;
+  const items = JSON.parse(cols.line_items) as LineItem[];
+  cols.line_items = JSON.stringify(items.map((i) => ({ ...i, unit_price: Number(i.unit_price) })));
+  return items;
+}
+
+export function createPaymentService(db: Db): TableService {
+  return new TableService(db, {
+    table: 'payments',
+    model: 'payment',
+    columns: {
+      customer_id: 'int',
+      membership_id: 'int',
+      product_id: 'int',
+      parent_id: 'int',
+      currency: 'text',
+      subtotal: 'money',
+      refund_total: 'money',
+      discount_total: 'money',
+      tax_total: 'money',
+      total: 'money',
+      status: 'text',
+      gateway: 'text',
+      gateway_payment_id: 'text',
+      line_items: 'json',
+      invoice_number: 'int',
+      migrated_from_id: 'int',
+    },
+    listSpec: paymentListSpec,
+    references: {
+      customer_id: { table: 'customers', label: 'customer' },
+      membership_id: { table: 'memberships', label: 'membership' },
+      product_id: { table: 'products', label: 'product' },
+      parent_id: { table: 'payments', label: 'payment' },
+    },
+    uniques: { payments_invoice_number_unique: { field: 'invoice_number', message: 'invoice_number is already used by another payment.' } },
+    hooks: {
+      async beforeCreate(trx, cols) {
+        await checkRelations(trx, cols);
+        const items = normaliseLineItems(cols);
+        // Without a subtotal, the line items make it; without a total, the parts make it.
+        if (cols.subtotal === undefined && items && items.length > 0) {
+          const subtotal = items.reduce((sum, i) => sum.plus(new Decimal(i.unit_price).times(i.quantity)), new Decimal(0));
+          if (subtotal.gt(MAX_MONEY)) throw invalidParams({ line_items: `line_items add up to more than ${MAX_MONEY.toFixed()}.` });
+          cols.subtotal = subtotal.toFixed();
+        }
+        if (cols.total === undefined) {
+          const total = Decimal.max(0, new Decimal(cols.subtotal ?? 0).minus(cols.discount_total ?? 0).plus(cols.tax_total ?? 0));
+          if (total.gt(MAX_MONEY)) throw invalidParams({ total: `total (subtotal - discount_total + tax_total) must not exceed ${MAX_MONEY.toFixed()}.` });
+          cols.total = total.toFixed();
+        }
+        if (cols.status === 'completed') cols.invoice_number = await nextInvoiceNumber(trx);
+      },
+      async beforeUpdate(trx, current, cols) {
+        await checkRelations(trx, cols, current);
+        normaliseLineItems(cols);
+        if (cols.status === 'completed' && current.invoice_number === null) cols.invoice_number = await nextInvoiceNumber(trx);
+      },
+    },
+    decorate(_row, rec) {
+      if (Array.isArray(rec.line_items)) {
+        rec.line_items = rec.line_items.map((i: Row) => (typeof i?.unit_price === 'string' ? { ...i, unit_price: moneyOut(i.unit_price) } : i));
+      }
+    },
+  });
+}

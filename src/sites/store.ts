@@ -1,0 +1,121 @@
+import type { Db } from '../db/knex';
+import { TableService, type Row, type Trx } from '../db/table-service';
+import type { DomainChecks } from '../domains/checks';
+import { invalidParams } from '../http/errors';
+import type { ListSpec } from '../http/list';
+import { SITE_TYPES } from './schema';
+
+export const siteListSpec: ListSpec = {
+  idColumn: 't.id',
+  dateCreatedColumn: 't.date_created',
+  searchable: ['t.title', 't.domain', 't.description'],
+  sortable: {
+    id: 't.id',
+    title: 't.title',
+    domain: 't.domain',
+    path: 't.path',
+    type: 't.type',
+    customer_id: 't.customer_id',
+    membership_id: 't.membership_id',
+    date_created: 't.date_created',
+    date_modified: 't.date_modified',
+  },
+  filters: {
+    customer_id: { column: 't.customer_id', type: 'int' },
+    membership_id: { column: 't.membership_id', type: 'int' },
+    template_id: { column: 't.template_id', type: 'int' },
+    type: { column: 't.type', type: { enum: SITE_TYPES } },
+    domain: { column: 't.domain', type: 'string' },
+    path: { column: 't.path', type: 'string' },
+    active: { column: 't.active', type: 'bool' },
+    public: { column: 't.public', type: 'bool' },
+    archived: { column: 't.archived', type: 'bool' },
+  },
+};
+
+const pick = (cols: Row, current: Row | undefined, key: string) => (key in cols ? cols[key] : current?.[key]);
+
+/**
+ * Rules a site write must keep, checked inside the write's transaction:
+ * (domain, path) unique; the template is a site of type site_template (and not the site
+ * itself); the membership belongs to the site's customer. On create, a membership without
+ * a customer_id gives the site its customer.
+ */
+async function checkSite(trx: Trx, cols: Row, current?: Row): Promise<void> {
+  const errors: Record<string, string> = {};
+  const domain = pick(cols, current, 'domain');
+  const path = pick(cols, current, 'path') ?? '/';
+  if (('domain' in cols || 'path' in cols) && domain !== undefined) {
+    const q = trx('sites').whereRaw('lower(domain) = ?', [String(domain).toLowerCase()]).andWhere({ path });
+    if (current) q.whereNot({ id: current.id });
+    const taken = await q.first('id');
+    if (taken) errors.domain = `domain ${domain} with path ${path} is already used by site ${taken.id}.`;
+  }
+  if (cols.template_id !== undefined && cols.template_id !== null) {
+    if (current && Number(cols.template_id) === Number(current.id)) errors.template_id = 'template_id must not be the site itself.';
+    else {
+      const template = await trx('sites').where({ id: cols.template_id }).first('type');
+      if (template && template.type !== 'site_template') {
+        errors.template_id = `template_id ${cols.template_id} is not a site template (its type is ${template.type}).`;
+      }
+    }
+  }
+  const membershipId = pick(cols, current, 'membership_id');
+  if (membershipId !== undefined && membershipId !== null && ('membership_id' in cols || 'customer_id' in cols)) {
+    const membership = await trx('memberships').where({ id: membershipId }).first('customer_id');
+    if (membership) {
+      if (!current && !('customer_id' in cols)) cols.customer_id = Number(membership.customer_id);
+      const customerId = pick(cols, current, 'customer_id');
+      if (customerId !== undefined && customerId !== null && Number(customerId) !== Number(membership.customer_id)) {
+        errors.membership_id = `membership_id ${membershipId} belongs to customer ${membership.customer_id}, not to customer ${customerId}.`;
+      }
+    }
+  }
+  if (Object.keys(errors).length) throw invalidParams(errors);
+}
+
+export class SiteService extends TableService {
+  constructor(
+    db: Db,
+    private readonly checks?: DomainChecks,
+  ) {
+    super(db, {
+      table: 'sites',
+      model: 'site',
+      columns: {
+        title: 'text',
+        description: 'text',
+        domain: 'text',
+        path: 'text',
+        customer_id: 'int',
+        membership_id: 'int',
+        template_id: 'int',
+        type: 'text',
+        active: 'bool',
+        public: 'bool',
+        archived: 'bool',
+        site_meta: 'json',
+        migrated_from_id: 'int',
+      },
+      listSpec: siteListSpec,
+      references: {
+        customer_id: { table: 'customers', label: 'customer' },
+        membership_id: { table: 'memberships', label: 'membership' },
+        template_id: { table: 'sites', label: 'site' },
+      },
+      uniques: { sites_domain_path_uq: { field: 'domain', message: 'domain with this path is already used by another site.' } },
+      hooks: {
+        beforeCreate: (trx, cols) => checkSite(trx, cols),
+        beforeUpdate: (trx, current, cols) => checkSite(trx, cols, current),
+      },
+    });
+  }
+
+  /** The site's domain mappings go with it (ON DELETE CASCADE); their checks are stopped. */
+  override async remove(id: number): Promise<boolean> {
+    const workflows = await this.db('domains').where({ blog_id: id }).whereNotNull('workflow_id').pluck('workflow_id');
+    const removed = await super.remove(id);
+    if (removed && this.checks) await Promise.all(workflows.map((w: string) => this.checks!.stop(w)));
+    return removed;
+  }
+}
