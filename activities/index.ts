@@ -1,6 +1,7 @@
 import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
 import { createDomainActivities } from './domains';
+import { createRegisterActivities } from './register';
 
 export interface ActivityDeps {
   db: Db;
@@ -21,5 +22,6 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
       tlsPort: config.DOMAIN_TLS_PORT,
       tlsCaFile: config.DOMAIN_TLS_CA_FILE,
     }),
+    ...createRegisterActivities({ db }),
   };
 }

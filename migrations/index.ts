@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import * as m20261125000001 from './20261125000001_foundation';
 import * as m20261125000002 from './20261125000002_catalogue_and_estate';
+import * as m20261125000003 from './20261125000003_registrations';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -9,6 +10,7 @@ import * as m20261125000002 from './20261125000002_catalogue_and_estate';
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '20261125000001_foundation': m20261125000001,
   '20261125000002_catalogue_and_estate': m20261125000002,
+  '20261125000003_registrations': m20261125000003,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -55,6 +55,9 @@ const schema = z.object({
   DOMAIN_TLS_CA_FILE: z.string().min(1).optional(),
   DOMAIN_CHECK_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   DOMAIN_CHECK_MAX_TRIES: z.coerce.number().int().min(1).max(100).default(5),
+
+  // /register: how long the request waits for the registration workflow before answering 202.
+  REGISTER_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(30),
 });
 
 export type Config = z.infer<typeof schema>;

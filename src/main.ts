@@ -55,6 +55,7 @@ async function main() {
   process.stdout.write(
     `\nhostflow is up.\n` +
       `  API base URL: ${base}${config.REST_PREFIX}/${WU_NAMESPACE}/\n` +
+      `  API reference: ${base}/docs (OpenAPI document: ${base}${config.REST_PREFIX}/${WU_NAMESPACE}/openapi.json)\n` +
       `  Temporal UI:  ${uiUrl ?? `(external Temporal at ${temporalAddress})`}\n` +
       `  Data folder:  ${config.DATA_DIR}\n` +
       `Press Ctrl-C to stop.\n\n`,

@@ -4,18 +4,20 @@ import request from 'supertest';
 import type { Express } from 'express';
 import { loadConfig, type Config } from '../src/config';
 import { createDb, type Db } from '../src/db/knex';
-import { createApp } from '../src/http/app';
+import { createApp, type AppWithRegistry } from '../src/http/app';
 import { Metrics } from '../src/http/metrics';
 import { prepareDatabase } from '../src/runtime';
 import type { SettingsStore } from '../src/settings/store';
 import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
+import { buildOpenApiDocument } from '../src/openapi/document';
+import { ContractChecker } from './contract';
 
 export const API_KEY = 'hf_test_key_0123456789abcdef';
 export const API_SECRET = 'test-secret-0123456789-abcdefghij';
 export const BASE = '/wp-json/wu/v2';
 
 export interface TestContext {
-  app: Express;
+  app: AppWithRegistry;
   db: Db;
   config: Config;
   settings: SettingsStore;
@@ -26,6 +28,8 @@ export interface TestContext {
   basic: string;
   /** supertest agent */
   http: ReturnType<typeof request>;
+  /** Responses that did not match the OpenAPI document (close() fails when there are any). */
+  contract: ContractChecker;
   close(): Promise<void>;
 }
 
@@ -64,7 +68,9 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
   const settings = await prepareDatabase(db, config);
   const temporal = await connectTemporal(config.TEMPORAL_ADDRESS!, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
   const metrics = new Metrics(db);
-  const app = createApp({ config, db, settings, temporal, metrics });
+  let document: Record<string, unknown> | undefined;
+  const contract = new ContractChecker(() => (document ??= buildOpenApiDocument(app.locals.registry, { version: 'test' })));
+  const app = createApp({ config, db, settings, temporal, metrics, observeResponse: (r) => contract.check(r) });
   return {
     app,
     db,
@@ -75,6 +81,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     dbUrl,
     basic: `Basic ${Buffer.from(`${API_KEY}:${API_SECRET}`).toString('base64')}`,
     http: request(app),
+    contract,
     async close() {
       await temporal.connection.close();
       await db.destroy();
@@ -82,6 +89,9 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
       await a.connect();
       await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await a.end();
+      if (contract.violations.length > 0) {
+        throw new Error(`Responses that do not match the OpenAPI document:\n${[...new Set(contract.violations)].join('\n')}`);
+      }
     },
   };
 }

@@ -4,3 +4,4 @@
  * here as it lands.
  */
 export { domainCheck } from './domainCheck';
+export { register } from './register';

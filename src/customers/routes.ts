@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import type { Db } from '../db/knex';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
-import { createCustomerSchema, updateCustomerSchema } from './schema';
+import { createCustomerSchema, customerRecordSchema, updateCustomerSchema } from './schema';
 import { CustomerService, customerListSpec } from './store';
 
 export function mountCustomers(router: Router, registry: RouteRegistry, namespace: string, db: Db): CustomerService {
@@ -13,6 +13,8 @@ export function mountCustomers(router: Router, registry: RouteRegistry, namespac
     listSpec: customerListSpec,
     createSchema: createCustomerSchema,
     updateSchema: updateCustomerSchema,
+    recordSchema: customerRecordSchema,
+    description: 'Either user_id of an existing user, or username, email and password to create the account.',
     service,
   });
   return service;

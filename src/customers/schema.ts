@@ -75,3 +75,29 @@ export type CreateCustomerInput = {
   date_registered?: string;
 };
 export type UpdateCustomerInput = Omit<CreateCustomerInput, 'username'>;
+
+const timestamp = () => z.iso.datetime({ offset: true });
+
+/** A customer as the API answers it. */
+export const customerRecordSchema = z.strictObject({
+  id: z.int(),
+  model: z.literal('customer'),
+  user_id: z.int(),
+  username: z.string(),
+  email: z.string(),
+  display_name: z.string(),
+  type: z.enum(CUSTOMER_TYPES),
+  email_verification: z.enum(EMAIL_VERIFICATION),
+  date_registered: timestamp().nullable(),
+  last_login: timestamp().nullable(),
+  has_trialed: z.boolean(),
+  vip: z.boolean(),
+  ips: z.array(z.string()),
+  signup_form: z.string(),
+  extra_information: z.string(),
+  billing_address: z.record(z.string(), z.unknown()),
+  notes: z.array(z.unknown()),
+  migrated_from_id: z.int().nullable(),
+  date_created: timestamp(),
+  date_modified: timestamp(),
+});

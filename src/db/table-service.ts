@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { z } from 'zod';
 import type { Db } from './knex';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from './errors';
 import { ApiError, conflict, invalidParams } from '../http/errors';
@@ -190,4 +191,38 @@ export class TableService implements ResourceService<Row> {
     }
     return err;
   }
+}
+
+/** The schema under optional/nullable/default wrappers. */
+function unwrap(schema: z.ZodType | undefined): z.ZodType | undefined {
+  let s = schema as any;
+  while (s && (s instanceof z.ZodOptional || s instanceof z.ZodNullable || s instanceof z.ZodDefault)) s = s.unwrap();
+  return s;
+}
+
+const timestamp = () => z.iso.datetime({ offset: true });
+
+/**
+ * The response schema of a table resource, derived from its columns: enumerations and the
+ * shape of JSON columns are taken from the create schema, so the document states exactly
+ * what validation accepts. `nullable` lists text/json columns that may be null (int and
+ * timestamp columns always may).
+ */
+export function recordSchema(cfg: Pick<TableResourceConfig, 'model' | 'columns'>, createSchema: z.ZodObject, nullable: string[] = [], extra: Record<string, z.ZodType> = {}): z.ZodObject {
+  const shape: Record<string, z.ZodType> = { id: z.int(), model: z.literal(cfg.model) };
+  for (const [name, kind] of Object.entries(cfg.columns)) {
+    const input = unwrap(createSchema.shape[name] as z.ZodType | undefined);
+    let s: z.ZodType;
+    if (kind === 'int') s = z.int().nullable();
+    else if (kind === 'bool') s = z.boolean();
+    else if (kind === 'money') s = z.number();
+    else if (kind === 'timestamp') s = timestamp().nullable();
+    else if (kind === 'json') s = input instanceof z.ZodArray ? z.array(z.unknown()) : input instanceof z.ZodRecord || input instanceof z.ZodObject ? z.record(z.string(), z.unknown()) : z.unknown();
+    else s = input instanceof z.ZodEnum ? z.enum(input.options as [string, ...string[]]) : z.string();
+    shape[name] = nullable.includes(name) && kind !== 'int' && kind !== 'timestamp' ? s.nullable() : s;
+  }
+  Object.assign(shape, extra);
+  shape.date_created = timestamp();
+  shape.date_modified = timestamp();
+  return z.strictObject(shape);
 }

@@ -2,6 +2,7 @@ import type { Router } from 'express';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import type { Metrics } from '../http/metrics';
+import { recordSchema } from '../db/table-service';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import type { TemporalHandle } from '../temporal/client';
@@ -24,6 +25,7 @@ export function mountDomains(
     plural: 'domains',
     listSpec: domainListSpec,
     createSchema: createDomainSchema,
+    recordSchema: recordSchema(service.table.cfg, createDomainSchema, ['workflow_id', 'last_error']),
     updateSchema: updateDomainSchema,
     service,
   });

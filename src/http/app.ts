@@ -8,6 +8,7 @@ import { mountDomains } from '../domains/routes';
 import { mountSites } from '../sites/routes';
 import { mountMemberships } from '../memberships/routes';
 import { mountPayments } from '../payments/routes';
+import { mountRegister } from '../register/routes';
 import { logger, type Logger } from '../logger';
 import { mountSettings } from '../settings/routes';
 import type { SettingsStore } from '../settings/store';
@@ -16,6 +17,10 @@ import { AuthFailureLimiter, requireApiAuth } from './auth';
 import { errorHandler, notFoundHandler } from './errors';
 import type { Metrics } from './metrics';
 import { RouteRegistry, type RouteInfo } from './routes';
+import { buildOpenApiDocument } from '../openapi/document';
+import { mountDocsPage } from '../openapi/docs-page';
+
+import { version as PACKAGE_VERSION } from '../../package.json';
 
 export interface AppDeps {
   config: Config;
@@ -23,6 +28,12 @@ export interface AppDeps {
   settings: SettingsStore;
   temporal: TemporalHandle | null;
   metrics: Metrics;
+  /** Sees every JSON response with its route pattern (the contract tests validate them). */
+  observeResponse?: (r: { method: string; route: string | null; status: number; body: unknown }) => void;
+}
+
+export interface AppWithRegistry extends express.Express {
+  locals: express.Express['locals'] & { registry: RouteRegistry };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -77,7 +88,7 @@ function routeIndex(routes: RouteInfo[]) {
   );
 }
 
-export function createApp(deps: AppDeps): express.Express {
+export function createApp(deps: AppDeps): AppWithRegistry {
   const { config, db, settings, metrics } = deps;
   const app = express();
   app.disable('x-powered-by');
@@ -88,17 +99,57 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(requestIdAndLog);
   app.use(metrics.middleware());
   app.use(methodOverride);
+  const observe = deps.observeResponse;
+  if (observe) {
+    app.use((req, res, next) => {
+      const json = res.json.bind(res);
+      res.json = (body: unknown) => {
+        const mount = (res.locals.mountPath as string | undefined) ?? req.baseUrl;
+        const route = req.route?.path ? `${mount}${req.route.path === '/' ? '' : req.route.path}` || '/' : null;
+        observe({ method: req.method === 'HEAD' ? 'GET' : req.method, route, status: res.statusCode, body });
+        return json(body);
+      };
+      next();
+    });
+  }
 
-  const registry = new RouteRegistry();
   const prefix = config.REST_PREFIX;
+  const registry = new RouteRegistry(prefix);
+  app.locals.registry = registry;
   const siteUrl = (req: Request) => config.PUBLIC_URL?.replace(/\/$/, '') ?? `${req.protocol}://${req.get('host')}`;
 
+  const anyObject = { type: 'object', additionalProperties: true };
   // Discovery, as WordPress: a Link header pointing at the REST index.
+  registry.service('GET', '/', {
+    summary: 'Site root: points at the REST index (Link rel="https://api.w.org/")',
+    tags: ['service'],
+    responses: { 200: { description: 'Where the REST index is.', schema: { type: 'object', required: ['name', 'rest_index'], properties: { name: { type: 'string' }, rest_index: { type: 'string' } } } } },
+  });
   app.get('/', (req, res) => {
     res.setHeader('Link', `<${siteUrl(req)}${prefix}/>; rel="https://api.w.org/"`);
     res.json({ name: 'hostflow', rest_index: `${siteUrl(req)}${prefix}/` });
   });
 
+  registry.service('GET', '/healthz', {
+    summary: 'Liveness: the process is up',
+    tags: ['service'],
+    responses: { 200: { description: 'Up.', schema: { type: 'object', required: ['status'], properties: { status: { const: 'ok' } } } } },
+  });
+  const readiness = {
+    type: 'object',
+    required: ['status', 'checks'],
+    properties: { status: { enum: ['ready', 'not_ready'] }, checks: anyObject },
+  };
+  registry.service('GET', '/readyz', {
+    summary: 'Readiness: database and Temporal reachable (and how many workers poll the task queue)',
+    tags: ['service'],
+    responses: { 200: { description: 'Ready.', schema: readiness }, 503: { description: 'Not ready; checks say which part failed.', schema: readiness } },
+  });
+  registry.service('GET', '/metrics', {
+    summary: 'Prometheus metrics (text exposition format)',
+    tags: ['service'],
+    responses: { 200: { description: 'Metrics in text/plain.' } },
+  });
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -141,7 +192,12 @@ export function createApp(deps: AppDeps): express.Express {
     }),
   );
 
-  registry.add({ namespace: WU_NAMESPACE, path: `/${WU_NAMESPACE}`, methods: ['GET'], public: true });
+  registry.operation(WU_NAMESPACE, 'GET', '/', {
+    summary: 'Namespace index: the routes of wu/v2 and their methods',
+    tags: ['service'],
+    public: true,
+    responses: { 200: { description: 'The namespace and its routes.', schema: { type: 'object', required: ['namespace', 'routes'], properties: { namespace: { type: 'string' }, routes: anyObject } } } },
+  });
   wu.get('/', (req, res) => {
     res.json({
       namespace: WU_NAMESPACE,
@@ -150,11 +206,33 @@ export function createApp(deps: AppDeps): express.Express {
     });
   });
 
+  registry.operation(WU_NAMESPACE, 'GET', '/openapi.json', {
+    summary: 'This OpenAPI 3.1 document',
+    tags: ['service'],
+    public: true,
+    responses: { 200: { description: 'The document.', schema: anyObject } },
+  });
+  let document: Record<string, unknown> | undefined;
+  wu.get('/openapi.json', (_req, res) => {
+    // Built on first use, when every router has registered its operations.
+    document ??= buildOpenApiDocument(registry, { serverUrl: config.PUBLIC_URL, version: PACKAGE_VERSION });
+    res.json(document);
+  });
+
   const limiter = new AuthFailureLimiter(config.AUTH_FAILURE_LIMIT, config.AUTH_FAILURE_WINDOW_SECONDS * 1000);
   wu.use(requireApiAuth(settings, limiter));
   wu.use((req, _res, next) => next(req.bodyError));
 
-  registry.add({ namespace: WU_NAMESPACE, path: `/${WU_NAMESPACE}/auth`, methods: ['GET'] });
+  registry.operation(WU_NAMESPACE, 'GET', '/auth', {
+    summary: 'Test the credentials',
+    tags: ['service'],
+    responses: {
+      200: {
+        description: 'The credentials are valid.',
+        schema: { type: 'object', required: ['success', 'label', 'message'], properties: { success: { const: true }, label: { type: 'string' }, message: { type: 'string' } }, additionalProperties: false },
+      },
+    },
+  });
   wu.get('/auth', async (_req, res) => {
     res.json({ success: true, label: await settings.get<string>('network_name'), message: 'Welcome to our API' });
   });
@@ -166,11 +244,18 @@ export function createApp(deps: AppDeps): express.Express {
   mountPayments(wu, registry, WU_NAMESPACE, db);
   const domains = mountDomains(wu, registry, WU_NAMESPACE, db, deps.temporal, metrics, config);
   mountSites(wu, registry, WU_NAMESPACE, db, domains.checks);
+  mountRegister(wu, registry, WU_NAMESPACE, { db, settings, temporal: deps.temporal, metrics, config });
   wu.use(notFoundHandler);
 
   app.use(`${prefix}/${WU_NAMESPACE}`, wu);
 
-  app.get([`${prefix}`, `${prefix}/`], (req, res) => {
+  registry.service('GET', prefix, {
+    summary: 'REST index: namespaces and routes, as WordPress',
+    tags: ['service'],
+    responses: { 200: { description: 'The index.', schema: { type: 'object', required: ['namespaces', 'routes'], properties: { namespaces: { type: 'array', items: { type: 'string' } }, routes: anyObject } } } },
+  });
+  // Non-strict routing: /wp-json and /wp-json/ both match.
+  app.get(prefix, (req, res) => {
     res.setHeader('Link', `<${siteUrl(req)}${prefix}/>; rel="https://api.w.org/"`);
     res.json({
       name: 'hostflow',
@@ -183,7 +268,9 @@ export function createApp(deps: AppDeps): express.Express {
     });
   });
 
+  mountDocsPage(app, `${prefix}/${WU_NAMESPACE}/openapi.json`);
+
   app.use(notFoundHandler);
   app.use(errorHandler);
-  return app;
+  return app as AppWithRegistry;
 }

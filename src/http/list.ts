@@ -248,3 +248,45 @@ export function setPagingHeaders(req: Request, res: Response, q: ListQuery, tota
   if (q.page < totalPages) links.push(`<${url(q.page + 1)}>; rel="next"`);
   if (links.length) res.setHeader('Link', links.join(', '));
 }
+
+function filterSchema(type: FilterType): Record<string, unknown> {
+  if (typeof type === 'object') return { type: 'string', enum: [...type.enum] };
+  if (type === 'int') return { type: 'integer' };
+  if (type === 'bool') return { type: 'boolean' };
+  return { type: 'string' };
+}
+
+/** The list parameters of a resource, for the OpenAPI document. */
+export function listQueryParams(spec: ListSpec): import('./routes').ParamDoc[] {
+  const params: import('./routes').ParamDoc[] = [
+    { name: 'per_page', description: 'Items per page.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+    { name: 'page', description: 'Page number; a page past the end is [].', schema: { type: 'integer', minimum: 1, default: 1 } },
+    { name: 'search', description: `Substring match (case-insensitive) over ${spec.searchable.map((s) => s.replace(/^\w+\./, '')).join(', ')}.`, schema: { type: 'string', maxLength: 200 } },
+    { name: 'orderby', description: 'Field to sort by (default id).', schema: { type: 'string', enum: Object.keys(spec.sortable) } },
+    { name: 'order', description: 'Direction (default desc).', schema: { type: 'string', enum: ['asc', 'desc'] } },
+  ];
+  for (const form of ['date_created', 'date_created_query']) {
+    for (const edge of ['after', 'before']) {
+      params.push({ name: `${form}[${edge}]`, description: `Created at or ${edge} this time (ISO 8601; no zone means UTC).`, schema: { type: 'string' } });
+    }
+  }
+  const filters: [string, FilterType][] = [['id', 'int'], ...Object.entries(spec.filters).map(([k, f]) => [k, f.type] as [string, FilterType])];
+  for (const [name, type] of filters) {
+    params.push({ name, description: `Exact filter on ${name}.`, schema: filterSchema(type) });
+    for (const suffix of ['__in', '__not_in']) {
+      params.push({
+        name: `${name}${suffix}`,
+        description: `${suffix === '__in' ? 'Any' : 'None'} of these values (repeat \`${name}${suffix}[]=\` or give a comma-separated list).`,
+        schema: { type: 'array', items: filterSchema(type), maxItems: 100 },
+      });
+    }
+  }
+  return params;
+}
+
+/** Headers of a list response. */
+export const LIST_HEADERS = {
+  'X-WP-Total': { description: 'Number of matching records.', schema: { type: 'integer' } },
+  'X-WP-TotalPages': { description: 'Number of pages at this per_page.', schema: { type: 'integer' } },
+  Link: { description: 'rel="next" / rel="prev" page links, when there are such pages.', schema: { type: 'string' } },
+};

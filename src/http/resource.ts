@@ -1,7 +1,7 @@
 import { Router, type Request } from 'express';
 import type { z } from 'zod';
 import { ApiError, noRoute, notFoundItem } from './errors';
-import { parseListQuery, setPagingHeaders, type ListQuery, type ListSpec } from './list';
+import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders, type ListQuery, type ListSpec } from './list';
 import { RouteRegistry } from './routes';
 import { bodyObject, parseOrThrow } from './validation';
 
@@ -24,7 +24,11 @@ export interface ResourceDefinition<Rec> {
   listSpec: ListSpec;
   createSchema: z.ZodType;
   updateSchema: z.ZodObject;
+  /** What a record looks like in a response (the OpenAPI document's schema of the model). */
+  recordSchema: z.ZodType;
   service: ResourceService<Rec>;
+  /** A sentence for the document. */
+  description?: string;
 }
 
 function parseId(req: Request, model: string): number {
@@ -43,9 +47,37 @@ function parseId(req: Request, model: string): number {
 export function mountResource<Rec>(router: Router, registry: RouteRegistry, namespace: string, def: ResourceDefinition<Rec>): void {
   const updatable = new Set(Object.keys(def.updateSchema.shape));
 
+  const tags = [def.plural];
+  const record = registry.component(def.model.charAt(0).toUpperCase() + def.model.slice(1), def.recordSchema);
   for (const base of [`/${def.plural}`, `/${def.model}`]) {
-    registry.add({ namespace, path: RouteRegistry.wpPath(namespace, base), methods: ['GET', 'POST'] });
-    registry.add({ namespace, path: RouteRegistry.wpPath(namespace, `${base}/:id`), methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] });
+    const alias = base === `/${def.model}` ? ' (singular path of the original)' : '';
+    registry.operation(namespace, 'GET', base, {
+      summary: `List ${def.plural}${alias}`,
+      tags,
+      query: listQueryParams(def.listSpec),
+      responses: { 200: { description: `A page of ${def.plural} (a bare array).`, schema: { type: 'array', items: record }, headers: LIST_HEADERS } },
+    });
+    registry.operation(namespace, 'POST', base, {
+      summary: `Create a ${def.model}${alias}`,
+      description: def.description,
+      tags,
+      body: def.createSchema,
+      responses: { 200: { description: `The created ${def.model}.`, schema: record } },
+    });
+    registry.operation(namespace, 'GET', `${base}/:id`, { summary: `Get a ${def.model}${alias}`, tags, responses: { 200: { description: `The ${def.model}.`, schema: record } } });
+    for (const method of ['PUT', 'PATCH', 'POST'] as const) {
+      registry.operation(namespace, method, `${base}/:id`, {
+        summary: `Update a ${def.model}${alias}${method === 'POST' ? ' (POST on the id, as the original)' : ''}`,
+        tags,
+        body: def.updateSchema,
+        responses: { 200: { description: `The updated ${def.model}.`, schema: record } },
+      });
+    }
+    registry.operation(namespace, 'DELETE', `${base}/:id`, {
+      summary: `Delete a ${def.model}${alias}`,
+      tags,
+      responses: { 200: { description: 'Deleted: the literal true.', schema: { type: 'boolean', const: true } } },
+    });
 
     router.get(base, async (req, res) => {
       const q = parseListQuery(req.query as Record<string, unknown>, def.listSpec);

@@ -1,6 +1,9 @@
+import type { z } from 'zod';
+
 /**
- * What the service exposes, for the WordPress-style route index (GET /wp-json/ and
- * GET /wp-json/{namespace}). Every router registers its routes here as it mounts them.
+ * What the service exposes. Every router registers its operations here as it mounts them;
+ * the registry feeds the WordPress-style route index (GET /wp-json/, GET /wp-json/{namespace})
+ * and the OpenAPI document, so neither can drift from the routes.
  */
 export interface RouteInfo {
   namespace: string;
@@ -10,9 +13,51 @@ export interface RouteInfo {
   public?: boolean;
 }
 
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** A query parameter documented with a JSON Schema. */
+export interface ParamDoc {
+  name: string;
+  description?: string;
+  schema: Record<string, unknown>;
+  required?: boolean;
+}
+
+export interface ResponseDoc {
+  description: string;
+  /** A zod schema (converted for the document) or a JSON Schema. */
+  schema?: z.ZodType | Record<string, unknown>;
+  headers?: Record<string, { description: string; schema: Record<string, unknown> }>;
+}
+
+export interface OperationDoc {
+  summary: string;
+  description?: string;
+  tags: string[];
+  /** No authentication (index, health). */
+  public?: boolean;
+  query?: ParamDoc[];
+  body?: z.ZodType;
+  /** Success responses; the error responses every operation can give are added for it. */
+  responses: Record<number, ResponseDoc>;
+}
+
+export interface Operation {
+  namespace: string;
+  method: HttpMethod;
+  /** Full Express path, e.g. /wp-json/wu/v2/customers/:id */
+  path: string;
+  doc: OperationDoc;
+}
+
 export class RouteRegistry {
   readonly routes: RouteInfo[] = [];
   readonly namespaces = new Set<string>();
+  readonly operations: Operation[] = [];
+  /** Named schemas for the document's components (records of each model). */
+  readonly components = new Map<string, z.ZodType | Record<string, unknown>>();
+
+  constructor(readonly prefix = '/wp-json') {}
 
   add(info: RouteInfo): void {
     this.namespaces.add(info.namespace);
@@ -22,6 +67,23 @@ export class RouteRegistry {
     } else {
       this.routes.push({ ...info, methods: [...info.methods] });
     }
+  }
+
+  /** Documents an operation (and lists it in the index). `path` is relative to the namespace. */
+  operation(namespace: string, method: HttpMethod, path: string, doc: OperationDoc): void {
+    this.operations.push({ namespace, method, path: `${this.prefix}/${namespace}${path === '/' ? '' : path}`, doc });
+    this.add({ namespace, path: RouteRegistry.wpPath(namespace, path), methods: [method], public: doc.public });
+  }
+
+  /** Registers a named schema; answers a $ref to it. */
+  component(name: string, schema: z.ZodType | Record<string, unknown>): { $ref: string } {
+    this.components.set(name, schema);
+    return { $ref: `#/components/schemas/${name}` };
+  }
+
+  /** Documents a route outside the REST namespaces (health, metrics, indexes). */
+  service(method: HttpMethod, fullPath: string, doc: OperationDoc): void {
+    this.operations.push({ namespace: '', method, path: fullPath, doc: { ...doc, public: true } });
   }
 
   /** Express path (`/customers/:id`) to WordPress' regex form. */

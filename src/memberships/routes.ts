@@ -1,5 +1,6 @@
 import type { Router } from 'express';
 import type { Db } from '../db/knex';
+import { recordSchema } from '../db/table-service';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { createMembershipSchema, updateMembershipSchema } from './schema';
@@ -12,6 +13,7 @@ export function mountMemberships(router: Router, registry: RouteRegistry, namesp
     plural: 'memberships',
     listSpec: membershipListSpec,
     createSchema: createMembershipSchema,
+    recordSchema: recordSchema(service.cfg, createMembershipSchema, []),
     updateSchema: updateMembershipSchema,
     service,
   });

@@ -1,5 +1,6 @@
 import type { Router } from 'express';
 import type { Db } from '../db/knex';
+import { recordSchema } from '../db/table-service';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { createPaymentSchema, updatePaymentSchema } from './schema';
@@ -12,6 +13,7 @@ export function mountPayments(router: Router, registry: RouteRegistry, namespace
     plural: 'payments',
     listSpec: paymentListSpec,
     createSchema: createPaymentSchema,
+    recordSchema: recordSchema(service.cfg, createPaymentSchema, []),
     updateSchema: updatePaymentSchema,
     service,
   });

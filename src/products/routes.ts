@@ -1,5 +1,6 @@
 import type { Router } from 'express';
 import type { Db } from '../db/knex';
+import { recordSchema } from '../db/table-service';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { createProductSchema, updateProductSchema } from './schema';
@@ -12,6 +13,7 @@ export function mountProducts(router: Router, registry: RouteRegistry, namespace
     plural: 'products',
     listSpec: productListSpec,
     createSchema: createProductSchema,
+    recordSchema: recordSchema(service.cfg, createProductSchema, []),
     updateSchema: updateProductSchema,
     service,
   });

@@ -1,4 +1,5 @@
 import type { Router } from 'express';
+import { z } from 'zod';
 import { ApiError, invalidParams } from '../http/errors';
 import type { RouteRegistry } from '../http/routes';
 import { bodyObject } from '../http/validation';
@@ -8,6 +9,9 @@ import { isSensitiveSetting, SETTING_KEY_PATTERN, type SettingsStore } from './s
 const SETTING_TYPES: Record<string, 'boolean' | 'string'> = {
   enable_api: 'boolean',
   network_name: 'string',
+  enable_registration: 'boolean',
+  site_mode: 'string',
+  network_domain: 'string',
 };
 
 function coerce(key: string, value: unknown): { value?: unknown; error?: string } {
@@ -55,8 +59,43 @@ export function validateSettings(input: Record<string, unknown>): Record<string,
 }
 
 export function mountSettings(router: Router, registry: RouteRegistry, namespace: string, settings: SettingsStore): void {
-  registry.add({ namespace, path: `/${namespace}/settings`, methods: ['GET', 'POST'] });
-  registry.add({ namespace, path: `/${namespace}/settings/(?P<setting_key>[a-z0-9_-]+)`, methods: ['GET', 'POST', 'PUT', 'PATCH'] });
+  const tags = ['settings'];
+  const settingsObject = { type: 'object', additionalProperties: true, description: 'Every setting, defaults included, without the sensitive ones.' };
+  const one = {
+    type: 'object',
+    required: ['success', 'setting_key', 'value'],
+    properties: { success: { const: true }, setting_key: { type: 'string' }, value: {} },
+    additionalProperties: false,
+  };
+  registry.operation(namespace, 'GET', '/settings', {
+    summary: 'All settings (api_key, api_secret and other secrets are never included)',
+    tags,
+    responses: { 200: { description: 'The settings.', schema: { type: 'object', required: ['success', 'settings'], properties: { success: { const: true }, settings: settingsObject } } } },
+  });
+  registry.operation(namespace, 'POST', '/settings', {
+    summary: 'Update several settings: {"settings":{key:value,...}} (or the pairs at the top level)',
+    tags,
+    body: z.union([z.object({ settings: z.record(z.string(), z.unknown()) }), z.record(z.string(), z.unknown())]),
+    responses: {
+      200: {
+        description: 'Updated; all or nothing.',
+        schema: {
+          type: 'object',
+          required: ['success', 'updated', 'settings'],
+          properties: { success: { const: true }, updated: { type: 'array', items: { type: 'string' } }, settings: settingsObject },
+        },
+      },
+    },
+  });
+  registry.operation(namespace, 'GET', '/settings/:key', { summary: 'One setting', tags, responses: { 200: { description: 'The setting.', schema: one } } });
+  for (const method of ['POST', 'PUT', 'PATCH'] as const) {
+    registry.operation(namespace, method, '/settings/:key', {
+      summary: 'Set one setting: {"value": ...}',
+      tags,
+      body: z.object({ value: z.unknown() }),
+      responses: { 200: { description: 'The new value.', schema: one } },
+    });
+  }
 
   router.get('/settings', async (_req, res) => {
     res.json({ success: true, settings: await settings.publicSettings() });

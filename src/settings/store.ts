@@ -12,6 +12,10 @@ const CACHE_MS = 2000;
 export const SETTING_DEFAULTS: Record<string, unknown> = {
   enable_api: true,
   network_name: 'hostflow',
+  // /register
+  enable_registration: true,
+  site_mode: 'subdirectory',
+  network_domain: 'localhost',
 };
 
 const SENSITIVE_KEYS = new Set(['api_key', 'api_secret']);

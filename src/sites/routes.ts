@@ -1,6 +1,7 @@
 import type { Router } from 'express';
 import type { Db } from '../db/knex';
 import type { DomainChecks } from '../domains/checks';
+import { recordSchema } from '../db/table-service';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { createSiteSchema, updateSiteSchema } from './schema';
@@ -13,6 +14,7 @@ export function mountSites(router: Router, registry: RouteRegistry, namespace: s
     plural: 'sites',
     listSpec: siteListSpec,
     createSchema: createSiteSchema,
+    recordSchema: recordSchema(service.cfg, createSiteSchema, []),
     updateSchema: updateSiteSchema,
     service,
   });

@@ -1,0 +1,146 @@
+import { z } from 'zod';
+import type { HttpMethod, Operation, ResponseDoc, RouteRegistry } from '../http/routes';
+
+/**
+ * The OpenAPI 3.1 document, built from the route registry: the same zod schemas that
+ * validate requests describe them here, and every registered operation is in it.
+ */
+export const ERROR_SCHEMA = {
+  type: 'object',
+  required: ['code', 'message', 'data'],
+  properties: {
+    code: { type: 'string', description: 'Machine-readable code, e.g. wu_rest_invalid_parameter.' },
+    message: { type: 'string' },
+    data: {
+      type: 'object',
+      required: ['status'],
+      properties: {
+        status: { type: 'integer' },
+        params: { type: 'object', additionalProperties: { type: 'string' }, description: 'Every offending parameter with a message.' },
+        request_id: { type: 'string' },
+      },
+      additionalProperties: true,
+    },
+  },
+  additionalProperties: false,
+};
+
+const ERROR_STATUSES: Record<number, string> = {
+  400: 'Invalid parameters (`wu_rest_invalid_parameter`, every one in data.params), malformed JSON (`rest_invalid_json`), an unknown or read-only field on update (`wu_rest_{model}_invalid_set_method`) or a business rule.',
+  401: 'Missing or wrong credentials (`rest_forbidden`).',
+  403: 'The API is disabled (`wu_rest_api_disabled`) or the item is protected.',
+  404: 'Unknown id (`wu_rest_{model}_invalid_id`) or route (`rest_no_route`).',
+  409: 'Conflict: the record is still referenced (`wu_rest_{model}_in_use`) or a key was reused.',
+  413: 'Request body too large (`rest_request_too_large`).',
+  415: 'Unsupported body encoding.',
+  429: 'Too many failed authentications from this address (`Retry-After` says when to try again).',
+  500: 'Unexpected failure (`internal_error`, with data.request_id).',
+  503: 'A backing service (database, Temporal) is unavailable.',
+};
+
+function toJsonSchema(schema: z.ZodType | Record<string, unknown>, io: 'input' | 'output'): Record<string, unknown> {
+  if (!(schema instanceof z.ZodType)) return schema;
+  const json = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any', reused: 'inline' }) as Record<string, unknown>;
+  delete json.$schema;
+  return json;
+}
+
+/** /wp-json/wu/v2/customers/:id -> /wp-json/wu/v2/customers/{id} */
+export function openApiPath(expressPath: string): string {
+  return expressPath.replace(/:([A-Za-z_]+)/g, '{$1}');
+}
+
+function response(doc: ResponseDoc, io: 'output'): Record<string, unknown> {
+  const out: Record<string, unknown> = { description: doc.description };
+  if (doc.headers) out.headers = doc.headers;
+  if (doc.schema) out.content = { 'application/json': { schema: toJsonSchema(doc.schema, io) } };
+  return out;
+}
+
+export function buildOpenApiDocument(registry: RouteRegistry, opts: { serverUrl?: string; version: string }): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  const seen = new Set<string>();
+  for (const op of registry.operations) {
+    const key = `${op.method} ${op.path}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const path = openApiPath(op.path);
+    const item = (paths[path] ??= {});
+    item[op.method.toLowerCase()] = operationObject(op, registry.prefix);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'hostflow API',
+      version: opts.version,
+      description:
+        'JSON REST API of the hostflow multi-site hosting and billing platform (namespace wu/v2, compatible with the original platform). ' +
+        'Authenticate with HTTP Basic (API key as user name, API secret as password) or the api_key/api_secret query parameters. ' +
+        'Every error is {code, message, data:{status, ...}}.',
+      contact: { name: 'hostflow' },
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    },
+    servers: [{ url: opts.serverUrl ?? '/', description: 'This service' }],
+    security: [{ basicAuth: [] }, { apiKeyQuery: [], apiSecretQuery: [] }],
+    tags: [...new Set(registry.operations.flatMap((o) => o.doc.tags))].sort().map((name) => ({ name, description: `${name} operations` })),
+    components: {
+      securitySchemes: {
+        basicAuth: { type: 'http', scheme: 'basic', description: 'API key as user name, API secret as password (recommended).' },
+        apiKeyQuery: { type: 'apiKey', in: 'query', name: 'api_key', description: 'API key (with api_secret).' },
+        apiSecretQuery: { type: 'apiKey', in: 'query', name: 'api_secret', description: 'API secret (with api_key).' },
+      },
+      schemas: {
+        Error: ERROR_SCHEMA,
+        ...Object.fromEntries([...registry.components].map(([name, schema]) => [name, toJsonSchema(schema, 'output')])),
+      },
+    },
+    paths,
+  };
+}
+
+/** GET /wp-json/wu/v2/customers/:id -> WuV2CustomersById (the REST prefix left out). */
+function operationName(path: string, prefix: string): string {
+  if (path === '/') return 'Root';
+  const rest = path === prefix ? 'RestIndex' : path.startsWith(`${prefix}/`) ? path.slice(prefix.length) : path;
+  return rest
+    .split(/[/\-_.]/)
+    .filter(Boolean)
+    .map((p) => (p.startsWith(':') ? `By${p.slice(1, 2).toUpperCase()}${p.slice(2)}` : p.charAt(0).toUpperCase() + p.slice(1)))
+    .join('');
+}
+
+function operationObject(op: Operation, prefix: string): Record<string, unknown> {
+  const d = op.doc;
+  const parameters: Record<string, unknown>[] = [];
+  for (const m of op.path.matchAll(/:([A-Za-z_]+)/g)) {
+    parameters.push({ name: m[1], in: 'path', required: true, schema: m[1].endsWith('id') ? { type: 'integer', minimum: 1 } : { type: 'string' } });
+  }
+  for (const q of d.query ?? []) {
+    const isArray = q.schema.type === 'array';
+    parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema: q.schema, ...(isArray ? { style: 'form', explode: true } : {}) });
+  }
+  const responses: Record<string, unknown> = {};
+  for (const [status, r] of Object.entries(d.responses)) responses[status] = response(r, 'output');
+  const errorStatuses = d.public ? [500] : Object.keys(ERROR_STATUSES).map(Number);
+  for (const status of errorStatuses) {
+    responses[String(status)] ??= {
+      description: ERROR_STATUSES[status],
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      ...(status === 401 ? { headers: { 'WWW-Authenticate': { description: 'Basic realm', schema: { type: 'string' } } } } : {}),
+      ...(status === 429 ? { headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } } } : {}),
+    };
+  }
+  const operationId = `${op.method.toLowerCase()}${operationName(op.path, prefix)}`;
+  return {
+    operationId,
+    summary: d.summary,
+    description: `${d.description ? `${d.description} ` : ''}${d.public ? 'Public: no credentials needed.' : 'Needs the API credentials (HTTP Basic, or the api_key and api_secret parameters).'}`,
+    tags: d.tags,
+    ...(d.public ? { security: [] } : {}),
+    ...(parameters.length ? { parameters } : {}),
+    ...(d.body ? { requestBody: { required: true, content: { 'application/json': { schema: toJsonSchema(d.body, 'input') } } } } : {}),
+    responses,
+  };
+}
+
+export type { HttpMethod };

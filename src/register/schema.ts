@@ -1,0 +1,105 @@
+import { z } from 'zod';
+import { MEMBERSHIP_STATUSES } from '../memberships/schema';
+import { currency } from '../http/money';
+import { PAYMENT_STATUSES } from '../payments/schema';
+import { fields } from '../http/validation';
+import { DURATION_UNITS } from '../shared-enums';
+
+/** The /register body: the contract's registration table plus the original's optional fields. */
+const username = z
+  .string()
+  .min(4)
+  .max(60)
+  .regex(/^[A-Za-z0-9 _.@-]+$/, { message: 'may contain only letters, numbers, spaces and _ . @ -' });
+
+const customer = z.strictObject({
+  user_id: fields.id().optional(),
+  username: username.optional(),
+  password: z.string().min(6).max(4096).optional(),
+  email: z.email().max(254).optional(),
+  billing_address: fields.jsonObject().optional(),
+});
+
+const productRef = z.union([fields.id(), z.string().trim().min(1).max(200)], {
+  error: () => 'must be a product id (integer) or slug (string).',
+});
+
+export const registerSchema = z
+  .strictObject({
+    customer_id: fields.id().optional(),
+    customer: customer.optional(),
+    products: z
+      .array(productRef)
+      .max(50)
+      .refine((items) => new Set(items.map((i) => String(i))).size === items.length, { message: 'must not list the same product twice.' })
+      .optional(),
+    duration: fields.int().min(1).max(1000).optional(),
+    duration_unit: z.enum(DURATION_UNITS).optional(),
+    discount_code: z.string().max(100).optional(),
+    auto_renew: fields.flag().optional(),
+    country: z
+      .string()
+      .regex(/^[A-Za-z]{2}$/, { message: 'must be a two-letter ISO 3166-1 country code.' })
+      .transform((v) => v.toUpperCase())
+      .optional(),
+    currency: currency().optional(),
+    membership: z
+      .strictObject({
+        status: z.enum(MEMBERSHIP_STATUSES).optional(),
+        date_activated: fields.datetime().optional(),
+        date_trial_end: fields.datetime().optional(),
+        date_renewed: fields.datetime().optional(),
+        date_expiration: fields.datetime().optional(),
+      })
+      .optional(),
+    payment: z.strictObject({ status: z.enum(PAYMENT_STATUSES).optional() }).optional(),
+    payment_method: z
+      .strictObject({
+        gateway: fields.text(100).optional(),
+        gateway_customer_id: fields.text(255).optional(),
+        gateway_subscription_id: fields.text(255).optional(),
+        gateway_payment_id: fields.text(255).optional(),
+      })
+      .optional(),
+    site: z
+      .strictObject({
+        site_url: z
+          .string()
+          .min(4)
+          .max(63)
+          .regex(/^[a-z0-9]+$/, { message: 'may contain only lower-case letters and digits.' }),
+        site_title: z.string().trim().min(4).max(250),
+        publish: fields.flag().optional(),
+        template_id: fields.id().optional(),
+        site_meta: fields.jsonObject().optional(),
+        site_option: fields.jsonObject().optional(),
+      })
+      .optional(),
+  })
+  .superRefine((v, ctx) => {
+    if (v.discount_code !== undefined && v.discount_code.trim() !== '') {
+      ctx.addIssue({ code: 'custom', path: ['discount_code'], message: 'discount_code: discount codes are not supported yet; leave it out or empty.' });
+    }
+    if (v.customer_id !== undefined) {
+      if (v.customer && (v.customer.user_id !== undefined || v.customer.username !== undefined || v.customer.email !== undefined || v.customer.password !== undefined)) {
+        ctx.addIssue({ code: 'custom', path: ['customer'], message: 'customer cannot name an account (user_id, username, email, password) together with customer_id.' });
+      }
+      return;
+    }
+    const c = v.customer;
+    if (!c) {
+      ctx.addIssue({ code: 'custom', path: ['customer'], message: 'customer is required when customer_id is not given.' });
+      return;
+    }
+    if (c.user_id !== undefined) {
+      for (const k of ['username', 'email', 'password'] as const) {
+        if (c[k] !== undefined) ctx.addIssue({ code: 'custom', path: ['customer', k], message: `customer.${k} cannot be combined with customer.user_id.` });
+      }
+    } else {
+      for (const k of ['username', 'email', 'password'] as const) {
+        if (c[k] === undefined) ctx.addIssue({ code: 'custom', path: ['customer', k], message: `customer.${k} is required when neither customer_id nor customer.user_id is given.` });
+      }
+    }
+  });
+
+export type RegisterBody = z.output<typeof registerSchema>;

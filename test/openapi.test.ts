@@ -1,0 +1,102 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Express } from 'express';
+import { openApiPath } from '../src/openapi/document';
+import { ContractChecker } from './contract';
+import { BASE, createTestContext, type TestContext } from './helpers';
+
+/** Every route Express really serves, walking the router stacks (method + OpenAPI path). */
+function servedRoutes(app: Express): Set<string> {
+  const out = new Set<string>();
+  const walk = (stack: any[], prefix: string) => {
+    for (const layer of stack) {
+      if (layer.route) {
+        const paths = Array.isArray(layer.route.path) ? layer.route.path : [layer.route.path];
+        for (const p of paths) {
+          const full = `${prefix}${p === '/' && prefix ? '' : p}` || '/';
+          for (const m of Object.keys(layer.route.methods)) if (m !== '_all') out.add(`${m.toUpperCase()} ${openApiPath(full)}`);
+        }
+      } else if (layer.handle?.stack && typeof layer.rawPath === 'string') {
+        walk(layer.handle.stack, `${prefix}${layer.rawPath}`);
+      }
+    }
+  };
+  walk((app as any).router.stack, '');
+  return out;
+}
+
+describe('OpenAPI document', () => {
+  let ctx: TestContext;
+  let doc: any;
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    const res = await ctx.http.get(`${BASE}/openapi.json`);
+    expect(res.status).toBe(200);
+    doc = res.body;
+  });
+  afterAll(() => ctx.close());
+
+  test('is served without authentication as OpenAPI 3.1 with the security schemes', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['apiKeyQuery', 'apiSecretQuery', 'basicAuth']);
+    expect(doc.components.schemas.Error.required).toEqual(['code', 'message', 'data']);
+    for (const model of ['Customer', 'Product', 'Membership', 'Payment', 'Site', 'Domain']) expect(doc.components.schemas[model]).toBeDefined();
+  });
+
+  test('every route the app serves is documented, and every documented operation is served', () => {
+    const served = [...servedRoutes(ctx.app)].filter((r) => !r.includes(' /docs'));
+    const documented = Object.entries(doc.paths).flatMap(([p, item]: [string, any]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`));
+    expect(served.length).toBeGreaterThan(50);
+    expect(served.filter((r) => !documented.includes(r))).toEqual([]);
+    expect(documented.filter((r) => !served.includes(r))).toEqual([]);
+  });
+
+  test('request bodies come from the validating schemas (enumerations, required fields, no unknown keys)', () => {
+    const create = doc.paths['/wp-json/wu/v2/memberships'].post.requestBody.content['application/json'].schema;
+    expect(create.required).toEqual(expect.arrayContaining(['customer_id', 'plan_id']));
+    expect(create.properties.status.enum).toEqual(['pending', 'active', 'trialing', 'expired', 'on-hold', 'cancelled']);
+    expect(create.additionalProperties).toBe(false);
+    const list = doc.paths['/wp-json/wu/v2/customers'].get;
+    const perPage = list.parameters.find((p: any) => p.name === 'per_page');
+    expect(perPage.schema).toMatchObject({ minimum: 1, maximum: 100, default: 20 });
+    expect(list.responses['200'].headers['X-WP-Total']).toBeDefined();
+    expect(list.responses['401'].content['application/json'].schema.$ref).toBe('#/components/schemas/Error');
+  });
+
+  test('the contract checker catches a response that does not match', () => {
+    const checker = new ContractChecker(() => doc);
+    checker.check({ method: 'GET', route: '/wp-json/wu/v2/customers/:id', status: 200, body: { id: 'one' } });
+    checker.check({ method: 'GET', route: '/wp-json/wu/v2/customers/:id', status: 418, body: {} });
+    checker.check({ method: 'GET', route: '/wp-json/wu/v2/nowhere', status: 200, body: {} });
+    checker.check({ method: 'GET', route: '/wp-json/wu/v2/auth', status: 200, body: { success: true, label: 'x', message: 'y' } });
+    expect(checker.violations).toHaveLength(3);
+    expect(checker.violations[0]).toMatch(/customers\/\{id\} 200/);
+    expect(checker.violations[1]).toMatch(/status 418 is not documented/);
+    expect(checker.violations[2]).toMatch(/not in the OpenAPI document/);
+  });
+
+  test('passes the Spectral OpenAPI linter with no errors or warnings', () => {
+    const dir = path.resolve(__dirname, '..', '.tmp');
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, `openapi-${process.pid}.json`);
+    fs.writeFileSync(file, JSON.stringify(doc, null, 2));
+    const bin = path.resolve(__dirname, '..', 'node_modules', '.bin', 'spectral');
+    const r = spawnSync(bin, ['lint', file, '--ruleset', path.resolve(__dirname, '..', '.spectral.yaml'), '--fail-severity', 'warn', '--format', 'text'], { encoding: 'utf8' });
+    fs.rmSync(file, { force: true });
+    if (r.status !== 0) throw new Error(`spectral lint failed:\n${r.stdout}\n${r.stderr}`);
+    expect(r.status).toBe(0);
+  });
+
+  test('/docs serves the interactive reference from local assets (no CDN)', async () => {
+    const page = await ctx.http.get('/docs');
+    expect(page.status).toBe(200);
+    expect(page.headers['content-type']).toMatch(/text\/html/);
+    expect(page.text).not.toMatch(/https?:\/\//);
+    const init = await ctx.http.get('/docs/init.js');
+    expect(init.text).toContain(`${BASE}/openapi.json`);
+    const bundle = await ctx.http.get('/docs/assets/swagger-ui-bundle.js');
+    expect(bundle.status).toBe(200);
+    expect(bundle.text.length).toBeGreaterThan(100_000);
+  });
+});

@@ -1,0 +1,114 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import request from 'supertest';
+import { createApp } from '../src/http/app';
+import { startWorker, type RunningWorker } from '../src/temporal/worker';
+import { BASE, createTestContext, type TestContext } from './helpers';
+
+/**
+ * The worker killed (SIGKILL) in the middle of a registration, then another started: the
+ * registration completes exactly once.
+ */
+describe('/register survives a worker crash', () => {
+  let ctx: TestContext;
+  let child: ChildProcess | undefined;
+  let worker: RunningWorker | undefined;
+  const TABLES = ['users', 'customers', 'memberships', 'payments', 'sites'] as const;
+  const counts = async () => {
+    const out: Record<string, number> = {};
+    for (const t of TABLES) out[t] = Number((await ctx.db(t).count({ n: '*' }))[0].n);
+    return out;
+  };
+  const until = async (fn: () => Promise<boolean>, ms: number) => {
+    const end = Date.now() + ms;
+    while (!(await fn())) {
+      if (Date.now() > end) throw new Error('timed out waiting');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+
+  beforeAll(async () => {
+    ctx = await createTestContext({ REGISTER_WAIT_SECONDS: '0' });
+    await ctx.db('products').insert({ slug: 'crash-plan', name: 'Crash Plan', type: 'plan', amount: '9.5' });
+  });
+  afterAll(async () => {
+    if (child && child.exitCode === null) child.kill('SIGKILL');
+    await worker?.shutdown();
+    await ctx?.close();
+  });
+
+  test('killed while the payment step runs: exactly one of every record afterwards', async () => {
+    const root = path.resolve(__dirname, '..');
+    // One process (tsx as a loader, not its CLI, which would run the script in a grandchild).
+    child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'fixtures', 'register-worker.ts')], {
+      cwd: root,
+      env: {
+        ...process.env,
+        DATABASE_URL: ctx.dbUrl,
+        TEMPORAL_ADDRESS: process.env.HF_TEST_TEMPORAL_ADDRESS,
+        TEMPORAL_TASK_QUEUE: ctx.config.TEMPORAL_TASK_QUEUE,
+        LOG_LEVEL: 'silent',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += String(d)));
+    child.stderr!.on('data', (d) => (out += String(d)));
+    await until(async () => out.includes('worker ready') || child!.exitCode !== null, 60_000);
+    expect(out).toContain('worker ready');
+
+    // The payment insert hangs, so the crash lands inside the payment step's transaction.
+    await ctx.db.raw("CREATE OR REPLACE FUNCTION crash_slow() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(4); RETURN NEW; END $$ LANGUAGE plpgsql");
+    await ctx.db.raw('CREATE TRIGGER crash_slow BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION crash_slow()');
+    const before = await counts();
+    const res = await ctx.http
+      .post(`${BASE}/register`)
+      .set('Authorization', ctx.basic)
+      .send({
+        customer: { username: 'crashuser', password: 'secret123', email: 'crash@example.com' },
+        products: ['crash-plan'],
+        site: { site_url: 'crashsite', site_title: 'Crash Site' },
+        membership: { status: 'active' },
+        payment: { status: 'completed' },
+      });
+    expect(res.status).toBe(202);
+    const workflowId = res.body.workflow_id as string;
+    // Kill when the payment step's insert is running (sleeping in the trigger).
+    const inPaymentInsert = async () => {
+      const r = await ctx.db.raw("select count(*)::int as n from pg_stat_activity where datname = current_database() and state = 'active' and query ilike 'insert into \"payments\"%'");
+      return r.rows[0].n > 0;
+    };
+    await until(inPaymentInsert, 30_000);
+    expect((await ctx.db('registrations').where({ workflow_id: workflowId }).first('membership_id', 'payment_id'))).toMatchObject({ payment_id: null });
+    child.kill('SIGKILL');
+    await until(async () => child!.exitCode !== null || child!.signalCode !== null, 10_000);
+    await ctx.db.raw('DROP TRIGGER crash_slow ON payments');
+
+    worker = await startWorker({
+      address: process.env.HF_TEST_TEMPORAL_ADDRESS!,
+      namespace: ctx.config.TEMPORAL_NAMESPACE,
+      taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
+      db: ctx.db,
+      config: ctx.config,
+    });
+    const result = await ctx.temporal.client.workflow.getHandle(workflowId).result();
+    expect(await counts()).toEqual({
+      users: before.users + 1,
+      customers: before.customers + 1,
+      memberships: before.memberships + 1,
+      payments: before.payments + 1,
+      sites: before.sites + 1,
+    });
+    expect(result.payment).toMatchObject({ status: 'completed', membership_id: result.membership.id, total: 9.5 });
+    expect(result.site).toMatchObject({ type: 'customer_owned', active: true });
+    // The history shows the payment step was tried again after the crash.
+    const history = await ctx.temporal.client.workflow.getHandle(workflowId).fetchHistory();
+    const started = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes);
+    expect(started.some((e) => (e.activityTaskStartedEventAttributes!.attempt ?? 1) > 1)).toBe(true);
+    const status = await request(createApp({ config: ctx.config, db: ctx.db, settings: ctx.settings, temporal: ctx.temporal, metrics: ctx.metrics }))
+      .get(`${BASE}/register/${workflowId}`)
+      .set('Authorization', ctx.basic);
+    expect(status.status).toBe(200);
+    expect(status.body).toEqual(result);
+  }, 120_000);
+});

@@ -1,0 +1,465 @@
+import crypto from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import request from 'supertest';
+import { freePort } from '../src/infra/temporal-server';
+import { createApp } from '../src/http/app';
+import { startWorker, type RunningWorker } from '../src/temporal/worker';
+import { BASE, createTestContext, type TestContext } from './helpers';
+
+/**
+ * /register end to end: the real `register` workflow on a worker of this file's own task
+ * queue, against this file's database.
+ */
+describe('/register (Temporal saga)', () => {
+  let ctx: TestContext;
+  let worker: RunningWorker;
+  let templateId: number;
+  const auth = () => ({ Authorization: ctx.basic });
+  const TABLES = ['users', 'customers', 'memberships', 'payments', 'sites'] as const;
+  const counts = async () => {
+    const out: Record<string, number> = {};
+    for (const t of TABLES) out[t] = Number((await ctx.db(t).count({ n: '*' }))[0].n);
+    return out;
+  };
+  let seq = 0;
+  const tag = () => `${++seq}${crypto.randomBytes(3).toString('hex')}`;
+  const body = (extra: Record<string, unknown> = {}) => {
+    const t = tag();
+    return {
+      customer: { username: `reg${t}`, password: 'secret123', email: `reg${t}@example.com` },
+      products: ['reg-plan', 'reg-addon'],
+      duration: 1,
+      duration_unit: 'month',
+      auto_renew: true,
+      site: { site_url: `shop${t}`, site_title: 'My Shop' },
+      payment: { status: 'completed' },
+      membership: { status: 'active' },
+      ...extra,
+    };
+  };
+  const post = (b: unknown, key?: string, http = ctx.http) => {
+    const r = http.post(`${BASE}/register`).set(auth());
+    if (key) r.set('Idempotency-Key', key);
+    return r.send(b as object);
+  };
+  const get = async (path: string) => (await ctx.http.get(`${BASE}${path}`).set(auth())).body;
+
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    worker = await startWorker({
+      address: process.env.HF_TEST_TEMPORAL_ADDRESS!,
+      namespace: ctx.config.TEMPORAL_NAMESPACE,
+      taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
+      db: ctx.db,
+      config: ctx.config,
+    });
+    await ctx.db('products').insert([
+      { slug: 'reg-plan', name: 'Reg Plan', type: 'plan', amount: '29.99', setup_fee: '0.1', duration: 1, duration_unit: 'month' },
+      { slug: 'reg-addon', name: 'Reg Addon', type: 'service', amount: '0.2', setup_fee: '0' },
+      { slug: 'reg-once', name: 'Reg Once', type: 'package', amount: '0.7', recurring: false },
+      { slug: 'reg-plan2', name: 'Reg Plan 2', type: 'plan', amount: '5' },
+      { slug: 'reg-off', name: 'Reg Off', type: 'plan', amount: '5', active: false },
+      { slug: 'reg-eur', name: 'Reg EUR', type: 'service', amount: '1', currency: 'EUR' },
+    ]);
+    const [tpl] = await ctx
+      .db('sites')
+      .insert({ title: 'Template', description: 'A starter shop', domain: 'templates.localhost', path: '/', type: 'site_template', site_meta: JSON.stringify({ theme: 'shop', color: 'blue' }) })
+      .returning('id');
+    templateId = Number(tpl.id);
+  });
+  afterAll(async () => {
+    await worker?.shutdown();
+    await ctx?.close();
+  });
+
+  test('GET /register tells whether registration is open; closed refuses POST with 403', async () => {
+    expect(await get('/register')).toEqual({ registration_status: 'open' });
+    await ctx.settings.set('enable_registration', false);
+    try {
+      expect(await get('/register')).toEqual({ registration_status: 'closed' });
+      const before = await counts();
+      const res = await post(body());
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual({ code: 'wu_rest_registration_closed', message: expect.any(String), data: { status: 403 } });
+      expect(await counts()).toEqual(before);
+    } finally {
+      await ctx.settings.set('enable_registration', true);
+    }
+    // The routes are in the REST index.
+    const index = await get('');
+    expect(index.routes['/wu/v2/register'].methods).toEqual(expect.arrayContaining(['GET', 'POST']));
+    expect(Object.keys(index.routes)).toContain('/wu/v2/register/(?P<workflow>[\\w-]+)');
+  });
+
+  test('happy path: user, customer, membership, payment and site, linked, with exact money', async () => {
+    const before = await counts();
+    const b = body({ site: { site_url: `tpl${tag()}`, site_title: 'Templated Shop', template_id: templateId, site_meta: { color: 'red' } } });
+    const res = await post(b);
+    expect(res.status).toBe(200);
+    const { customer, membership, payment, site } = res.body;
+    expect(await counts()).toEqual({ ...before, users: before.users + 1, customers: before.customers + 1, memberships: before.memberships + 1, payments: before.payments + 1, sites: before.sites + 1 });
+
+    expect(customer).toMatchObject({ model: 'customer', username: b.customer.username, email: b.customer.email, signup_form: 'by-register' });
+    const plan = await ctx.db('products').where({ slug: 'reg-plan' }).first('id');
+    const addon = await ctx.db('products').where({ slug: 'reg-addon' }).first('id');
+    expect(membership).toMatchObject({
+      customer_id: customer.id,
+      plan_id: Number(plan.id),
+      addon_products: [{ product_id: Number(addon.id), quantity: 1 }],
+      status: 'active',
+      auto_renew: true,
+      currency: 'USD',
+      duration: 1,
+      duration_unit: 'month',
+      amount: 30.19,
+      initial_amount: 30.29,
+    });
+    expect(membership.date_activated).not.toBeNull();
+    expect(payment).toMatchObject({ customer_id: customer.id, membership_id: membership.id, product_id: Number(plan.id), status: 'completed', subtotal: 30.29, total: 30.29, currency: 'USD' });
+    expect(payment.invoice_number).toEqual(expect.any(Number));
+    expect(payment.line_items.map((i: { unit_price: number }) => i.unit_price)).toEqual([29.99, 0.1, 0.2]);
+    // Money is exact in the database too (numeric, no float error).
+    const prow = await ctx.db('payments').where({ id: payment.id }).first('total');
+    expect(prow.total).toBe('30.2900');
+    expect(site).toMatchObject({
+      customer_id: customer.id,
+      membership_id: membership.id,
+      template_id: templateId,
+      domain: 'localhost',
+      path: `/${b.site.site_url}/`,
+      title: 'Templated Shop',
+      description: 'A starter shop',
+      site_meta: { theme: 'shop', color: 'red' },
+      type: 'customer_owned', // published by the membership's activation
+      active: true,
+    });
+    // The records are what the resources' GETs return.
+    expect(await get(`/customers/${customer.id}`)).toEqual(customer);
+    expect(await get(`/memberships/${membership.id}`)).toEqual(membership);
+    expect(await get(`/payments/${payment.id}`)).toEqual(payment);
+    expect(await get(`/sites/${site.id}`)).toEqual(site);
+    // The password was stored hashed.
+    const user = await ctx.db('users').where({ id: customer.user_id }).first('password_hash');
+    expect(user.password_hash).toMatch(/^scrypt\$/);
+
+    // Operators find it in Temporal by e-mail, customer, site, products.
+    const reg = await ctx.db('registrations').where({ customer_id: customer.id }).first();
+    expect(reg).toMatchObject({ status: 'completed', site_id: site.id, membership_id: membership.id, payment_id: payment.id, created_user: true });
+    const desc = await ctx.temporal.client.workflow.getHandle(reg.workflow_id).describe();
+    expect(desc.type).toBe('register');
+    const sa = desc.typedSearchAttributes;
+    expect(sa.get({ name: 'HostflowEmail', type: 'KEYWORD' } as never)).toBe(b.customer.email.toLowerCase());
+    expect(sa.get({ name: 'HostflowCustomerId', type: 'INT' } as never)).toBe(customer.id);
+    expect(sa.get({ name: 'HostflowSiteId', type: 'INT' } as never)).toBe(site.id);
+    expect(sa.get({ name: 'HostflowProducts', type: 'KEYWORD_LIST' } as never)).toEqual(['reg-plan', 'reg-addon']);
+    expect(desc.memo).toMatchObject({ email: b.customer.email, customer_id: customer.id, site_id: site.id, products: ['reg-plan', 'reg-addon'] });
+    const metrics = await ctx.metrics.registry.getSingleMetricAsString('temporal_workflows_started_total');
+    expect(metrics).toMatch(/workflow_type="register"} [1-9]/);
+  });
+
+  test('no site, default statuses, products by id: site {"id":0}, pending membership and payment', async () => {
+    const plan = await ctx.db('products').where({ slug: 'reg-plan2' }).first('id');
+    const before = await counts();
+    const b = body({ products: [Number(plan.id), 'reg-once'], site: undefined, payment: undefined, membership: undefined });
+    const res = await post(b);
+    expect(res.status).toBe(200);
+    expect(res.body.site).toEqual({ id: 0 });
+    expect(res.body.membership).toMatchObject({ status: 'pending', date_activated: null, amount: 5, initial_amount: 5.7, recurring: true });
+    expect(res.body.payment).toMatchObject({ status: 'pending', invoice_number: null, total: 5.7 });
+    expect((await counts()).sites).toBe(before.sites);
+  });
+
+  test('a site of a membership left pending stays pending; activating the membership publishes it', async () => {
+    const res = await post(body({ membership: { status: 'pending' }, payment: { status: 'pending' } }));
+    expect(res.status).toBe(200);
+    expect(res.body.site).toMatchObject({ type: 'pending', active: false });
+    const upd = await ctx.http.put(`${BASE}/memberships/${res.body.membership.id}`).set(auth()).send({ status: 'active' });
+    expect(upd.status).toBe(200);
+    expect(await get(`/sites/${res.body.site.id}`)).toMatchObject({ type: 'customer_owned', active: true });
+  });
+
+  test('subdomain mode: the site is {site_url}.{network_domain} at /', async () => {
+    await ctx.settings.setMany({ site_mode: 'subdomain', network_domain: 'Net.Example' });
+    try {
+      const b = body();
+      const res = await post(b);
+      expect(res.status).toBe(200);
+      expect(res.body.site).toMatchObject({ domain: `${b.site.site_url}.net.example`, path: '/' });
+    } finally {
+      await ctx.settings.setMany({ site_mode: 'subdirectory', network_domain: 'localhost' });
+    }
+  });
+
+  test('an existing customer_id: no new user or customer', async () => {
+    const first = await post(body({ site: undefined }));
+    const customerId = first.body.customer.id;
+    const before = await counts();
+    const res = await post({ customer_id: customerId, products: ['reg-plan'], site: { site_url: `again${tag()}`, site_title: 'Second' } });
+    expect(res.status).toBe(200);
+    expect(res.body.customer).toEqual(await get(`/customers/${customerId}`));
+    expect(res.body.membership.customer_id).toBe(customerId);
+    expect(await counts()).toEqual({ ...before, memberships: before.memberships + 1, payments: before.payments + 1, sites: before.sites + 1 });
+  });
+
+  test('validation: every violation at once, with dotted names; nothing is written and no workflow starts', async () => {
+    const before = await counts();
+    const started = await ctx.metrics.registry.getSingleMetricAsString('temporal_workflows_started_total');
+    const res = await post({
+      customer: { username: 'ab', password: '123', email: 'not-an-email', extra: 1 },
+      products: ['reg-plan', 'reg-plan'],
+      duration: 0,
+      duration_unit: 'fortnight',
+      currency: 'XXXX',
+      membership: { status: 'bogus' },
+      payment: { status: 'paid' },
+      site: { site_url: 'My Site', site_title: 'ab', template_id: 'x' },
+      bogus: true,
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('wu_rest_invalid_parameter');
+    expect(Object.keys(res.body.data.params).sort()).toEqual(
+      [
+        'bogus',
+        'currency',
+        'customer.email',
+        'customer.extra',
+        'customer.password',
+        'customer.username',
+        'duration',
+        'duration_unit',
+        'membership.status',
+        'payment.status',
+        'products',
+        'site.site_title',
+        'site.site_url',
+        'site.template_id',
+      ].sort(),
+    );
+    expect(res.body.data.params['customer.username']).toBe('customer.username must be at least 4 characters long.');
+    expect(res.body.data.params['membership.status']).toMatch(/^membership.status is not one of pending, active/);
+    expect(await counts()).toEqual(before);
+    expect(await ctx.metrics.registry.getSingleMetricAsString('temporal_workflows_started_total')).toBe(started);
+  });
+
+  test('no products: 400 invalid_cart "Products are required."', async () => {
+    for (const products of [undefined, []]) {
+      const res = await post(body({ products }));
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ code: 'invalid_cart', message: 'Products are required.', data: { status: 400 } });
+    }
+  });
+
+  test('unknown customer_id: 400 customer_not_found', async () => {
+    const res = await post({ customer_id: 999999, products: ['reg-plan'] });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('customer_not_found');
+    expect(res.body.data.status).toBe(400);
+  });
+
+  test('database checks together: taken username, e-mail and site address; unknown and inactive products; no plan', async () => {
+    const first = body();
+    expect((await post(first)).status).toBe(200);
+    const before = await counts();
+    const res = await post(
+      body({
+        customer: { username: first.customer.username.toUpperCase(), email: first.customer.email, password: 'secret123' },
+        site: { site_url: first.site.site_url, site_title: 'Copy Shop' },
+        products: ['reg-plan', 'nope', 'reg-off'],
+      }),
+    );
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('wu_rest_invalid_parameter');
+    expect(res.body.data.params).toEqual({
+      'customer.username': 'customer.username is already taken.',
+      'customer.email': 'customer.email is already used by another account.',
+      'site.site_url': 'site.site_url is already taken.',
+      products: 'products: nope does not match any product; reg-off is not active.',
+    });
+    const noPlan = await post(body({ products: ['reg-addon'] }));
+    expect(noPlan.body.data.params).toEqual({ products: 'products: must include a plan.' });
+    const twoPlans = await post(body({ products: ['reg-plan', 'reg-plan2'] }));
+    expect(twoPlans.body.data.params.products).toMatch(/only one plan/);
+    const currencies = await post(body({ products: ['reg-plan', 'reg-eur'] }));
+    expect(currencies.body.data.params.products).toMatch(/reg-eur is not priced in USD/);
+    const template = await post(body({ site: { site_url: `t${tag()}`, site_title: 'Shop four', template_id: 999999 } }));
+    expect(template.body.data.params).toEqual({ 'site.template_id': 'site.template_id 999999 does not match any site.' });
+    expect(await counts()).toEqual(before);
+  });
+
+  test('Idempotency-Key: the same request twice returns the first result, one set of rows', async () => {
+    const key = `key-${tag()}`;
+    const b = body();
+    const before = await counts();
+    const first = await post(b, key);
+    expect(first.status).toBe(200);
+    const again = await post({ ...b }, key);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect(await counts()).toEqual({ users: before.users + 1, customers: before.customers + 1, memberships: before.memberships + 1, payments: before.payments + 1, sites: before.sites + 1 });
+    const wfId = `register-${crypto.createHash('sha256').update(key).digest('hex')}`;
+    expect(await ctx.db('registrations').where({ workflow_id: wfId }).first('status')).toEqual({ status: 'completed' });
+
+    // The same key with another body: 409, nothing written.
+    const other = await post({ ...b, auto_renew: false }, key);
+    expect(other.status).toBe(409);
+    expect(other.body.code).toBe('wu_rest_idempotency_key_reused');
+    expect(await counts()).toEqual({ users: before.users + 1, customers: before.customers + 1, memberships: before.memberships + 1, payments: before.payments + 1, sites: before.sites + 1 });
+
+    // Without a key, the same body is a new registration (refused here: the account is taken).
+    const noKey = await post(b);
+    expect(noKey.status).toBe(400);
+    expect(noKey.body.data.params['customer.username']).toBeDefined();
+  });
+
+  test('two concurrent requests with one Idempotency-Key: one registration, both get it', async () => {
+    const key = `concurrent-${tag()}`;
+    const b = body();
+    const before = await counts();
+    const [a, c] = await Promise.all([post(b, key), post(b, key)]);
+    expect(a.status).toBe(200);
+    expect(c.status).toBe(200);
+    expect(c.body).toEqual(a.body);
+    expect(await counts()).toEqual({ users: before.users + 1, customers: before.customers + 1, memberships: before.memberships + 1, payments: before.payments + 1, sites: before.sites + 1 });
+  });
+
+  describe('a failure after each step rolls everything back', () => {
+    // A trigger makes the step's write fail for real, inside the activity's transaction.
+    const cases: { step: string; table: string; when: string; condition: string }[] = [
+      { step: 'membership insert', table: 'memberships', when: 'BEFORE INSERT', condition: 'true' },
+      { step: 'payment insert', table: 'payments', when: 'BEFORE INSERT', condition: 'true' },
+      { step: 'site insert', table: 'sites', when: 'BEFORE INSERT', condition: "NEW.title = 'Doomed Shop'" },
+      { step: 'membership activation', table: 'memberships', when: 'BEFORE UPDATE', condition: "NEW.status = 'active'" },
+      { step: 'payment completion', table: 'payments', when: 'BEFORE UPDATE', condition: "NEW.status = 'completed'" },
+    ];
+    for (const c of cases) {
+      test(`${c.step}`, async () => {
+        await ctx.db.raw(`CREATE OR REPLACE FUNCTION reg_test_fail() RETURNS trigger AS $$ BEGIN IF ${c.condition} THEN RAISE EXCEPTION 'injected failure at ${c.step}'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`);
+        await ctx.db.raw(`CREATE TRIGGER reg_test_fail ${c.when} ON ${c.table} FOR EACH ROW EXECUTE FUNCTION reg_test_fail()`);
+        try {
+          const before = await counts();
+          const invoice = await ctx.db('invoice_counter').first('value');
+          const res = await post(body({ site: { site_url: `doom${tag()}`, site_title: 'Doomed Shop' } }));
+          expect(res.status).toBe(400);
+          expect(res.body).toEqual({
+            code: 'wu_rest_registration_failed',
+            message: expect.stringContaining(`injected failure at ${c.step}`),
+            data: { status: 400, sqlstate: 'P0001' },
+          });
+          expect(JSON.stringify(res.body)).not.toMatch(/at .*\.ts:\d+/);
+          expect(await counts()).toEqual(before);
+          expect(await ctx.db('invoice_counter').first('value')).toEqual(invoice);
+          const reg = await ctx.db('registrations').orderBy('date_created', 'desc').first();
+          expect(reg).toMatchObject({ status: 'failed', customer_id: null, membership_id: null, payment_id: null, site_id: null });
+        } finally {
+          await ctx.db.raw(`DROP TRIGGER IF EXISTS reg_test_fail ON ${c.table}`);
+        }
+      });
+    }
+
+    test('with an existing customer, the customer is kept', async () => {
+      const first = await post(body({ site: undefined }));
+      await ctx.db.raw(`CREATE OR REPLACE FUNCTION reg_test_fail() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql`);
+      await ctx.db.raw('CREATE TRIGGER reg_test_fail BEFORE INSERT ON sites FOR EACH ROW EXECUTE FUNCTION reg_test_fail()');
+      try {
+        const before = await counts();
+        const res = await post({ customer_id: first.body.customer.id, products: ['reg-plan'], site: { site_url: `keep${tag()}`, site_title: 'Kept Shop' } });
+        expect(res.status).toBe(400);
+        expect(await counts()).toEqual(before);
+        expect(await get(`/customers/${first.body.customer.id}`)).toEqual(first.body.customer);
+      } finally {
+        await ctx.db.raw('DROP TRIGGER IF EXISTS reg_test_fail ON sites');
+      }
+    });
+
+    test('a site address taken between validation and the site step: 400 naming site.site_url, rolled back', async () => {
+      const b = body();
+      // The membership insert (a step before the site) takes the address, as a racing request would.
+      await ctx.db.raw(
+        `CREATE OR REPLACE FUNCTION reg_test_race() RETURNS trigger AS $$ BEGIN INSERT INTO sites (title, domain, path, type) VALUES ('Racer', 'localhost', '/${b.site.site_url}/', 'default'); RETURN NEW; END $$ LANGUAGE plpgsql`,
+      );
+      await ctx.db.raw('CREATE TRIGGER reg_test_race AFTER INSERT ON memberships FOR EACH ROW EXECUTE FUNCTION reg_test_race()');
+      try {
+        const before = await counts();
+        const res = await post(b);
+        expect(res.status).toBe(400);
+        expect(res.body).toEqual({ code: 'wu_rest_invalid_parameter', message: expect.any(String), data: { status: 400, params: { 'site.site_url': 'site.site_url is already taken.' } } });
+        // Everything of the registration is gone; only the racer's site remains.
+        expect(await counts()).toEqual({ ...before, sites: before.sites + 1 });
+      } finally {
+        await ctx.db.raw('DROP TRIGGER IF EXISTS reg_test_race ON memberships');
+      }
+    });
+  });
+
+  test('REGISTER_WAIT_SECONDS=0: 202 with a status URL; the status answers 202 then 200 with the result', async () => {
+    const app = createApp({ config: { ...ctx.config, REGISTER_WAIT_SECONDS: 0 }, db: ctx.db, settings: ctx.settings, temporal: ctx.temporal, metrics: ctx.metrics });
+    const res = await post(body(), undefined, request(app));
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ workflow_id: expect.stringMatching(/^register-[0-9a-f-]{36}$/), status: 'running', status_url: expect.any(String) });
+    expect(res.headers.location).toBe(res.body.status_url);
+    const path = new URL(res.body.status_url).pathname;
+    expect(path).toBe(`${BASE}/register/${res.body.workflow_id}`);
+    let status = await ctx.http.get(path).set(auth());
+    for (let i = 0; i < 100 && status.status === 202; i++) {
+      expect(status.body).toMatchObject({ workflow_id: res.body.workflow_id, status: 'running' });
+      await new Promise((r) => setTimeout(r, 100));
+      status = await ctx.http.get(path).set(auth());
+    }
+    expect(status.status).toBe(200);
+    expect(status.body.site.id).toBeGreaterThan(0);
+    const again = await ctx.http.get(path).set(auth());
+    expect(again.body).toEqual(status.body);
+    const reg = await ctx.db('registrations').where({ workflow_id: res.body.workflow_id }).first('result');
+    expect(reg.result).toEqual(status.body);
+  });
+
+  test('status of a failed registration is its 400; unknown ids and other workflows are 404', async () => {
+    const app = createApp({ config: { ...ctx.config, REGISTER_WAIT_SECONDS: 0 }, db: ctx.db, settings: ctx.settings, temporal: ctx.temporal, metrics: ctx.metrics });
+    await ctx.db.raw(`CREATE OR REPLACE FUNCTION reg_test_fail() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql`);
+    await ctx.db.raw('CREATE TRIGGER reg_test_fail BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION reg_test_fail()');
+    let wf: string;
+    try {
+      const res = await post(body(), undefined, request(app));
+      expect(res.status).toBe(202);
+      wf = res.body.workflow_id;
+      await ctx.temporal.client.workflow.getHandle(wf).result().catch(() => undefined);
+    } finally {
+      await ctx.db.raw('DROP TRIGGER IF EXISTS reg_test_fail ON payments');
+    }
+    const status = await ctx.http.get(`${BASE}/register/${wf}`).set(auth());
+    expect(status.status).toBe(400);
+    expect(status.body.code).toBe('wu_rest_registration_failed');
+    for (const id of [`register-${crypto.randomUUID()}`, 'domain-check-1', 'x']) {
+      const r = await ctx.http.get(`${BASE}/register/${id}`).set(auth());
+      expect(r.status).toBe(404);
+      expect(r.body.code).toBe('wu_rest_registration_not_found');
+    }
+  });
+
+  test('Temporal unavailable: 503 wu_rest_temporal_unavailable, nothing written', async () => {
+    const app = createApp({ config: ctx.config, db: ctx.db, settings: ctx.settings, temporal: null, metrics: ctx.metrics });
+    const before = await counts();
+    const res = await post(body(), undefined, request(app));
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ code: 'wu_rest_temporal_unavailable', message: expect.any(String), data: { status: 503, detail: 'Temporal is not configured.' } });
+    expect(await counts()).toEqual(before);
+  });
+
+  test('Temporal down (nothing listening): 503 wu_rest_temporal_unavailable, no stack', async () => {
+    const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: '1s' });
+    const temporal = { connection, client: new Client({ connection }), namespace: 'default', taskQueue: ctx.config.TEMPORAL_TASK_QUEUE };
+    try {
+      const app = createApp({ config: ctx.config, db: ctx.db, settings: ctx.settings, temporal, metrics: ctx.metrics });
+      const before = await counts();
+      for (const key of [undefined, `down-${tag()}`]) {
+        const res = await post(body(), key, request(app));
+        expect(res.status).toBe(503);
+        expect(res.body).toEqual({ code: 'wu_rest_temporal_unavailable', message: expect.any(String), data: { status: 503, detail: expect.any(String) } });
+        expect(JSON.stringify(res.body)).not.toMatch(/\.(ts|js):\d+/);
+      }
+      expect(await counts()).toEqual(before);
+    } finally {
+      await connection.close().catch(() => undefined);
+    }
+  }, 60_000);
+});
