@@ -23,5 +23,7 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
       tlsCaFile: config.DOMAIN_TLS_CA_FILE,
     }),
     ...createRegisterActivities({ db }),
+    // For the bench-only benchNoop workflow (bench/register.ts): does nothing.
+    benchNoopActivity: async () => undefined,
   };
 }

@@ -16,14 +16,15 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import express, { type Express } from 'express';
 import pg from 'pg';
-import { loadConfig, WU_NAMESPACE } from '../src/config';
-import { createDb } from '../src/db/knex';
+import { loadConfig, WU_NAMESPACE, type Config } from '../src/config';
+import { createDb, type Db } from '../src/db/knex';
 import { migrateLatest } from '../src/db/migrate';
 import { startEmbeddedPostgres } from '../src/infra/embedded-postgres';
 import { findTemporalBinary, freePort, startTemporalDevServer, TEMPORAL_MISSING } from '../src/infra/temporal-server';
 import { setLogLevel } from '../src/logger';
 import { prepareDatabase, startHttp } from '../src/runtime';
-import { connectTemporal } from '../src/temporal/client';
+import type { SettingsStore } from '../src/settings/store';
+import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
 import { hashPassword } from '../src/users/password';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -334,84 +335,140 @@ function table(rows: ScenarioResult[]): string {
 
 // ---- main -----------------------------------------------------------------------------------
 
-type Step = [name: string, run: () => Promise<unknown>];
+export type Step = [name: string, run: () => Promise<unknown>];
+export type Log = (msg: string) => void;
+
+export interface BenchEnv {
+  config: Config;
+  db: Db;
+  settings: SettingsStore;
+  temporal: TemporalHandle;
+  /** PostgreSQL is the embedded server (else TEST_DATABASE_URL). */
+  embedded: boolean;
+}
+
+/** A stderr logger with the seconds since `started`. */
+export function benchLog(started = Date.now()): Log {
+  return (msg) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}\n`);
+}
+
+/**
+ * PostgreSQL (TEST_DATABASE_URL, else embedded in .tmp/<pgDir>) and Temporal (TEMPORAL_ADDRESS,
+ * else a dev server) in parallel, a fresh migrated database `hf_bench_<tag>`, hostflow's config
+ * (the HTTP port free, not listening yet), Knex and a Temporal client. Each thing started
+ * pushes its stop onto `cleanup` (run them with runCleanup).
+ */
+export async function startBenchEnv(opts: { cleanup: Step[]; log: Log; tag: string; pgDir?: string; temporalLog?: string }): Promise<BenchEnv> {
+  const { cleanup, log } = opts;
+  fs.mkdirSync(TMP, { recursive: true });
+  const pgStart = (async () => {
+    const external = process.env.TEST_DATABASE_URL;
+    if (external) return { adminUrl: external, embedded: null };
+    const dir = path.join(TMP, opts.pgDir ?? 'bench-pg');
+    fs.rmSync(dir, { recursive: true, force: true });
+    const embedded = await startEmbeddedPostgres(dir, await freePort());
+    return { adminUrl: embedded.url('postgres'), embedded };
+  })();
+  const temporalStart = (async () => {
+    if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS, dev: null };
+    const binary = findTemporalBinary(process.env.TEMPORAL_CLI, ROOT);
+    if (!binary) throw new Error(TEMPORAL_MISSING);
+    const dev = await startTemporalDevServer({ binary, port: await freePort(), logFile: path.join(TMP, opts.temporalLog ?? 'temporal-bench.log'), timeoutMs: 90_000 });
+    return { address: dev.address, dev };
+  })();
+  const [pgRes, temporalRes] = await Promise.allSettled([pgStart, temporalStart]);
+  if (pgRes.status === 'fulfilled' && pgRes.value.embedded) {
+    const embedded = pgRes.value.embedded;
+    cleanup.push(['embedded postgres', () => embedded.stop()]);
+  }
+  if (temporalRes.status === 'fulfilled' && temporalRes.value.dev) {
+    const dev = temporalRes.value.dev;
+    cleanup.push(['temporal dev server', () => dev.stop()]);
+  }
+  if (pgRes.status === 'rejected') throw pgRes.reason;
+  if (temporalRes.status === 'rejected') throw temporalRes.reason;
+  const { adminUrl, embedded } = pgRes.value;
+  log(`postgres ${embedded ? 'embedded' : 'external'}, temporal at ${temporalRes.value.address}`);
+
+  const dbName = `hf_bench_${opts.tag}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${dbName}`);
+  await admin.end();
+  if (!embedded) {
+    // On a shared server, leave nothing behind (runs after the pools are closed).
+    cleanup.push([
+      'drop database',
+      async () => {
+        const a = new pg.Client({ connectionString: adminUrl });
+        await a.connect();
+        await a.query(`drop database if exists ${dbName} with (force)`);
+        await a.end();
+      },
+    ]);
+  }
+  const dbUrl = new URL(adminUrl);
+  dbUrl.pathname = `/${dbName}`;
+
+  const config = loadConfig({
+    DATABASE_URL: dbUrl.toString(),
+    TEMPORAL_ADDRESS: temporalRes.value.address,
+    WU_API_KEY: API_KEY,
+    WU_API_SECRET: API_SECRET,
+    HOST: '127.0.0.1',
+    PORT: String(await freePort()),
+    LOG_LEVEL: 'silent',
+  });
+  setLogLevel(config.LOG_LEVEL);
+
+  const db = createDb(config.DATABASE_URL!, config.DB_POOL_MAX);
+  cleanup.push(['knex', () => db.destroy()]);
+  await migrateLatest(db);
+  const settings = await prepareDatabase(db, config);
+  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS!, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  cleanup.push(['temporal connection', () => temporal.connection.close()]);
+  return { config, db, settings, temporal, embedded: embedded !== null };
+}
+
+/** hostflow's REST namespace root and the Basic credentials startBenchEnv configured. */
+export function hostflowTarget(config: Config): { root: string; headers: Record<string, string> } {
+  return {
+    root: `http://127.0.0.1:${config.PORT}${config.REST_PREFIX}/${WU_NAMESPACE}`,
+    headers: { authorization: `Basic ${Buffer.from(`${API_KEY}:${API_SECRET}`).toString('base64')}` },
+  };
+}
+
+/** Runs the cleanup steps in reverse, reporting (not throwing) failures. */
+export async function runCleanup(cleanup: Step[]): Promise<void> {
+  for (const [name, run] of cleanup.reverse()) {
+    try {
+      await run();
+    } catch (err) {
+      process.stderr.write(`[bench] cleanup of ${name} failed: ${(err as Error).message}\n`);
+    }
+  }
+}
+
+/** Date, Node and CPU for the results file. */
+export function machineMeta() {
+  const cpus = os.cpus();
+  return {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model ?? 'unknown',
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+  };
+}
 
 async function main(): Promise<void> {
   setLogLevel('silent');
-  fs.mkdirSync(TMP, { recursive: true });
   const cleanup: Step[] = [];
-  const started = Date.now();
-  const log = (msg: string) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}\n`);
+  const log = benchLog();
 
   try {
-    // PostgreSQL and Temporal start in parallel.
-    const pgStart = (async () => {
-      const external = process.env.TEST_DATABASE_URL;
-      if (external) return { adminUrl: external, embedded: null };
-      const dir = path.join(TMP, 'bench-pg');
-      fs.rmSync(dir, { recursive: true, force: true });
-      const embedded = await startEmbeddedPostgres(dir, await freePort());
-      return { adminUrl: embedded.url('postgres'), embedded };
-    })();
-    const temporalStart = (async () => {
-      if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS, dev: null };
-      const binary = findTemporalBinary(process.env.TEMPORAL_CLI, ROOT);
-      if (!binary) throw new Error(TEMPORAL_MISSING);
-      const dev = await startTemporalDevServer({ binary, port: await freePort(), logFile: path.join(TMP, 'temporal-bench.log'), timeoutMs: 90_000 });
-      return { address: dev.address, dev };
-    })();
-    const [pgRes, temporalRes] = await Promise.allSettled([pgStart, temporalStart]);
-    if (pgRes.status === 'fulfilled' && pgRes.value.embedded) {
-      const embedded = pgRes.value.embedded;
-      cleanup.push(['embedded postgres', () => embedded.stop()]);
-    }
-    if (temporalRes.status === 'fulfilled' && temporalRes.value.dev) {
-      const dev = temporalRes.value.dev;
-      cleanup.push(['temporal dev server', () => dev.stop()]);
-    }
-    if (pgRes.status === 'rejected') throw pgRes.reason;
-    if (temporalRes.status === 'rejected') throw temporalRes.reason;
-    const { adminUrl, embedded } = pgRes.value;
-    log(`postgres ${embedded ? 'embedded' : 'external'}, temporal at ${temporalRes.value.address}`);
-
-    const dbName = `hf_bench_${RUN_TAG}`;
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-    await admin.query(`create database ${dbName}`);
-    await admin.end();
-    if (!embedded) {
-      // On a shared server, leave nothing behind (runs after the pools are closed).
-      cleanup.push([
-        'drop database',
-        async () => {
-          const a = new pg.Client({ connectionString: adminUrl });
-          await a.connect();
-          await a.query(`drop database if exists ${dbName} with (force)`);
-          await a.end();
-        },
-      ]);
-    }
-    const dbUrl = new URL(adminUrl);
-    dbUrl.pathname = `/${dbName}`;
-
-    const [hostflowPort, barePort] = [await freePort(), await freePort()];
-    const config = loadConfig({
-      DATABASE_URL: dbUrl.toString(),
-      TEMPORAL_ADDRESS: temporalRes.value.address,
-      WU_API_KEY: API_KEY,
-      WU_API_SECRET: API_SECRET,
-      HOST: '127.0.0.1',
-      PORT: String(hostflowPort),
-      LOG_LEVEL: 'silent',
-    });
-    setLogLevel(config.LOG_LEVEL);
-
-    const db = createDb(config.DATABASE_URL!, config.DB_POOL_MAX);
-    cleanup.push(['knex', () => db.destroy()]);
-    await migrateLatest(db);
-    const settings = await prepareDatabase(db, config);
-    const temporal = await connectTemporal(config.TEMPORAL_ADDRESS!, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
-    cleanup.push(['temporal connection', () => temporal.connection.close()]);
+    const { config, db, settings, temporal, embedded } = await startBenchEnv({ cleanup, log, tag: RUN_TAG });
+    const barePort = await freePort();
 
     const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DB_POOL_MAX, application_name: 'bare' });
     cleanup.push(['pg pool', () => pool.end()]);
@@ -425,11 +482,7 @@ async function main(): Promise<void> {
     cleanup.push(['bare http', () => bare.close()]);
 
     const targets: Target[] = [
-      {
-        name: 'hostflow',
-        root: `http://127.0.0.1:${hostflowPort}${config.REST_PREFIX}/${WU_NAMESPACE}`,
-        headers: { authorization: `Basic ${Buffer.from(`${API_KEY}:${API_SECRET}`).toString('base64')}` },
-      },
+      { name: 'hostflow', ...hostflowTarget(config) },
       { name: 'bare', root: `http://127.0.0.1:${barePort}`, headers: {} },
     ];
 
@@ -453,13 +506,8 @@ async function main(): Promise<void> {
       });
     }
 
-    const cpus = os.cpus();
     const meta = {
-      date: new Date().toISOString(),
-      node: process.version,
-      cpus: cpus.length,
-      cpuModel: cpus[0]?.model ?? 'unknown',
-      platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+      ...machineMeta(),
       seededCustomers: customerIds.length,
       warmupSeconds: WARMUP_SECONDS,
       dbPoolMax: config.DB_POOL_MAX,
@@ -474,13 +522,7 @@ async function main(): Promise<void> {
     fs.writeFileSync(out, `${JSON.stringify({ meta, results }, null, 2)}\n`);
     log(`wrote ${path.relative(ROOT, out)}`);
   } finally {
-    for (const [name, run] of cleanup.reverse()) {
-      try {
-        await run();
-      } catch (err) {
-        process.stderr.write(`[bench] cleanup of ${name} failed: ${(err as Error).message}\n`);
-      }
-    }
+    await runCleanup(cleanup);
   }
 }
 

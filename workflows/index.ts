@@ -5,3 +5,4 @@
  */
 export { domainCheck } from './domainCheck';
 export { register } from './register';
+export { benchNoop } from './benchNoop';
