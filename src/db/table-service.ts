@@ -5,7 +5,7 @@ import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLA
 import { ApiError, conflict, invalidParams } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import { moneyOut } from '../http/money';
-import type { ResourceService } from '../http/resource';
+import type { ResourceDefinition, ResourceService } from '../http/resource';
 import { isoDate } from '../http/validation';
 
 /** How a column travels between the API and the database. */
@@ -225,4 +225,25 @@ export function recordSchema(cfg: Pick<TableResourceConfig, 'model' | 'columns'>
   shape.date_created = timestamp();
   shape.date_modified = timestamp();
   return z.strictObject(shape);
+}
+
+/**
+ * The resource definition of a table resource: model, list spec and response schema come from
+ * the service's table config, so a resource states each of them once.
+ */
+export function tableResource<S extends ResourceService<Row>>(
+  service: S,
+  cfg: TableResourceConfig,
+  def: { plural: string; createSchema: z.ZodObject; updateSchema: z.ZodObject; nullable?: string[]; description?: string },
+): ResourceDefinition<Row> {
+  return {
+    model: cfg.model,
+    plural: def.plural,
+    listSpec: cfg.listSpec,
+    createSchema: def.createSchema,
+    updateSchema: def.updateSchema,
+    recordSchema: recordSchema(cfg, def.createSchema, def.nullable),
+    description: def.description,
+    service,
+  };
 }
