@@ -58,6 +58,21 @@ const schema = z.object({
 
   // /register: how long the request waits for the registration workflow before answering 202.
   REGISTER_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(30),
+
+  // Isolated ("sovereign") tenants.
+  // PostgreSQL servers for tenant databases: comma-separated `name=postgres://admin@host:port/postgres`
+  // (or bare URLs, named host:port). Default: the main database's server.
+  TENANT_DATABASE_HOSTS: z.string().min(1).optional(),
+  // 32-byte key (64 hex digits or base64) encrypting tenant database credentials at rest.
+  // `npm start` creates one in DATA_DIR when unset; start:api/start:worker need it set.
+  TENANT_CREDENTIALS_KEY: z
+    .string()
+    .refine((v) => /^[0-9a-fA-F]{64}$/.test(v) || Buffer.from(v, 'base64').length === 32, 'must be 32 bytes: 64 hex digits or base64')
+    .optional(),
+  // Where tenants' filesystem roots are created (default DATA_DIR/tenants).
+  TENANT_FILES_ROOT: z.string().min(1).optional(),
+  // How long POST .../verify and DELETE /tenants/{id} wait for their workflow before answering 202.
+  TENANT_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(10),
 });
 
 export type Config = z.infer<typeof schema>;

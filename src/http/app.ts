@@ -9,6 +9,7 @@ import { mountSites } from '../sites/routes';
 import { mountMemberships } from '../memberships/routes';
 import { mountPayments } from '../payments/routes';
 import { mountRegister } from '../register/routes';
+import { mountTenants } from '../tenants/routes';
 import { logger, type Logger } from '../logger';
 import { mountSettings } from '../settings/routes';
 import type { SettingsStore } from '../settings/store';
@@ -245,6 +246,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   const domains = mountDomains(wu, registry, WU_NAMESPACE, db, deps.temporal, metrics, config);
   mountSites(wu, registry, WU_NAMESPACE, db, domains.checks);
   mountRegister(wu, registry, WU_NAMESPACE, { db, settings, temporal: deps.temporal, metrics, config });
+  mountTenants(wu, registry, WU_NAMESPACE, { db, temporal: deps.temporal, metrics, config });
   wu.use(notFoundHandler);
 
   app.use(`${prefix}/${WU_NAMESPACE}`, wu);

@@ -31,8 +31,8 @@ export interface ResourceDefinition<Rec> {
   description?: string;
 }
 
-function parseId(req: Request, model: string): number {
-  const raw = String(req.params.id);
+export function parseId(req: Request, model: string, param = 'id'): number {
+  const raw = String(req.params[param]);
   // Non-numeric ids match no route, as in WordPress.
   if (!/^\d{1,15}$/.test(raw)) throw noRoute();
   const id = Number.parseInt(raw, 10);

@@ -1,7 +1,7 @@
 import type { Db } from '../db/knex';
 import { TableService, type Row, type Trx } from '../db/table-service';
 import type { DomainChecks } from '../domains/checks';
-import { invalidParams } from '../http/errors';
+import { conflict, invalidParams } from '../http/errors';
 import type { ListSpec } from '../http/list';
 import { SITE_TYPES } from './schema';
 
@@ -74,6 +74,39 @@ async function checkSite(trx: Trx, cols: Row, current?: Row): Promise<void> {
   if (Object.keys(errors).length) throw invalidParams(errors);
 }
 
+/**
+ * A new site's own data, as a WordPress network creates it: its options and a first post
+ * and page. It lives in the shared tables until the site is isolated (see src/tenants).
+ */
+async function seedSiteContent(trx: Trx, row: Row): Promise<void> {
+  const url = `https://${row.domain}${row.path === '/' ? '' : String(row.path).replace(/\/$/, '')}`;
+  const options: Record<string, string> = {
+    blogname: String(row.title),
+    blogdescription: String(row.description ?? ''),
+    siteurl: url,
+    home: url,
+    template_id: row.template_id === null || row.template_id === undefined ? '' : String(row.template_id),
+  };
+  await trx('site_options').insert(Object.entries(options).map(([name, value]) => ({ site_id: row.id, name, value })));
+  let authorId: number | null = null;
+  if (row.customer_id) {
+    const customer = await trx('customers').where({ id: row.customer_id }).first('user_id');
+    authorId = customer ? Number(customer.user_id) : null;
+  }
+  await trx('site_posts').insert([
+    { site_id: row.id, post_type: 'post', title: 'Hello world!', content: 'Welcome to your new site. This is your first post.', status: 'publish', author_id: authorId },
+    { site_id: row.id, post_type: 'page', title: 'Sample Page', content: 'This is an example page.', status: 'publish', author_id: authorId },
+  ]);
+}
+
+/** An isolated site is torn down (DELETE /tenants/{id}) before it can be deleted. */
+async function refuseIsolatedSite(trx: Trx, row: Row): Promise<void> {
+  const tenant = await trx('tenants').where({ site_id: row.id }).whereNot({ state: 'torn_down' }).first('state');
+  if (tenant) {
+    throw conflict('wu_rest_site_isolated', `Site ${row.id} is an isolated tenant (state ${tenant.state}); tear it down first with DELETE /tenants/${row.id}.`);
+  }
+}
+
 export class SiteService extends TableService {
   constructor(
     db: Db,
@@ -106,7 +139,9 @@ export class SiteService extends TableService {
       uniques: { sites_domain_path_uq: { field: 'domain', message: 'domain with this path is already used by another site.' } },
       hooks: {
         beforeCreate: (trx, cols) => checkSite(trx, cols),
+        afterCreate: (trx, row) => seedSiteContent(trx, row),
         beforeUpdate: (trx, current, cols) => checkSite(trx, cols, current),
+        beforeDelete: (trx, row) => refuseIsolatedSite(trx, row),
       },
     });
   }

@@ -1,0 +1,421 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Config } from '../src/config';
+import type { Db } from '../src/db/knex';
+import { decryptSecret, encryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
+import { tenantHosts, type TenantDbHost } from '../src/tenants/hosts';
+import {
+  authenticateWithLoginKey,
+  createRoleAndDatabase,
+  createSchema,
+  databaseExists,
+  ident,
+  missingPrivileges,
+  missingTables,
+  roleExists,
+  SITE_DATA,
+  SITE_DATA_TABLES,
+  syncUsers,
+  terminateSessions,
+  upsertRows,
+  withAdmin,
+  withClient,
+  type TenantUser,
+} from '../src/tenants/tenant-db';
+import { CHECK_NAMES, type CheckName, type CheckResult, type TenantRow } from '../src/tenants/store';
+
+/**
+ * The side effects of the tenant workflows (workflows/tenants.ts). Every activity is
+ * idempotent: it looks at what exists and does only what is missing, so a retry, or a
+ * workflow run again after a crash, finishes the job instead of doing it twice.
+ */
+export interface TenantActivityDeps {
+  db: Db;
+  config: Config;
+}
+
+const PUSH_BATCH = 500;
+
+export function createTenantActivities({ db, config }: TenantActivityDeps) {
+  const hosts = (): TenantDbHost[] => {
+    try {
+      return tenantHosts(config, db);
+    } catch (err) {
+      throw ApplicationFailure.nonRetryable((err as Error).message, 'TenantConfigError');
+    }
+  };
+  const key = (): Buffer => {
+    if (!config.TENANT_CREDENTIALS_KEY) {
+      throw ApplicationFailure.nonRetryable('TENANT_CREDENTIALS_KEY is not set on the worker: tenant credentials cannot be encrypted or read.', 'TenantConfigError');
+    }
+    return parseCredentialsKey(config.TENANT_CREDENTIALS_KEY);
+  };
+  const filesRoot = () => config.TENANT_FILES_ROOT ?? path.join(config.DATA_DIR, 'tenants');
+  const sharedUploads = (siteId: number) => path.join(config.DATA_DIR, 'uploads', 'sites', String(siteId));
+
+  async function load(tenantId: number, step?: string): Promise<TenantRow> {
+    if (step) await db('tenants').where({ id: tenantId }).update({ step, date_modified: db.fn.now() });
+    const row = await db('tenants').where({ id: tenantId }).first();
+    if (!row) throw ApplicationFailure.nonRetryable(`tenant ${tenantId} is not in the registry`, 'TenantGone');
+    return row as TenantRow;
+  }
+  function hostOf(t: TenantRow): TenantDbHost {
+    const host = hosts().find((h) => h.name === t.database_host);
+    if (!host) throw ApplicationFailure.nonRetryable(`database host "${t.database_host}" is not configured (TENANT_DATABASE_HOSTS)`, 'TenantConfigError');
+    return host;
+  }
+  function password(t: TenantRow): string {
+    if (!t.credentials) throw ApplicationFailure.nonRetryable('the tenant has no stored credentials', 'TenantCredentialsMissing');
+    return decryptSecret(key(), t.credentials, t.uid);
+  }
+  const asTenant = (t: TenantRow) => ({ user: t.role_name!, password: password(t) });
+
+  /** The users the tenant must hold: the owning customer's user (administrator) and the site's linked users. */
+  async function expectedUsers(siteId: number): Promise<TenantUser[]> {
+    const owner = await db('sites as s')
+      .join('customers as c', 'c.id', 's.customer_id')
+      .join('users as u', 'u.id', 'c.user_id')
+      .where('s.id', siteId)
+      .first('u.id', 'u.username', 'u.email', 'u.display_name', 'u.password_hash');
+    const linked = await db('site_users as su').join('users as u', 'u.id', 'su.user_id').where('su.site_id', siteId).select('u.id', 'u.username', 'u.email', 'u.display_name', 'u.password_hash', 'su.role').orderBy('u.id');
+    const users = new Map<number, TenantUser>();
+    for (const u of linked) users.set(Number(u.id), { ...u, id: Number(u.id), is_admin: u.role === 'administrator' });
+    if (owner) users.set(Number(owner.id), { ...owner, id: Number(owner.id), role: 'administrator', is_admin: true });
+    return [...users.values()].sort((a, b) => a.id - b.id);
+  }
+
+  async function sharedRowCounts(siteId: number): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    for (const table of SITE_DATA_TABLES) out[table] = Number((await db(table).where({ site_id: siteId }).count({ n: '*' }))[0].n);
+    return out;
+  }
+
+  return {
+    /** Step 1: bind the registry entry to a database host, names, a folder and a host name. */
+    async tenantRegister(tenantId: number): Promise<{ database_host: string; database_name: string }> {
+      const all = hosts();
+      return db.transaction(async (trx) => {
+        // One placement decision at a time, so parallel bootstraps spread over the hosts.
+        await trx.raw("SELECT pg_advisory_xact_lock(hashtext('hostflow.tenant_placement'))");
+        const t = (await trx('tenants').where({ id: tenantId }).forUpdate().first()) as TenantRow | undefined;
+        if (!t) throw ApplicationFailure.nonRetryable(`tenant ${tenantId} is not in the registry`, 'TenantGone');
+        const site = await trx('sites').where({ id: t.site_id }).first('id', 'domain', 'path');
+        if (!site) throw ApplicationFailure.nonRetryable(`site ${t.site_id} no longer exists`, 'TenantGone');
+        let host = t.database_host;
+        if (!host) {
+          if (t.requested_host) {
+            if (!all.some((h) => h.name === t.requested_host)) throw ApplicationFailure.nonRetryable(`database host "${t.requested_host}" is not configured`, 'TenantConfigError');
+            host = t.requested_host;
+          } else {
+            const load: { database_host: string; n: number }[] = await trx('tenants').whereNot({ state: 'torn_down' }).whereNotNull('database_host').groupBy('database_host').select('database_host', trx.raw('count(*)::int AS n'));
+            const count = new Map(load.map((r) => [String(r.database_host), Number(r.n)]));
+            host = [...all].sort((a, b) => (count.get(a.name) ?? 0) - (count.get(b.name) ?? 0))[0].name;
+          }
+        }
+        const short = t.uid.replace(/-/g, '').slice(0, 10);
+        const name = `hf_tenant_${t.site_id}_${short}`;
+        const patch = {
+          step: 'registry',
+          database_host: host,
+          database_name: t.database_name ?? name,
+          role_name: t.role_name ?? name,
+          filesystem_root: t.filesystem_root ?? path.join(filesRoot(), `site-${t.site_id}-${short}`),
+          hostname: t.hostname ?? String(site.domain).toLowerCase(),
+          path: t.path ?? site.path ?? '/',
+          date_modified: trx.fn.now(),
+        };
+        await trx('tenants').where({ id: tenantId }).update(patch);
+        return { database_host: host, database_name: patch.database_name };
+      });
+    },
+
+    /** Step 2: credentials (stored encrypted before the role exists), the role, the database. */
+    async tenantCreateDatabase(tenantId: number): Promise<void> {
+      let t = await load(tenantId, 'database');
+      const k = key();
+      if (!t.credentials) {
+        const secret = crypto.randomBytes(24).toString('base64url');
+        await db('tenants').where({ id: tenantId }).whereNull('credentials').update({ credentials: encryptSecret(k, secret, t.uid) });
+        t = await load(tenantId);
+      }
+      await createRoleAndDatabase(hostOf(t), t.role_name!, t.database_name!, password(t));
+    },
+
+    /** Step 3: the tenant schema and the role's grants. */
+    async tenantCreateSchema(tenantId: number): Promise<void> {
+      const t = await load(tenantId, 'schema');
+      await createSchema(hostOf(t), t.database_name!, t.role_name!, t.site_id);
+    },
+
+    /** Step 4: the site's users, copied into the tenant database (exactly those). */
+    async tenantProvisionUsers(tenantId: number): Promise<{ users: number }> {
+      const t = await load(tenantId, 'users');
+      const users = await expectedUsers(t.site_id);
+      await withClient(hostOf(t), t.database_name!, (c) => syncUsers(c, users));
+      return { users: users.length };
+    },
+
+    /**
+     * Step 5: push the site's data into the tenant database through the tenant role, then
+     * remove it from the shared tables. One push job per table records the work; a job
+     * left queued, running or failed by an earlier attempt is taken up again.
+     */
+    async tenantPushData(tenantId: number): Promise<{ rows: number }> {
+      const t = await load(tenantId, 'push');
+      const host = hostOf(t);
+      const login = asTenant(t);
+      let total = 0;
+      for (const table of SITE_DATA_TABLES) {
+        let job = await db('tenant_push_jobs').where({ tenant_id: tenantId, kind: table }).whereIn('status', ['queued', 'running', 'failed']).orderBy('id').first();
+        job ??= (await db('tenant_push_jobs').insert({ tenant_id: tenantId, kind: table }).returning('*'))[0];
+        await db('tenant_push_jobs').where({ id: job.id }).update({ status: 'running', attempts: db.raw('attempts + 1'), date_modified: db.fn.now() });
+        try {
+          let pushed = 0;
+          await withClient(
+            host,
+            t.database_name!,
+            async (c) => {
+              for (;;) {
+                const rows = await db(table).where({ site_id: t.site_id }).orderBy('id').limit(PUSH_BATCH).select(SITE_DATA[table] as unknown as string[]);
+                if (!rows.length) break;
+                await upsertRows(c, table, rows);
+                // Only what now lives in the tenant database leaves the shared table.
+                await db(table).where({ site_id: t.site_id }).whereIn('id', rows.map((r) => r.id)).delete();
+                pushed += rows.length;
+              }
+            },
+            login,
+          );
+          await db('tenant_push_jobs').where({ id: job.id }).update({ status: 'done', rows_pushed: pushed, last_error: null, date_modified: db.fn.now() });
+          total += pushed;
+        } catch (err) {
+          await db('tenant_push_jobs').where({ id: job.id }).update({ status: 'failed', last_error: (err as Error).message, date_modified: db.fn.now() });
+          throw err;
+        }
+      }
+      return { rows: total };
+    },
+
+    /** Step 6: the filesystem root (the site's uploads move in) and the routing entry. */
+    async tenantCreateFilesAndRoute(tenantId: number): Promise<void> {
+      const t = await load(tenantId, 'files_and_routing');
+      const uploads = path.join(t.filesystem_root!, 'uploads');
+      fs.mkdirSync(uploads, { recursive: true, mode: 0o750 });
+      moveEntries(sharedUploads(t.site_id), uploads);
+      await db('tenant_routes')
+        .insert({ hostname: t.hostname, path: t.path ?? '/', tenant_id: t.id, site_id: t.site_id, database_host: t.database_host, database_name: t.database_name })
+        .onConflict(db.raw('(tenant_id)'))
+        .merge(['hostname', 'path', 'database_host', 'database_name']);
+    },
+
+    /** Marks the three checks running (verify and bootstrap's last step). */
+    async tenantChecksRunning(tenantId: number): Promise<void> {
+      const t = await load(tenantId, 'verification');
+      const running: Record<string, CheckResult> = {};
+      for (const name of CHECK_NAMES) running[name] = { status: 'running', message: 'Verification is running.', checked_at: t.verification?.[name]?.checked_at ?? null };
+      await db('tenants').where({ id: tenantId }).update({ verification: JSON.stringify(running), date_modified: db.fn.now() });
+    },
+
+    /**
+     * Step 7 / verify: the three checks. Stores each result with a message saying what is
+     * wrong and how to fix it; the tenant is ready only when all passed. Changes nothing
+     * else (the probe row and the one-time login key are removed again).
+     */
+    async tenantVerify(tenantId: number): Promise<{ ready: boolean; results: Record<CheckName, CheckResult> }> {
+      const t = await load(tenantId, 'verification');
+      const now = new Date().toISOString();
+      const results = {} as Record<CheckName, CheckResult>;
+      const pass = (message: string): CheckResult => ({ status: 'passed', message, checked_at: now });
+      const fail = (message: string): CheckResult => ({ status: 'failed', message, checked_at: now });
+      const host = hostOf(t);
+      const dbExists = await withAdmin(host, (c) => databaseExists(c, t.database_name!));
+      const noDb = fail(`The tenant database ${t.database_name} does not exist on ${t.database_host}. Run bootstrap (POST .../bootstrap) to create it.`);
+
+      // no_legacy
+      {
+        const counts = await sharedRowCounts(t.site_id);
+        const left = Object.entries(counts).filter(([, n]) => n > 0);
+        const problems: string[] = [];
+        if (left.length) problems.push(`${left.map(([table, n]) => `${n} row(s) in ${table}`).join(', ')} of site ${t.site_id} remain in the shared tables; run bootstrap again to push them`);
+        if (!dbExists) problems.push(noDb.message);
+        else {
+          const missing = await withClient(host, t.database_name!, missingTables);
+          if (missing.length) problems.push(`the tenant schema lacks table(s) ${missing.join(', ')}; run bootstrap again to create them`);
+        }
+        results.no_legacy = problems.length ? fail(`${problems.join('. ')}.`) : pass('No data of the site remains in the shared tables, and the tenant schema is complete.');
+      }
+
+      // sovereign_push
+      {
+        const problems: string[] = [];
+        const pending = await db('tenant_push_jobs').where({ tenant_id: tenantId }).whereIn('status', ['queued', 'running', 'failed']).orderBy('id');
+        for (const job of pending) {
+          problems.push(
+            job.status === 'failed'
+              ? `push job ${job.id} (${job.kind}) failed after ${job.attempts} attempt(s): ${job.last_error}; fix the cause and run bootstrap again`
+              : `push job ${job.id} (${job.kind}) is still ${job.status}; wait for it or run bootstrap again`,
+          );
+        }
+        if (!dbExists) problems.push(noDb.message);
+        else if (!t.credentials) problems.push('The tenant has no stored credentials; run bootstrap again to create them');
+        else if (!(await withAdmin(host, (c) => roleExists(c, t.role_name!)))) problems.push(`The tenant role ${t.role_name} does not exist; run bootstrap again to create it`);
+        else {
+          const lacking = await withClient(host, t.database_name!, (c) => missingPrivileges(c, t.role_name!));
+          if (lacking.length) problems.push(`The tenant role ${t.role_name} lacks ${lacking.join(', ')}; run bootstrap again to restore the grants`);
+          const probe = crypto.randomUUID();
+          try {
+            await withClient(host, t.database_name!, (c) => c.query('INSERT INTO push_probe (id) VALUES ($1)', [probe]), asTenant(t));
+            const landed = await withClient(host, t.database_name!, async (c) => (await c.query('SELECT 1 FROM push_probe WHERE id = $1', [probe])).rowCount === 1);
+            if (!landed) problems.push('A write through the tenant role did not land in the tenant database');
+          } catch (err) {
+            problems.push(`A write through the tenant role failed: ${(err as Error).message}`);
+          } finally {
+            await withClient(host, t.database_name!, (c) => c.query('DELETE FROM push_probe WHERE id = $1', [probe])).catch(() => undefined);
+          }
+        }
+        results.sovereign_push = problems.length ? fail(`${problems.join('. ')}.`) : pass('A write through the tenant role landed in the tenant database and read back; no push work is queued or failing.');
+      }
+
+      // tenant_users
+      {
+        const problems: string[] = [];
+        const expected = await expectedUsers(t.site_id);
+        if (!dbExists) problems.push(noDb.message);
+        else {
+          const actual = await withClient(host, t.database_name!, async (c) => (await c.query<TenantUser>('SELECT id::int AS id, username, email, display_name, password_hash, role, is_admin FROM users ORDER BY id')).rows);
+          const byId = new Map(actual.map((u) => [Number(u.id), u]));
+          const expectedIds = new Set(expected.map((u) => u.id));
+          const missing = expected.filter((u) => !byId.has(u.id));
+          const extra = actual.filter((u) => !expectedIds.has(Number(u.id)));
+          const stale = expected.filter((u) => {
+            const a = byId.get(u.id);
+            return a && (a.username !== u.username || a.email !== u.email || a.password_hash !== u.password_hash || a.role !== u.role || a.is_admin !== u.is_admin);
+          });
+          if (missing.length) problems.push(`missing user(s): ${missing.map((u) => `${u.id} (${u.username})`).join(', ')}`);
+          if (extra.length) problems.push(`unexpected user(s): ${extra.map((u) => `${u.id} (${u.username})`).join(', ')}`);
+          if (stale.length) problems.push(`user(s) differing from the network: ${stale.map((u) => `${u.id} (${u.username})`).join(', ')}`);
+          if (problems.length) problems[problems.length - 1] += `; expected ${expected.length} user(s), found ${actual.length}: run bootstrap again to re-provision them`;
+          const admin = expected.find((u) => u.is_admin);
+          if (!admin) problems.push(`site ${t.site_id} has no administrator (no customer and no linked administrator); give it one, then run bootstrap again`);
+          else if (byId.has(admin.id) && t.credentials) {
+            try {
+              const login = await withClient(host, t.database_name!, (c) => authenticateWithLoginKey(c, admin.username), asTenant(t));
+              if (!login.ok) problems.push(`The tenant administrator cannot log in: ${login.reason}`);
+            } catch (err) {
+              problems.push(`The tenant administrator cannot log in: ${(err as Error).message}`);
+            }
+          }
+        }
+        results.tenant_users = problems.length ? fail(`${problems.join('. ')}.`) : pass(`The tenant database holds exactly the ${expected.length} expected user(s), and the administrator logged in.`);
+      }
+
+      const ready = CHECK_NAMES.every((n) => results[n].status === 'passed');
+      await db('tenants')
+        .where({ id: tenantId })
+        .update({ verification: JSON.stringify(results), state: ready ? 'ready' : 'not_ready', step: null, error: null, date_modified: db.fn.now() });
+      return { ready, results };
+    },
+
+    /** A workflow that could not finish records why; the registry entry keeps its bindings. */
+    async tenantMarkFailed(input: { tenantId: number; operation: 'bootstrap' | 'verify' | 'teardown'; step: string | null; message: string }): Promise<void> {
+      const error = JSON.stringify({ operation: input.operation, step: input.step, message: input.message, at: new Date().toISOString() });
+      const state = input.operation === 'teardown' ? 'tearing_down' : input.operation === 'bootstrap' ? 'failed' : 'not_ready';
+      const patch: Record<string, unknown> = { state, error, date_modified: db.fn.now() };
+      if (input.operation === 'verify') {
+        const failed: Record<string, CheckResult> = {};
+        for (const name of CHECK_NAMES) failed[name] = { status: 'failed', message: `Verification could not run: ${input.message}`, checked_at: new Date().toISOString() };
+        patch.verification = JSON.stringify(failed);
+      }
+      await db('tenants').where({ id: input.tenantId }).update(patch);
+    },
+
+    // ---- teardown ------------------------------------------------------------------------
+
+    /** Teardown 1: the tenant's data goes back to the shared tables (nothing is lost). */
+    async tenantPullBack(tenantId: number): Promise<{ rows: number }> {
+      const t = await load(tenantId, 'pull_back');
+      if (!t.database_name || !t.database_host) return { rows: 0 };
+      const host = hostOf(t);
+      if (!(await withAdmin(host, (c) => databaseExists(c, t.database_name!)))) return { rows: 0 };
+      let total = 0;
+      await withClient(host, t.database_name, async (c) => {
+        for (const table of SITE_DATA_TABLES) {
+          const present = (await c.query("SELECT 1 FROM information_schema.tables WHERE table_schema = 'public' AND table_name = $1", [table])).rowCount;
+          if (!present) continue;
+          const columns = SITE_DATA[table];
+          const rows = (await c.query(`SELECT ${columns.map(ident).join(', ')} FROM ${ident(table)} ORDER BY id`)).rows;
+          for (let i = 0; i < rows.length; i += PUSH_BATCH) {
+            const batch = rows.slice(i, i + PUSH_BATCH).map((r) => ({ ...r, site_id: t.site_id }));
+            await db(table).insert(batch).onConflict('id').merge(columns.filter((col) => col !== 'id') as unknown as string[]);
+          }
+          total += rows.length;
+        }
+      });
+      return { rows: total };
+    },
+
+    /** Teardown 2: credentials removed first, then the role's sessions, grants and the role. */
+    async tenantDropRole(tenantId: number): Promise<void> {
+      const t = await load(tenantId, 'drop_role');
+      await db('tenants').where({ id: tenantId }).update({ credentials: null, date_modified: db.fn.now() });
+      if (!t.role_name || !t.database_host) return;
+      const host = hostOf(t);
+      await withAdmin(host, async (c) => {
+        if (!(await roleExists(c, t.role_name!))) return;
+        await terminateSessions(c, { role: t.role_name! });
+        if (t.database_name && (await databaseExists(c, t.database_name))) {
+          await c.query(`REVOKE ALL ON DATABASE ${ident(t.database_name)} FROM ${ident(t.role_name!)}`);
+          await withClient(host, t.database_name, (tc) => tc.query(`DROP OWNED BY ${ident(t.role_name!)}`));
+        }
+        await c.query(`DROP ROLE IF EXISTS ${ident(t.role_name!)}`);
+      });
+    },
+
+    /** Teardown 3: the tenant database. */
+    async tenantDropDatabase(tenantId: number): Promise<void> {
+      const t = await load(tenantId, 'drop_database');
+      if (!t.database_name || !t.database_host) return;
+      await withAdmin(hostOf(t), async (c) => {
+        await terminateSessions(c, { database: t.database_name! });
+        await c.query(`DROP DATABASE IF EXISTS ${ident(t.database_name!)} WITH (FORCE)`);
+      });
+    },
+
+    /** Teardown 4: uploads go back to the shared folder; the root and the route go. */
+    async tenantRemoveFilesAndRoute(tenantId: number): Promise<void> {
+      const t = await load(tenantId, 'remove_files_and_routing');
+      if (t.filesystem_root) {
+        moveEntries(path.join(t.filesystem_root, 'uploads'), sharedUploads(t.site_id));
+        fs.rmSync(t.filesystem_root, { recursive: true, force: true });
+      }
+      await db('tenant_routes').where({ tenant_id: tenantId }).delete();
+    },
+
+    /** Teardown 5: the registry entry is kept, marked torn down. */
+    async tenantMarkTornDown(tenantId: number): Promise<void> {
+      await db('tenants').where({ id: tenantId }).update({ state: 'torn_down', step: null, error: null, date_torn_down: db.fn.now(), date_modified: db.fn.now() });
+    },
+  };
+}
+
+/** Moves every entry of `from` into `to` (creating it); `from` is removed when emptied. */
+function moveEntries(from: string, to: string): void {
+  if (!fs.existsSync(from)) return;
+  fs.mkdirSync(to, { recursive: true });
+  for (const entry of fs.readdirSync(from)) {
+    const target = path.join(to, entry);
+    if (fs.existsSync(target)) fs.rmSync(target, { recursive: true, force: true });
+    try {
+      fs.renameSync(path.join(from, entry), target);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+      fs.cpSync(path.join(from, entry), target, { recursive: true });
+      fs.rmSync(path.join(from, entry), { recursive: true, force: true });
+    }
+  }
+  fs.rmSync(from, { recursive: true, force: true });
+}
+
+export type TenantActivities = ReturnType<typeof createTenantActivities>;

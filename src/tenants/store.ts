@@ -1,0 +1,72 @@
+import type { Db } from '../db/knex';
+import { isoDate } from '../http/validation';
+
+/** The three verification checks, in the order they run. */
+export const CHECK_NAMES = ['no_legacy', 'sovereign_push', 'tenant_users'] as const;
+export type CheckName = (typeof CHECK_NAMES)[number];
+export const CHECK_STATUSES = ['pending', 'running', 'passed', 'failed'] as const;
+export type CheckStatus = (typeof CHECK_STATUSES)[number];
+
+export interface CheckResult {
+  status: CheckStatus;
+  message: string;
+  checked_at: string | null;
+}
+
+export const TENANT_STATES = ['bootstrapping', 'verifying', 'ready', 'not_ready', 'failed', 'tearing_down', 'torn_down'] as const;
+export type TenantState = (typeof TENANT_STATES)[number];
+
+/** A row of the tenant registry. */
+export interface TenantRow {
+  id: number;
+  uid: string;
+  site_id: number;
+  isolation_model: 'sovereign';
+  state: TenantState;
+  step: string | null;
+  workflow_id: string | null;
+  requested_host: string | null;
+  database_host: string | null;
+  database_name: string | null;
+  role_name: string | null;
+  /** Encrypted; never leaves the service. */
+  credentials: string | null;
+  filesystem_root: string | null;
+  hostname: string | null;
+  path: string | null;
+  verification: Partial<Record<CheckName, CheckResult>>;
+  error: { operation: string; step: string | null; message: string; at: string } | null;
+  date_created: Date;
+  date_modified: Date;
+  date_torn_down: Date | null;
+}
+
+/** The live (not torn down) registry entry of a site. */
+export async function liveTenant(db: Db, siteId: number): Promise<TenantRow | undefined> {
+  return db('tenants').where({ site_id: siteId }).whereNot({ state: 'torn_down' }).first();
+}
+
+/** The migration status object: the contract's fields, then the details behind them. */
+export function tenantStatus(t: TenantRow) {
+  const checks = {} as Record<CheckName, CheckResult>;
+  for (const name of CHECK_NAMES) checks[name] = t.verification?.[name] ?? { status: 'pending', message: 'Not verified yet.', checked_at: null };
+  const verification = Object.fromEntries(CHECK_NAMES.map((n) => [n, checks[n].status])) as Record<CheckName, CheckStatus>;
+  return {
+    site_id: Number(t.site_id),
+    isolation_model: t.isolation_model,
+    database_host: t.database_host ?? t.requested_host ?? null,
+    verification,
+    ready: t.state === 'ready' && CHECK_NAMES.every((n) => checks[n].status === 'passed'),
+    checks,
+    state: t.state,
+    step: t.step,
+    workflow_id: t.workflow_id,
+    database_name: t.database_name,
+    hostname: t.hostname,
+    path: t.path,
+    error: t.error ?? null,
+    date_created: isoDate(t.date_created),
+    date_modified: isoDate(t.date_modified),
+  };
+}
+export type TenantStatus = ReturnType<typeof tenantStatus>;
