@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
@@ -92,7 +93,7 @@ export function createTenantActivities({ db, config }: TenantActivityDeps) {
     return out;
   }
 
-  return {
+  return heartbeating({
     /** Step 1: bind the registry entry to a database host, names, a folder and a host name. */
     async tenantRegister(tenantId: number): Promise<{ database_host: string; database_name: string }> {
       const all = hosts();
@@ -397,7 +398,33 @@ export function createTenantActivities({ db, config }: TenantActivityDeps) {
     async tenantMarkTornDown(tenantId: number): Promise<void> {
       await db('tenants').where({ id: tenantId }).update({ state: 'torn_down', step: null, error: null, date_torn_down: db.fn.now(), date_modified: db.fn.now() });
     },
-  };
+  });
+}
+
+/**
+ * Every activity heartbeats while it runs, so the workflows can use a short heartbeat
+ * timeout: a worker that dies is noticed in seconds and the step is retried elsewhere,
+ * while a long step (a big push) is never cut short.
+ */
+function heartbeating<T extends Record<string, (...args: any[]) => Promise<unknown>>>(activities: T): T {
+  const wrapped: Record<string, (...args: any[]) => Promise<unknown>> = {};
+  for (const [name, fn] of Object.entries(activities)) {
+    wrapped[name] = async (...args: unknown[]) => {
+      let ctx: Context | undefined;
+      try {
+        ctx = Context.current();
+      } catch {
+        ctx = undefined; // called outside a worker (a script or a test)
+      }
+      const timer = ctx ? setInterval(() => ctx!.heartbeat(), 3_000) : undefined;
+      try {
+        return await fn(...args);
+      } finally {
+        if (timer) clearInterval(timer);
+      }
+    };
+  }
+  return wrapped as T;
 }
 
 /** Moves every entry of `from` into `to` (creating it); `from` is removed when emptied. */

@@ -358,7 +358,7 @@ export function benchLog(started = Date.now()): Log {
  * (the HTTP port free, not listening yet), Knex and a Temporal client. Each thing started
  * pushes its stop onto `cleanup` (run them with runCleanup).
  */
-export async function startBenchEnv(opts: { cleanup: Step[]; log: Log; tag: string; pgDir?: string; temporalLog?: string }): Promise<BenchEnv> {
+export async function startBenchEnv(opts: { cleanup: Step[]; log: Log; tag: string; pgDir?: string; temporalLog?: string; env?: Record<string, string> }): Promise<BenchEnv> {
   const { cleanup, log } = opts;
   fs.mkdirSync(TMP, { recursive: true });
   const pgStart = (async () => {
@@ -418,6 +418,7 @@ export async function startBenchEnv(opts: { cleanup: Step[]; log: Log; tag: stri
     HOST: '127.0.0.1',
     PORT: String(await freePort()),
     LOG_LEVEL: 'silent',
+    ...opts.env,
   });
   setLogLevel(config.LOG_LEVEL);
 

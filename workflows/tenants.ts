@@ -8,13 +8,16 @@ import type { TenantActivities } from '../activities/tenants';
  * the step it was in; a run that failed is started again from the top and skips what is
  * already done.
  */
+// Activities heartbeat every few seconds: a dead worker is noticed after heartbeatTimeout.
 const steps = proxyActivities<TenantActivities>({
-  startToCloseTimeout: '5 minutes',
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
 });
 // Teardown keeps trying longer: a database host that is briefly down must not leave half a tenant.
 const teardownSteps = proxyActivities<TenantActivities>({
-  startToCloseTimeout: '5 minutes',
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
 });
 // Recording the outcome must not give up.

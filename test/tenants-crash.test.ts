@@ -1,0 +1,108 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startWorker, type RunningWorker } from '../src/temporal/worker';
+import { BASE, createTestContext, type TestContext } from './helpers';
+import { waitFor } from './estate-helpers';
+import { makeSite, onServer, serverHas, settled, status, tenantEnv } from './tenant-helpers';
+
+/**
+ * The worker killed (SIGKILL) in the middle of a bootstrap and of a teardown, then another
+ * started: each finishes exactly once, nothing duplicated and nothing lost.
+ */
+describe('tenant workflows survive a worker crash', () => {
+  let ctx: TestContext;
+  let env: Record<string, string>;
+  let child: ChildProcess | undefined;
+  let worker: RunningWorker | undefined;
+  const shared = async (siteId: number) => (await ctx.db('site_posts').where({ site_id: siteId }).orderBy('id').select('id', 'title')).map((r) => ({ id: Number(r.id), title: r.title }));
+
+  beforeAll(async () => {
+    env = tenantEnv({ TENANT_WAIT_SECONDS: '0' });
+    ctx = await createTestContext(env);
+  });
+  afterAll(async () => {
+    if (child && child.exitCode === null) child.kill('SIGKILL');
+    await worker?.shutdown();
+    await ctx?.close();
+  });
+
+  /** A worker in its own process, to be killed. */
+  async function spawnWorker(): Promise<ChildProcess> {
+    const root = path.resolve(__dirname, '..');
+    const proc = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'fixtures', 'register-worker.ts')], {
+      cwd: root,
+      env: { ...process.env, ...env, DATABASE_URL: ctx.dbUrl, TEMPORAL_ADDRESS: process.env.HF_TEST_TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: ctx.config.TEMPORAL_TASK_QUEUE, LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    proc.stdout!.on('data', (d) => (out += String(d)));
+    proc.stderr!.on('data', (d) => (out += String(d)));
+    await waitFor(async () => out.includes('worker ready') || proc.exitCode !== null, (v) => v, 60_000);
+    expect(out).toContain('worker ready');
+    return proc;
+  }
+
+  /** Waits until a statement matching `pattern` runs in the test database, then kills the worker. */
+  async function killDuring(proc: ChildProcess, pattern: string): Promise<void> {
+    const running = await waitFor(
+      async () => (await ctx.db.raw("select count(*)::int as n from pg_stat_activity where datname = current_database() and state = 'active' and query ilike ?", [pattern])).rows[0].n > 0,
+      (v) => v,
+      30_000,
+    );
+    expect(running).toBe(true);
+    proc.kill('SIGKILL');
+    await waitFor(async () => proc.exitCode !== null || proc.signalCode !== null, (v) => v, 10_000);
+  }
+
+  const sleepTrigger = async (event: 'INSERT' | 'DELETE') => {
+    await ctx.db.raw('CREATE OR REPLACE FUNCTION crash_slow() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(3); RETURN NULL; END $$ LANGUAGE plpgsql');
+    await ctx.db.raw(`CREATE TRIGGER crash_slow BEFORE ${event} ON site_posts FOR EACH STATEMENT EXECUTE FUNCTION crash_slow()`);
+  };
+  const dropTrigger = () => ctx.db.raw('DROP TRIGGER IF EXISTS crash_slow ON site_posts');
+
+  test('killed while pushing the data out, then killed while pulling it back', async () => {
+    const site = await makeSite(ctx);
+    const posts = await shared(site.siteId);
+    expect(posts).toHaveLength(2);
+
+    // Bootstrap: the worker dies while the push step deletes the pushed rows.
+    child = await spawnWorker();
+    await sleepTrigger('DELETE');
+    const started = await ctx.http.post(`${BASE}/tenants/${site.siteId}/bootstrap`).set('Authorization', ctx.basic).send({});
+    expect(started.status).toBe(202);
+    await killDuring(child, 'delete from "site_posts"%');
+    await dropTrigger();
+    expect((await status(ctx, site.siteId)).body).toMatchObject({ state: 'bootstrapping', step: 'push' });
+
+    worker = await startWorker({ address: ctx.config.TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    const done = await settled(ctx, site.siteId, 'bootstrapping', 90_000);
+    expect(done.body).toMatchObject({ state: 'ready', ready: true });
+    const t = await ctx.db('tenants').where({ site_id: site.siteId }).whereNot({ state: 'torn_down' }).first();
+    expect(await shared(site.siteId)).toEqual([]);
+    const inTenant = await onServer(t.database_name, async (c) => (await c.query('SELECT id::int, title FROM site_posts ORDER BY id')).rows);
+    expect(inTenant).toEqual(posts);
+    const history = await ctx.temporal.client.workflow.getHandle(t.workflow_id).fetchHistory();
+    expect((history.events ?? []).some((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1)).toBe(true);
+    await worker.shutdown();
+    worker = undefined;
+
+    // Teardown: the worker dies while the pull-back step inserts the rows back.
+    child = await spawnWorker();
+    await sleepTrigger('INSERT');
+    const teardown = await ctx.http.delete(`${BASE}/tenants/${site.siteId}`).set('Authorization', ctx.basic);
+    expect(teardown.status).toBe(202);
+    expect(teardown.body.state).toBe('tearing_down');
+    await killDuring(child, 'insert into "site_posts"%');
+    await dropTrigger();
+
+    worker = await startWorker({ address: ctx.config.TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    const gone = await waitFor(() => status(ctx, site.siteId), (r) => r.status === 404, 90_000);
+    expect(gone.status).toBe(404);
+    expect(await shared(site.siteId)).toEqual(posts);
+    expect(await serverHas('database', t.database_name)).toBe(false);
+    expect(await serverHas('role', t.role_name)).toBe(false);
+    expect(fs.existsSync(t.filesystem_root)).toBe(false);
+    expect(await ctx.db('tenant_routes').count({ n: '*' })).toEqual([{ n: 0 }]);
+  }, 240_000);
+});
