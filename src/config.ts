@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { parseTenantHosts } from './tenants/hosts';
 
 /**
  * All configuration comes from environment variables, validated once at start.
@@ -62,7 +63,17 @@ const schema = z.object({
   // Isolated ("sovereign") tenants.
   // PostgreSQL servers for tenant databases: comma-separated `name=postgres://admin@host:port/postgres`
   // (or bare URLs, named host:port). Default: the main database's server.
-  TENANT_DATABASE_HOSTS: z.string().min(1).optional(),
+  TENANT_DATABASE_HOSTS: z
+    .string()
+    .min(1)
+    .superRefine((v, ctx) => {
+      try {
+        parseTenantHosts(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message.replace(/^TENANT_DATABASE_HOSTS: /, '') });
+      }
+    })
+    .optional(),
   // 32-byte key (64 hex digits or base64) encrypting tenant database credentials at rest.
   // `npm start` creates one in DATA_DIR when unset; start:api/start:worker need it set.
   TENANT_CREDENTIALS_KEY: z

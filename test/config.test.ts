@@ -1,4 +1,8 @@
+import crypto from 'node:crypto';
 import { ConfigError, loadConfig } from '../src/config';
+import { decryptSecret, encryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
+import { parseTenantHosts } from '../src/tenants/hosts';
+import { scramVerifier } from '../src/tenants/tenant-db';
 import { AuthFailureLimiter, constantTimeEqual } from '../src/http/auth';
 
 describe('configuration', () => {
@@ -50,5 +54,40 @@ describe('auth primitives', () => {
     const limiter = new AuthFailureLimiter(1, 60_000, 100);
     for (let i = 0; i < 1000; i++) limiter.recordFailure(`addr${i}`, 0);
     expect((limiter as unknown as { failures: Map<string, unknown> }).failures.size).toBeLessThanOrEqual(100);
+  });
+});
+
+describe('tenant configuration and credentials', () => {
+  test('TENANT_DATABASE_HOSTS: named and bare URLs; bad entries named in the config error', () => {
+    expect(parseTenantHosts('eu=postgres://a@db1:5432/postgres, postgres://a@db2/postgres')).toEqual([
+      { name: 'eu', url: 'postgres://a@db1:5432/postgres' },
+      { name: 'db2:5432', url: 'postgres://a@db2/postgres' },
+    ]);
+    expect(() => parseTenantHosts('eu=mysql://x@db/y')).toThrow(/not a postgres:\/\/ URL/);
+    expect(() => parseTenantHosts('a=postgres://x@h/p,a=postgres://x@i/p')).toThrow(/listed twice/);
+    expect(() => loadConfig({ TENANT_DATABASE_HOSTS: 'eu=nonsense' })).toThrow(/TENANT_DATABASE_HOSTS="eu=nonsense": "nonsense" is not a URL/);
+    expect(() => loadConfig({ TENANT_CREDENTIALS_KEY: 'short' })).toThrow(/TENANT_CREDENTIALS_KEY="short": must be 32 bytes/);
+    expect(loadConfig({ TENANT_CREDENTIALS_KEY: 'ab'.repeat(32) }).TENANT_CREDENTIALS_KEY).toBe('ab'.repeat(32));
+  });
+
+  test('credentials encryption: round trip, bound to the tenant, tampering detected', () => {
+    const key = parseCredentialsKey(crypto.randomBytes(32).toString('base64'));
+    const sealed = encryptSecret(key, 'p4ssw0rd', 'tenant-uid-1');
+    expect(sealed).toMatch(/^v1:/);
+    expect(sealed).not.toContain('p4ssw0rd');
+    expect(encryptSecret(key, 'p4ssw0rd', 'tenant-uid-1')).not.toBe(sealed); // a fresh IV each time
+    expect(decryptSecret(key, sealed, 'tenant-uid-1')).toBe('p4ssw0rd');
+    expect(() => decryptSecret(key, sealed, 'tenant-uid-2')).toThrow();
+    expect(() => decryptSecret(parseCredentialsKey('cd'.repeat(32)), sealed, 'tenant-uid-1')).toThrow();
+    const parts = sealed.split(':');
+    parts[3] = Buffer.from('x'.repeat(8)).toString('base64');
+    expect(() => decryptSecret(key, parts.join(':'), 'tenant-uid-1')).toThrow();
+  });
+
+  test('the role password reaches PostgreSQL only as a SCRAM-SHA-256 verifier', () => {
+    const v = scramVerifier('secret');
+    expect(v).toMatch(/^SCRAM-SHA-256\$4096:[A-Za-z0-9+/=]{24}\$[A-Za-z0-9+/=]{44}:[A-Za-z0-9+/=]{44}$/);
+    expect(v).not.toContain('secret');
+    expect(scramVerifier('secret')).not.toBe(v); // salted
   });
 });

@@ -105,4 +105,37 @@ describe('tenant workflows survive a worker crash', () => {
     expect(fs.existsSync(t.filesystem_root)).toBe(false);
     expect(await ctx.db('tenant_routes').count({ n: '*' })).toEqual([{ n: 0 }]);
   }, 240_000);
+
+  test('a step that cannot succeed fails the bootstrap with its reason; fixed, bootstrap again finishes', async () => {
+    await worker?.shutdown();
+    const site = await makeSite(ctx);
+    // A worker without the credentials key: the database step cannot store credentials.
+    worker = await startWorker({
+      address: ctx.config.TEMPORAL_ADDRESS!,
+      namespace: ctx.config.TEMPORAL_NAMESPACE,
+      taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
+      db: ctx.db,
+      config: { ...ctx.config, TENANT_CREDENTIALS_KEY: undefined },
+    });
+    expect((await ctx.http.post(`${BASE}/tenants/${site.siteId}/bootstrap`).set('Authorization', ctx.basic).send({})).status).toBe(202);
+    const failed = await settled(ctx, site.siteId);
+    expect(failed.body).toMatchObject({ state: 'failed', ready: false, step: 'database' });
+    expect(failed.body.error).toMatchObject({ operation: 'bootstrap', step: 'database' });
+    expect(failed.body.error.message).toMatch(/TENANT_CREDENTIALS_KEY is not set on the worker/);
+    // Nothing of the site moved yet.
+    expect(await shared(site.siteId)).toHaveLength(2);
+    // Verify of a failed tenant says what is missing.
+    const verify = await ctx.http.post(`${BASE}/tenants/${site.siteId}/verify`).set('Authorization', ctx.basic);
+    expect(verify.status).toBe(202);
+    const checked = await settled(ctx, site.siteId, 'verifying');
+    expect(checked.body.state).toBe('not_ready');
+    expect(checked.body.checks.no_legacy.message).toMatch(/does not exist on .*Run bootstrap/);
+
+    await worker.shutdown();
+    worker = await startWorker({ address: ctx.config.TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    expect((await ctx.http.post(`${BASE}/tenants/${site.siteId}/bootstrap`).set('Authorization', ctx.basic).send({})).status).toBe(202);
+    const done = await settled(ctx, site.siteId);
+    expect(done.body).toMatchObject({ state: 'ready', ready: true, error: null });
+    expect(await shared(site.siteId)).toEqual([]);
+  }, 120_000);
 });
