@@ -43,61 +43,57 @@ function reason(err: unknown): string {
   return String(err);
 }
 
-export async function tenantBootstrap(input: TenantWorkflowInput): Promise<TenantWorkflowResult> {
-  const id = input.tenantId;
-  let step = 'registry';
-  try {
-    await steps.tenantRegister(id);
-    step = 'database';
-    await steps.tenantCreateDatabase(id);
-    step = 'schema';
-    await steps.tenantCreateSchema(id);
-    step = 'users';
-    await steps.tenantProvisionUsers(id);
-    step = 'push';
-    await steps.tenantPushData(id);
-    step = 'files_and_routing';
-    await steps.tenantCreateFilesAndRoute(id);
-    step = 'verification';
-    await steps.tenantChecksRunning(id);
-    const verified = await steps.tenantVerify(id);
-    return { state: verified.ready ? 'ready' : 'not_ready' };
-  } catch (err) {
-    const message = reason(err);
-    await bookkeeping.tenantMarkFailed({ tenantId: id, operation: 'bootstrap', step, message });
-    return { state: 'failed', step, error: message };
+type Step = [name: string, run: (tenantId: number) => Promise<unknown>];
+
+/**
+ * Runs the steps in order. A step that gives up (its retries spent, or a non-retryable
+ * failure) ends the run: the registry entry records the operation, the step and why.
+ */
+async function runSteps(operation: 'bootstrap' | 'verify' | 'teardown', tenantId: number, list: Step[]): Promise<{ failed?: TenantWorkflowResult; last?: unknown }> {
+  let last: unknown;
+  for (const [step, run] of list) {
+    try {
+      last = await run(tenantId);
+    } catch (err) {
+      const message = reason(err);
+      await bookkeeping.tenantMarkFailed({ tenantId, operation, step, message });
+      return { failed: { state: operation === 'teardown' ? 'tearing_down' : operation === 'bootstrap' ? 'failed' : 'not_ready', step, error: message } };
+    }
   }
+  return { last };
+}
+
+const verification: Step[] = [
+  ['verification', steps.tenantChecksRunning],
+  ['verification', steps.tenantVerify],
+];
+const readiness = (last: unknown): TenantWorkflowResult => ({ state: (last as { ready: boolean }).ready ? 'ready' : 'not_ready' });
+
+export async function tenantBootstrap(input: TenantWorkflowInput): Promise<TenantWorkflowResult> {
+  const out = await runSteps('bootstrap', input.tenantId, [
+    ['registry', steps.tenantRegister],
+    ['database', steps.tenantCreateDatabase],
+    ['schema', steps.tenantCreateSchema],
+    ['users', steps.tenantProvisionUsers],
+    ['push', steps.tenantPushData],
+    ['files_and_routing', steps.tenantCreateFilesAndRoute],
+    ...verification,
+  ]);
+  return out.failed ?? readiness(out.last);
 }
 
 export async function tenantVerifyWorkflow(input: TenantWorkflowInput): Promise<TenantWorkflowResult> {
-  try {
-    await steps.tenantChecksRunning(input.tenantId);
-    const verified = await steps.tenantVerify(input.tenantId);
-    return { state: verified.ready ? 'ready' : 'not_ready' };
-  } catch (err) {
-    const message = reason(err);
-    await bookkeeping.tenantMarkFailed({ tenantId: input.tenantId, operation: 'verify', step: 'verification', message });
-    return { state: 'not_ready', step: 'verification', error: message };
-  }
+  const out = await runSteps('verify', input.tenantId, verification);
+  return out.failed ?? readiness(out.last);
 }
 
 export async function tenantTeardown(input: TenantWorkflowInput): Promise<TenantWorkflowResult> {
-  const id = input.tenantId;
-  let step = 'pull_back';
-  try {
-    await teardownSteps.tenantPullBack(id);
-    step = 'drop_role';
-    await teardownSteps.tenantDropRole(id);
-    step = 'drop_database';
-    await teardownSteps.tenantDropDatabase(id);
-    step = 'remove_files_and_routing';
-    await teardownSteps.tenantRemoveFilesAndRoute(id);
-    step = 'registry';
-    await teardownSteps.tenantMarkTornDown(id);
-    return { state: 'torn_down' };
-  } catch (err) {
-    const message = reason(err);
-    await bookkeeping.tenantMarkFailed({ tenantId: id, operation: 'teardown', step, message });
-    return { state: 'tearing_down', step, error: message };
-  }
+  const out = await runSteps('teardown', input.tenantId, [
+    ['pull_back', teardownSteps.tenantPullBack],
+    ['drop_role', teardownSteps.tenantDropRole],
+    ['drop_database', teardownSteps.tenantDropDatabase],
+    ['remove_files_and_routing', teardownSteps.tenantRemoveFilesAndRoute],
+    ['registry', teardownSteps.tenantMarkTornDown],
+  ]);
+  return out.failed ?? { state: 'torn_down' };
 }

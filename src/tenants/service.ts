@@ -191,27 +191,41 @@ export class TenantService {
     throw conflict('wu_rest_tenant_busy', `Site ${siteId} changed state while this request ran; try again.`);
   }
 
-  /** POST /tenants/{site_id}/verify */
-  async verify(siteId: number, log: Logger): Promise<TenantOutcome> {
-    let t = await liveTenant(this.db, siteId);
-    if (!t) {
-      await this.siteExists(siteId);
-      throw notATenant(siteId);
-    }
-    if (t.state === 'bootstrapping' || t.state === 'tearing_down') throw busy(t, 'be verified');
-    if (t.state === 'verifying') {
-      await this.start('verify', t, log);
-    } else {
-      const moved = await this.transition(t, ['ready', 'not_ready', 'failed'], 'verifying', 'verify');
-      if (!moved) return this.verify(siteId, log);
+  /**
+   * The live entry of the site, moved into `to` with a new workflow started, or joined when
+   * it is already in `to`. Refused (409) while the other operations run.
+   */
+  private async startOrJoin(siteId: number, op: 'verify' | 'teardown', to: TenantState, log: Logger): Promise<TenantRow> {
+    for (;;) {
+      const t = await liveTenant(this.db, siteId);
+      if (!t) {
+        await this.siteExists(siteId);
+        throw notATenant(siteId);
+      }
+      if (t.state === to) {
+        await this.start(op, t, log);
+        return t;
+      }
+      if (t.state === 'bootstrapping' || t.state === 'verifying' || t.state === 'tearing_down') throw busy(t, op === 'verify' ? 'be verified' : 'be torn down');
+      if (op === 'teardown') {
+        const inFlight = await this.db('tenant_push_jobs').where({ tenant_id: t.id, status: 'running' }).first('id');
+        if (inFlight) throw conflict('wu_rest_tenant_busy', `Site ${siteId} cannot be torn down now: push job ${inFlight.id} is running.`, { state: t.state });
+      }
+      const moved = await this.transition(t, ['ready', 'not_ready', 'failed'], to, op);
+      if (!moved) continue; // changed meanwhile: look again
       try {
-        await this.start('verify', moved, log);
+        await this.start(op, moved, log);
       } catch (err) {
-        await this.db('tenants').where({ id: t.id, state: 'verifying' }).update({ state: t.state });
+        await this.db('tenants').where({ id: t.id, state: to }).update({ state: t.state });
         throw err;
       }
-      t = moved;
+      return moved;
     }
+  }
+
+  /** POST /tenants/{site_id}/verify */
+  async verify(siteId: number, log: Logger): Promise<TenantOutcome> {
+    const t = await this.startOrJoin(siteId, 'verify', 'verifying', log);
     const result = await this.wait('verify', t);
     const now = await this.fresh(t.id);
     if (!result) return this.accepted(now, 'Verification is running: poll migration-status (status_url).');
@@ -220,27 +234,7 @@ export class TenantService {
 
   /** DELETE /tenants/{site_id} */
   async teardown(siteId: number, log: Logger): Promise<TenantOutcome> {
-    let t = await liveTenant(this.db, siteId);
-    if (!t) {
-      await this.siteExists(siteId);
-      throw notATenant(siteId);
-    }
-    if (t.state === 'bootstrapping' || t.state === 'verifying') throw busy(t, 'be torn down');
-    const inFlight = await this.db('tenant_push_jobs').where({ tenant_id: t.id, status: 'running' }).first('id');
-    if (inFlight) throw conflict('wu_rest_tenant_busy', `Site ${siteId} cannot be torn down now: push job ${inFlight.id} is running.`, { state: t.state });
-    if (t.state === 'tearing_down') {
-      await this.start('teardown', t, log);
-    } else {
-      const moved = await this.transition(t, ['ready', 'not_ready', 'failed'], 'tearing_down', 'teardown');
-      if (!moved) return this.teardown(siteId, log);
-      try {
-        await this.start('teardown', moved, log);
-      } catch (err) {
-        await this.db('tenants').where({ id: t.id, state: 'tearing_down' }).update({ state: t.state });
-        throw err;
-      }
-      t = moved;
-    }
+    const t = await this.startOrJoin(siteId, 'teardown', 'tearing_down', log);
     const result = await this.wait('teardown', t);
     if (!result) return this.accepted(await this.fresh(t.id), 'Teardown is running: poll migration-status (status_url) until it answers 404.');
     if (result.state !== 'torn_down') {
