@@ -10,6 +10,9 @@ async function main() {
   if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) {
     throw new ConfigError('start:worker needs DATABASE_URL and TEMPORAL_ADDRESS (use `npm start` for the all-in-one service).');
   }
+  if (!config.TENANT_CREDENTIALS_KEY) {
+    logger.warn('TENANT_CREDENTIALS_KEY is not set: tenant bootstraps on this worker will fail at the database step until it is');
+  }
   const steps: (() => Promise<unknown>)[] = [];
   onShutdown(steps);
   const db = openDb(config.DATABASE_URL, config);
