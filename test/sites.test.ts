@@ -1,4 +1,4 @@
-import { BASE, createTestContext, type TestContext } from './helpers';
+import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 import { makeCustomer, makeMembership, offsetDomainIds, workflowStatus } from './estate-helpers';
 
 describe('sites', () => {
@@ -241,5 +241,63 @@ describe('sites', () => {
 
   test('requires authentication', async () => {
     expect((await ctx.http.get(`${BASE}/sites`)).status).toBe(401);
+  });
+});
+
+describe("a site's users", () => {
+  let ctx: TestContext;
+  const auth = () => ({ Authorization: ctx.basic });
+  beforeAll(async () => {
+    ctx = await createTestContext();
+  });
+  afterAll(async () => {
+    await ctx?.close();
+  });
+
+  test('owner first, links with roles, unlink; bad input and unknown ids change nothing', async () => {
+    const customer = await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody());
+    const site = await ctx.http.post(`${BASE}/sites`).set(auth()).send({ title: 'Team', domain: `team${Date.now()}.example.com`, customer_id: customer.body.id });
+    const other = await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody());
+    const ownerUser = Number((await ctx.db('customers').where({ id: customer.body.id }).first('user_id')).user_id);
+    const otherUser = Number((await ctx.db('customers').where({ id: other.body.id }).first('user_id')).user_id);
+    const url = `${BASE}/sites/${site.body.id}/users`;
+
+    expect((await ctx.http.get(url)).status).toBe(401);
+    const start = await ctx.http.get(url).set(auth());
+    expect(start.status).toBe(200);
+    expect(start.body).toEqual([expect.objectContaining({ user_id: ownerUser, role: 'administrator', owner: true })]);
+
+    const linked = await ctx.http.post(url).set(auth()).send({ user_id: otherUser, role: 'author' });
+    expect(linked.status).toBe(200);
+    expect(linked.body.map((u: { user_id: number; role: string; owner: boolean }) => [u.user_id, u.role, u.owner])).toEqual([
+      [ownerUser, 'administrator', true],
+      [otherUser, 'author', false],
+    ]);
+    // Linking again changes the role.
+    expect((await ctx.http.post(url).set(auth()).send({ user_id: otherUser, role: 'editor' })).body[1].role).toBe('editor');
+
+    const bad = [
+      [{}, 'user_id'],
+      [{ user_id: 'x' }, 'user_id'],
+      [{ user_id: 99999999 }, 'user_id'],
+      [{ user_id: ownerUser }, 'user_id'],
+      [{ user_id: otherUser, role: 'king' }, 'role'],
+    ] as const;
+    for (const [body, param] of bad) {
+      const res = await ctx.http.post(url).set(auth()).send(body);
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('wu_rest_invalid_parameter');
+      expect(Object.keys(res.body.data.params)).toEqual([param]);
+    }
+    expect(await ctx.db('site_users').where({ site_id: site.body.id }).select('user_id', 'role')).toEqual([{ user_id: otherUser, role: 'editor' }]);
+    expect((await ctx.http.get(`${BASE}/sites/99999999/users`).set(auth())).body.code).toBe('wu_rest_site_invalid_id');
+    expect((await ctx.http.post(`${BASE}/sites/99999999/users`).set(auth()).send({ user_id: otherUser })).status).toBe(404);
+
+    const unlinked = await ctx.http.delete(`${url}/${otherUser}`).set(auth());
+    expect(unlinked.status).toBe(200);
+    expect(unlinked.body).toHaveLength(1);
+    const again = await ctx.http.delete(`${url}/${otherUser}`).set(auth());
+    expect(again.status).toBe(404);
+    expect(again.body.code).toBe('wu_rest_site_user_not_found');
   });
 });

@@ -40,7 +40,8 @@ describe('isolated tenants', () => {
     B = await makeSite(ctx);
     const [u] = await ctx.db('users').insert({ username: `editor${A.siteId}x${process.pid}`, email: `editor${A.siteId}x${process.pid}@example.com`, password_hash: 'scrypt$x' }).returning(['id', 'username']);
     linkedUser = { id: Number(u.id), username: u.username };
-    await ctx.db('site_users').insert({ site_id: A.siteId, user_id: linkedUser.id, role: 'editor' });
+    const linked = await ctx.http.post(`${BASE}/sites/${A.siteId}/users`).set('Authorization', ctx.basic).send({ user_id: linkedUser.id });
+    expect(linked.status).toBe(200);
     const uploads = path.join(env.DATA_DIR, 'uploads', 'sites', String(A.siteId));
     fs.mkdirSync(uploads, { recursive: true });
     fs.writeFileSync(path.join(uploads, 'logo.txt'), 'logo bytes');

@@ -6,9 +6,11 @@ import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { createSiteSchema, updateSiteSchema } from './schema';
 import { SiteService } from './store';
+import { mountSiteUsers } from './users';
 
 export function mountSites(router: Router, registry: RouteRegistry, namespace: string, db: Db, checks?: DomainChecks): SiteService {
   const service = new SiteService(db, checks);
+  mountSiteUsers(router, registry, namespace, db);
   mountResource(router, registry, namespace, tableResource(service, service.cfg, { plural: 'sites', createSchema: createSiteSchema, updateSchema: updateSiteSchema }));
   return service;
 }
