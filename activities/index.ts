@@ -2,6 +2,7 @@ import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
 import { createDomainActivities } from './domains';
 import { createRegisterActivities } from './register';
+import { createTranslationActivities } from './translations';
 
 export interface ActivityDeps {
   db: Db;
@@ -23,6 +24,7 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
       tlsCaFile: config.DOMAIN_TLS_CA_FILE,
     }),
     ...createRegisterActivities({ db }),
+    ...createTranslationActivities({ db, config }),
     // For the bench-only benchNoop workflow (bench/register.ts): does nothing.
     benchNoopActivity: async () => undefined,
   };
