@@ -138,7 +138,11 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
   });
 
   router.post('/translations/check/batch', async (req, res) => {
-    const body = parseOrThrow(batchSchema, bodyObject(req.body));
+    const raw = bodyObject(req.body);
+    if (Array.isArray(raw.packages) && raw.packages.length > BATCH_MAX_PACKAGES) {
+      throw invalidParams({ packages: `packages must contain at most ${BATCH_MAX_PACKAGES} packages per call (this one has ${raw.packages.length}); split it into several calls.` });
+    }
+    const body = parseOrThrow(batchSchema, raw);
     const items = body.packages.map((raw, i) => parseBatchItem(raw, i));
     const locales = new Set(items.filter((it): it is Exclude<typeof it, BatchError> => !('error' in it)).map((it) => it.locale));
     if (locales.size > BATCH_MAX_LOCALES) {

@@ -584,10 +584,14 @@ export class TranslationService {
 
 /** One batch item: the status of a valid package or its own error (index = its position). */
 export function parseBatchItem(raw: unknown, index: number): CheckInput | BatchError {
-  const input = raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {};
-  const parsed = checkSchema.safeParse(input);
-  if (parsed.success && raw === input) return parsed.data;
-  const params = parsed.success ? { [`packages.${index}`]: `packages.${index} must be an object with slug, type and locale.` } : zodParams(parsed.error, input, `packages.${index}`);
+  let params: Record<string, string>;
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+    params = { [`packages.${index}`]: `packages.${index} must be an object with slug, type and locale.` };
+  } else {
+    const parsed = checkSchema.safeParse(raw);
+    if (parsed.success) return parsed.data;
+    params = zodParams(parsed.error, raw, `packages.${index}`);
+  }
   const names = Object.keys(params);
   return { index, error: { code: 'wu_rest_invalid_parameter', message: `Invalid parameter(s): ${names.join(', ')}`, data: { status: 400, params } } };
 }
