@@ -209,6 +209,27 @@ describe('translation pipeline (Temporal workflow)', () => {
     expect(gp.requests.filter((p) => p.includes('/stable/es/'))).toHaveLength(1);
   });
 
+  test('a POT that cannot be fetched fails the import (validation); fixed and retried, the job goes on', async () => {
+    const potUrl = gp.template.replace(/\/projects\/.*$/, '/files/tpipe-fetch.pot');
+    const created = await post('/translations/projects', { slug: 'tpipe-fetch', type: 'plugin', name: 'Fetch', version: '0.9', pot_url: potUrl, glotpress_url_template: null });
+    expect(created.status).toBe(200);
+    const first = await check('tpipe-fetch', 'de_DE');
+    const failed = await waitForJob(ctx, first.body.job_id, status('failed'));
+    expect(failed).toMatchObject({ failure_step: 'importing', failure_kind: 'validation', total_strings: 0 });
+    expect(failed.failure_reason).toBe(`Validation failed: The POT file could not be fetched from ${potUrl}: HTTP 404.`);
+    const c = await check('tpipe-fetch', 'de_DE');
+    expect(c.body).toMatchObject({ status: 'failed', failure_step: 'importing', failure_reason: failed.failure_reason });
+
+    const fixed = await ctx.http.put(`${BASE}/translations/projects/${created.body.id}`).set(auth()).send({ pot: samplePot(), pot_url: null });
+    expect(fixed.body).toMatchObject({ pot_url: null });
+    const retried = await post(`/translations/jobs/${first.body.job_id}/retry`);
+    expect(retried.body).toMatchObject({ status: 'importing', failure_reason: null });
+    const pending = await waitForJob(ctx, first.body.job_id, status('pending_approval'));
+    expect(pending).toMatchObject({ total_strings: 10, remaining_strings: 10 });
+    const rejected = await post(`/translations/jobs/${first.body.job_id}/reject`, { reason: 'not needed' });
+    expect(rejected.body.status).toBe('failed');
+  });
+
   test('a batch answered with the wrong count is asked again and then succeeds', async () => {
     ai.mode.dropOneTimes = 1;
     const first = await check(SLUG, 'it_IT');

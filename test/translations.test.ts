@@ -345,5 +345,11 @@ describe('translation routes', () => {
     expect(ok.status).toBe(200);
     const again = await ctx.http.get(`${BASE}/translations/packages/plugin/troutes-one/3.1.4/ja.zip`).set('If-None-Match', ok.headers.etag);
     expect(again.status).toBe(304);
+    // The project deleted (no job in flight): the pack stays downloadable, checks say missing.
+    await ctx.db('translation_jobs').where({ project_id: projectId }).whereNot({ status: 'ready' }).delete();
+    expect((await ctx.http.delete(`${BASE}/translations/projects/${projectId}`).set(auth())).body).toBe(true);
+    expect((await ctx.http.get(`${BASE}/translations/packages/plugin/troutes-one/3.1.4/ja.zip`)).status).toBe(200);
+    const gone = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'troutes-one', type: 'plugin', locale: 'ja' }).set(auth());
+    expect(gone.body.status).toBe('missing');
   });
 });
