@@ -348,7 +348,9 @@ export async function askProvider(
     throw ApplicationFailure.retryable(`the provider could not be reached (${(err as Error).name}: ${(err as Error).message})`, 'TranslationProviderUnreachable');
   }
   if (!res.ok) {
-    const detail = (await res.text().catch(() => '')).slice(0, 200);
+    // Some providers echo (part of) the key in their error: never let it into a message or log.
+    let detail = (await res.text().catch(() => '')).slice(0, 200);
+    if (config.TRANSLATION_AI_API_KEY) detail = detail.split(config.TRANSLATION_AI_API_KEY).join('[redacted]');
     const msg = `the provider answered HTTP ${res.status}${detail ? `: ${detail}` : ''}`;
     // A wrong key, model or request will not get better by asking again; rate limits and 5xx may.
     if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) throw ApplicationFailure.nonRetryable(msg, 'TranslationProviderRejected');

@@ -23,6 +23,8 @@ export interface FakeAi {
     dropOneTimes?: number;
     /** Waits this long before answering. */
     delayMs?: number;
+    /** Answers 401 and echoes the Authorization header back (as some providers quote the key). */
+    rejectKey?: boolean;
   };
   close(): Promise<void>;
 }
@@ -43,6 +45,10 @@ export async function startFakeAi(expectedKey: string): Promise<FakeAi> {
         res.end(JSON.stringify(body));
       };
       if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return send(404, { error: { message: 'not found' } });
+      if (fake.mode.rejectKey) {
+        fake.requests.push({ locale: 'rejected', strings: [], authorization: req.headers.authorization, model: '' });
+        return send(401, { error: { message: `Incorrect API key provided: ${req.headers.authorization}`, type: 'invalid_request_error' } });
+      }
       if (req.headers.authorization !== `Bearer ${expectedKey}`) return send(401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } });
       const body = JSON.parse(raw);
       const system: string = body.messages.find((m: { role: string }) => m.role === 'system').content;

@@ -230,6 +230,22 @@ describe('translation pipeline (Temporal workflow)', () => {
     expect(rejected.body.status).toBe('failed');
   });
 
+  test('a provider refusing the key fails the job at once (not retried), without the key in any message', async () => {
+    ai.mode.rejectKey = true;
+    const first = await check(SLUG, 'da_DK');
+    const id = first.body.job_id;
+    await waitForJob(ctx, id, status('pending_approval'));
+    const before = ai.requests.length;
+    await post(`/translations/jobs/${id}/approve`);
+    const failed = await waitForJob(ctx, id, status('failed'));
+    expect(ai.requests.length - before).toBe(1);
+    expect(failed.failure_reason).toMatch(/^Translation failed: batch 1 \(3 strings\): the provider answered HTTP 401: .*Incorrect API key provided: Bearer \[redacted\]/);
+    expect(JSON.stringify(failed)).not.toContain(KEY);
+    ai.mode.rejectKey = false;
+    await post(`/translations/jobs/${id}/retry`);
+    await waitForJob(ctx, id, status('ready'));
+  });
+
   test('a batch answered with the wrong count is asked again and then succeeds', async () => {
     ai.mode.dropOneTimes = 1;
     const first = await check(SLUG, 'it_IT');
