@@ -156,10 +156,17 @@ export interface PackMeta {
   revisionDate: string;
 }
 
+/** Gettext's date form, as WordPress packs carry it: 2026-01-31 12:00:00+0000. */
+export function gettextDate(iso: string): string {
+  return `${new Date(iso).toISOString().slice(0, 19).replace('T', ' ')}+0000`;
+}
+
 function headers(meta: PackMeta): Record<string, string> {
   return {
     'Project-Id-Version': `${meta.projectName} ${meta.version}`,
-    'PO-Revision-Date': meta.revisionDate,
+    'PO-Revision-Date': gettextDate(meta.revisionDate),
+    'Last-Translator': 'hostflow',
+    'Language-Team': meta.locale,
     'MIME-Version': '1.0',
     'Content-Type': 'text/plain; charset=UTF-8',
     'Content-Transfer-Encoding': '8bit',
@@ -258,7 +265,7 @@ export function buildScriptJson(entries: Entry[], meta: PackMeta): { name: strin
       const messages: Record<string, unknown> = { '': { domain: 'messages', lang: meta.locale, 'plural-forms': plural } };
       for (const e of list) messages[e.ctx ? `${e.ctx}\u0004${e.id}` : e.id] = e.str;
       const json = {
-        'translation-revision-date': meta.revisionDate,
+        'translation-revision-date': gettextDate(meta.revisionDate),
         generator: 'hostflow',
         source: script,
         domain: 'messages',
