@@ -246,6 +246,25 @@ describe('translation pipeline (Temporal workflow)', () => {
     await waitForJob(ctx, id, status('ready'));
   });
 
+  test('a job whose workflow was terminated by an operator is restarted by retry from its step; a running one is not', async () => {
+    const first = await check(SLUG, 'fi');
+    const id = first.body.job_id;
+    await waitForJob(ctx, id, status('pending_approval'));
+    const running = await post(`/translations/jobs/${id}/retry`);
+    expect(running.body).toMatchObject({ code: 'wu_rest_translation_job_not_failed', data: { status: 409, job_status: 'pending_approval' } });
+    const handle = ctx.temporal.client.workflow.getHandle(`translation-${SLUG}-plugin-1.0.0-fi`);
+    await handle.terminate('operator test');
+    // Still shown pending, but nothing would ever move it: approving says so (and changes nothing).
+    expect((await post(`/translations/jobs/${id}/approve`)).body).toMatchObject({ code: 'wu_rest_translation_workflow_not_running', data: { status: 409 } });
+    expect((await ctx.http.get(`${BASE}/translations/jobs/${id}`).set(auth())).body.approved_at).toBeNull();
+    const restarted = await post(`/translations/jobs/${id}/retry`);
+    expect(restarted.body).toMatchObject({ status: 'pending_approval' });
+    await waitForJob(ctx, id, (j) => j.logs.some((l: any) => l.message === 'Restarted from pending_approval: its workflow was terminated.'));
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+    await post(`/translations/jobs/${id}/approve`);
+    await waitForJob(ctx, id, status('ready'));
+  });
+
   test('a batch answered with the wrong count is asked again and then succeeds', async () => {
     ai.mode.dropOneTimes = 1;
     const first = await check(SLUG, 'it_IT');

@@ -316,7 +316,7 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
   });
   registry.operation(namespace, 'POST', '/translations/jobs/:id/retry', {
     summary: 'Retry a failed job from the step it failed in',
-    description: 'Other states: 409 wu_rest_translation_job_not_failed.',
+    description: 'A job in progress whose workflow no longer runs (terminated) is restarted from its current step. Other states: 409 wu_rest_translation_job_not_failed.',
     tags: TAGS,
     body: z.strictObject({}),
     responses: { 200: { description: 'The job, restarted.', schema: refs.job } },

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
+import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
@@ -462,6 +462,9 @@ export class TranslationService {
     try {
       await t.connection.withDeadline(Date.now() + 5_000, () => t.client.workflow.getHandle(workflowId).signal(name, arg));
     } catch (err) {
+      if (err instanceof WorkflowNotFoundError) {
+        throw conflict('wu_rest_translation_workflow_not_running', 'The pipeline of this job is not running (it was terminated or lost); POST .../retry restarts it from its step.');
+      }
       throw temporalUnavailable((err as Error).message);
     }
   }
@@ -542,15 +545,43 @@ export class TranslationService {
     return { approved: approved.sort((a, b) => a - b), failed };
   }
 
-  /** Starts a failed job again from the step it failed in. */
+  /** Whether the job's workflow is running (null: there is no such workflow). */
+  private async workflowRunning(workflowId: string): Promise<string | null> {
+    if (!this.temporal) throw temporalUnavailable('Temporal is not configured.');
+    const t = this.temporal;
+    try {
+      const d = await t.connection.withDeadline(Date.now() + 5_000, () => t.client.workflow.getHandle(workflowId).describe());
+      return d.status.name;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return null;
+      throw temporalUnavailable((err as Error).message);
+    }
+  }
+
+  /**
+   * Starts a failed job again from the step it failed in. A job shown in progress whose
+   * workflow no longer runs (terminated by an operator, history lost) is restarted from its
+   * current step the same way; one whose workflow runs is refused.
+   */
   async retry(id: number): Promise<void> {
     const job = await this.requireJob(id);
-    if (job.status !== 'failed') {
+    let from: PipelineStep;
+    let note: string;
+    if (job.status === 'failed') {
+      from = job.failure_step ?? 'importing';
+      note = `Retry from ${from}.`;
+    } else if (IN_FLIGHT.includes(job.status)) {
+      const state = await this.workflowRunning(job.workflow_id);
+      if (state === 'RUNNING') {
+        throw conflict('wu_rest_translation_job_not_failed', `Only a failed job can be retried; this one is ${job.status} and its workflow is running.`, { job_status: job.status });
+      }
+      from = job.status as PipelineStep;
+      note = `Restarted from ${from}: its workflow was ${state === null ? 'not found' : state.toLowerCase()}.`;
+    } else {
       throw conflict('wu_rest_translation_job_not_failed', `Only a failed job can be retried; this one is ${job.status}.`, { job_status: job.status });
     }
-    const from: PipelineStep = job.failure_step ?? 'importing';
     const n = await this.db('translation_jobs')
-      .where({ id, status: 'failed' })
+      .where({ id, status: job.status })
       .update({
         status: from,
         failure_step: null,
@@ -558,14 +589,16 @@ export class TranslationService {
         ...(from === 'pending_approval' ? { rejection_reason: null, approved_at: null, approved_by: null } : {}),
         status_changed_at: this.db.fn.now(),
         date_modified: this.db.fn.now(),
-        logs: this.logEntry(from, `Retry from ${from}.`),
+        logs: this.logEntry(from, note),
       });
-    if (n === 0) throw conflict('wu_rest_translation_job_not_failed', 'The job changed meanwhile; it is no longer failed.');
+    if (n === 0) throw conflict('wu_rest_translation_job_not_failed', 'The job changed meanwhile; try again.');
     try {
       // The failed run has finished (or is finishing): a retry replaces it.
       await this.startWorkflow(id, job, from, WorkflowIdConflictPolicy.TERMINATE_EXISTING);
     } catch (err) {
-      await this.db('translation_jobs').where({ id }).update({ status: 'failed', failure_step: job.failure_step, failure_reason: 'Retry could not be started: the workflow service is unreachable.' });
+      await this.db('translation_jobs')
+        .where({ id })
+        .update({ status: job.status, failure_step: job.failure_step, failure_reason: job.status === 'failed' ? 'Retry could not be started: the workflow service is unreachable.' : null });
       throw err;
     }
   }
