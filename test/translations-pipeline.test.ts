@@ -351,4 +351,26 @@ describe('translation pipeline without an AI provider', () => {
     const po = gettextParser.po.parse(files['tpipe-noai-fr_FR.po']);
     expect(po.translations['']['Save draft'].msgstr).toEqual(['']);
   });
+
+  test('a pack that cannot be stored fails in packaging after its tries; retry rebuilds only the pack', async () => {
+    // A file where the plugin packages folder should be: every write fails (ENOTDIR).
+    const blocker = path.join(dataDir, 'translations', 'packages', 'plugin');
+    fs.mkdirSync(path.dirname(blocker), { recursive: true });
+    fs.writeFileSync(blocker, 'not a folder');
+    await ctx.http
+      .post(`${BASE}/translations/projects`)
+      .set('Authorization', ctx.basic)
+      .send({ slug: 'tpipe-pkgfail', type: 'plugin', name: 'Pkg', version: '1.0', pot: samplePot(), glotpress_url_template: null, auto_approve: true });
+    const first = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'tpipe-pkgfail', type: 'plugin', locale: 'de_DE' }).set('Authorization', ctx.basic);
+    const failed = await waitForJob(ctx, first.body.job_id, status('failed'), 90_000);
+    expect(failed).toMatchObject({ failure_step: 'packaging', failure_kind: 'packaging', download_url: null });
+    expect(failed.failure_reason).toMatch(/^Packaging failed: .*ENOTDIR/);
+    fs.rmSync(blocker);
+    const retried = await ctx.http.post(`${BASE}/translations/jobs/${first.body.job_id}/retry`).set('Authorization', ctx.basic).send({});
+    expect(retried.body.status).toBe('packaging');
+    const ready = await waitForJob(ctx, first.body.job_id, status('ready'));
+    expect(ready.package_files).toEqual(['tpipe-pkgfail-de_DE.po', 'tpipe-pkgfail-de_DE.mo', 'tpipe-pkgfail-de_DE.l10n.php']);
+    expect(ready.logs.filter((l: any) => l.message === 'Import started.').length).toBe(1);
+    expect(ready.logs.filter((l: any) => l.message.startsWith('Imported')).length).toBe(1);
+  }, 120_000);
 });
