@@ -3,6 +3,7 @@ import type { Db } from '../src/db/knex';
 import { createDomainActivities } from './domains';
 import { createRegisterActivities } from './register';
 import { createTenantActivities } from './tenants';
+import { createTranslationActivities } from './translations';
 
 export interface ActivityDeps {
   db: Db;
@@ -25,6 +26,7 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
     }),
     ...createRegisterActivities({ db }),
     ...createTenantActivities({ db, config }),
+    ...createTranslationActivities({ db, config }),
     // For the bench-only benchNoop workflow (bench/register.ts): does nothing.
     benchNoopActivity: async () => undefined,
   };

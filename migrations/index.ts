@@ -3,6 +3,7 @@ import * as m20261125000001 from './20261125000001_foundation';
 import * as m20261125000002 from './20261125000002_catalogue_and_estate';
 import * as m20261125000003 from './20261125000003_registrations';
 import * as m20261126000001 from './20261126000001_tenants';
+import * as m20261126000002 from './20261126000002_translations';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -13,6 +14,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261125000002_catalogue_and_estate': m20261125000002,
   '20261125000003_registrations': m20261125000003,
   '20261126000001_tenants': m20261126000001,
+  '20261126000002_translations': m20261126000002,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -84,6 +84,20 @@ const schema = z.object({
   TENANT_FILES_ROOT: z.string().min(1).optional(),
   // How long POST .../verify and DELETE /tenants/{id} wait for their workflow before answering 202.
   TENANT_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(10),
+
+  // Translations: where human translations come from, and the AI provider that fills the rest.
+  TRANSLATION_GLOTPRESS_URL_TEMPLATE: z
+    .string()
+    .url()
+    .default('https://translate.wordpress.org/projects/wp-{type}s/{slug}/stable/{glotpress_locale}/default/export-translations/?format=po'),
+  TRANSLATION_AI_BASE_URL: z.string().url().optional(),
+  TRANSLATION_AI_MODEL: z.string().min(1).optional(),
+  /** Sent as a Bearer token; never logged. */
+  TRANSLATION_AI_API_KEY: z.string().min(1).optional(),
+  TRANSLATION_AI_BATCH_SIZE: z.coerce.number().int().min(1).max(500).default(50),
+  TRANSLATION_AI_MAX_TRIES: z.coerce.number().int().min(1).max(10).default(3),
+  TRANSLATION_AI_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(120),
+  TRANSLATION_FETCH_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
 });
 
 export type Config = z.infer<typeof schema>;

@@ -37,7 +37,8 @@ export interface TestContext {
 export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
   const adminUrl = process.env.HF_TEST_ADMIN_DB_URL!;
   const template = process.env.HF_TEST_TEMPLATE_DB!;
-  const name = `hf_test_${crypto.randomBytes(6).toString('hex')}`;
+  // Tagged with the run (the template's pid suffix): the teardown drops this run's databases only.
+  const name = `hf_test_${template.replace(/^hf_template_/, '')}_${crypto.randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   for (let attempt = 0; ; attempt++) {

@@ -7,3 +7,4 @@ export { domainCheck } from './domainCheck';
 export { register } from './register';
 export { benchNoop } from './benchNoop';
 export { tenantBootstrap, tenantVerifyWorkflow, tenantTeardown } from './tenants';
+export { translationPipeline } from './translationPipeline';

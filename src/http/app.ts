@@ -10,6 +10,7 @@ import { mountMemberships } from '../memberships/routes';
 import { mountPayments } from '../payments/routes';
 import { mountRegister } from '../register/routes';
 import { mountTenants } from '../tenants/routes';
+import { mountTranslationDownloads, mountTranslations } from '../translations/routes';
 import { logger, type Logger } from '../logger';
 import { mountSettings } from '../settings/routes';
 import type { SettingsStore } from '../settings/store';
@@ -220,6 +221,9 @@ export function createApp(deps: AppDeps): AppWithRegistry {
     res.json(document);
   });
 
+  // Language packs are public downloads (WordPress fetches them without credentials).
+  mountTranslationDownloads(wu, registry, WU_NAMESPACE, { db, temporal: deps.temporal, metrics, config });
+
   const limiter = new AuthFailureLimiter(config.AUTH_FAILURE_LIMIT, config.AUTH_FAILURE_WINDOW_SECONDS * 1000);
   wu.use(requireApiAuth(settings, limiter));
   wu.use((req, _res, next) => next(req.bodyError));
@@ -247,6 +251,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   mountSites(wu, registry, WU_NAMESPACE, db, domains.checks);
   mountRegister(wu, registry, WU_NAMESPACE, { db, settings, temporal: deps.temporal, metrics, config });
   mountTenants(wu, registry, WU_NAMESPACE, { db, temporal: deps.temporal, metrics, config });
+  mountTranslations(wu, registry, WU_NAMESPACE, { db, temporal: deps.temporal, metrics, config });
   wu.use(notFoundHandler);
 
   app.use(`${prefix}/${WU_NAMESPACE}`, wu);

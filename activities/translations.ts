@@ -1,0 +1,384 @@
+import { ApplicationFailure, Context, heartbeat } from '@temporalio/activity';
+import type { Config } from '../src/config';
+import type { Db } from '../src/db/knex';
+import { logger } from '../src/logger';
+import { applyHuman, GettextError, parsePot, placeholderProblem, poTranslations, type Entry } from '../src/translations/gettext';
+import { glotpressLocale, languageName, pluralForms } from '../src/translations/locales';
+import { buildPackage } from '../src/translations/package';
+import { sourceLabel, type PipelineStep } from '../src/translations/types';
+
+/**
+ * The side effects of the translation pipeline (workflow `translationPipeline`). Each activity
+ * reads the job's row, does its part and writes the outcome (status, strings, counts, logs) in
+ * one statement or transaction, so a retried activity repeats nothing that was recorded.
+ */
+
+/** Error types the workflow tells apart. */
+export const TRANSLATION_INVALID = 'TranslationInvalid';
+export const TRANSLATION_REJECTED_INPUT = 'TranslationInputInvalid';
+
+export interface TranslationActivityDeps {
+  db: Db;
+  config: Pick<
+    Config,
+    | 'DATA_DIR'
+    | 'TRANSLATION_AI_BASE_URL'
+    | 'TRANSLATION_AI_MODEL'
+    | 'TRANSLATION_AI_API_KEY'
+    | 'TRANSLATION_AI_BATCH_SIZE'
+    | 'TRANSLATION_AI_TIMEOUT_SECONDS'
+    | 'TRANSLATION_FETCH_TIMEOUT_SECONDS'
+  >;
+}
+
+interface JobRow {
+  id: number;
+  project_id: number | null;
+  slug: string;
+  type: string;
+  version: string;
+  locale: string;
+  status: string;
+  entries: Entry[] | null;
+  approved_at: Date | null;
+  batches_done: number;
+}
+
+function counts(entries: Entry[]) {
+  const human = entries.filter((e) => e.str && e.origin === 'human').length;
+  const ai = entries.filter((e) => e.str && e.origin === 'ai').length;
+  return {
+    total_strings: entries.length,
+    remaining_strings: entries.filter((e) => !e.str).length,
+    human_strings: human,
+    ai_strings: ai,
+    source: sourceLabel(human, ai),
+  };
+}
+
+function logLine(step: string, message: string, level: 'info' | 'warn' | 'error' = 'info') {
+  return JSON.stringify([{ at: new Date().toISOString(), step, level, message }]);
+}
+
+async function fetchText(url: string, timeoutSeconds: number): Promise<{ status: number; text: string }> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutSeconds * 1000), headers: { Accept: 'text/x-gettext-translation, text/plain, */*' } });
+  return { status: res.status, text: await res.text() };
+}
+
+/** `{slug}`, `{type}` and `{glotpress_locale}` of a GlotPress export URL template. */
+export function glotpressUrl(template: string, slug: string, type: string, locale: string): string {
+  return template
+    .replaceAll('{slug}', encodeURIComponent(slug))
+    .replaceAll('{type}', type)
+    .replaceAll('{glotpress_locale}', glotpressLocale(locale))
+    .replaceAll('{locale}', locale);
+}
+
+export function providerConfigured(config: TranslationActivityDeps['config']): boolean {
+  return Boolean(config.TRANSLATION_AI_BASE_URL && config.TRANSLATION_AI_MODEL);
+}
+
+export function createTranslationActivities(deps: TranslationActivityDeps) {
+  const { db, config } = deps;
+
+  const job = async (jobId: number): Promise<JobRow> => {
+    const row = await db('translation_jobs').where({ id: jobId }).first('id', 'project_id', 'slug', 'type', 'version', 'locale', 'status', 'entries', 'approved_at', 'batches_done');
+    if (!row) throw ApplicationFailure.nonRetryable(`Translation job ${jobId} no longer exists.`, TRANSLATION_REJECTED_INPUT);
+    return row as JobRow;
+  };
+
+  const setStatus = (jobId: number, status: string, step: string, message: string, extra: Record<string, unknown> = {}) =>
+    db('translation_jobs')
+      .where({ id: jobId })
+      .update({
+        status,
+        ...extra,
+        status_changed_at: db.fn.now(),
+        date_modified: db.fn.now(),
+        logs: db.raw('logs || ?::jsonb', [logLine(step, message)]),
+      });
+
+  return {
+    /**
+     * importing: the POT (stored or fetched), the uploaded PO of the locale and the GlotPress
+     * export, matched by context, text and plural; then pending_approval.
+     */
+    async translationImport(jobId: number): Promise<{ total: number; remaining: number; autoApprove: boolean }> {
+      const j = await job(jobId);
+      await setStatus(jobId, 'importing', 'importing', 'Import started.', { failure_step: null, failure_reason: null });
+      const project = j.project_id ? await db('translation_projects').where({ id: j.project_id }).first() : null;
+      if (!project) throw ApplicationFailure.nonRetryable('The translation project of this package was deleted.', TRANSLATION_REJECTED_INPUT);
+      const notes: string[] = [];
+
+      let pot: string = project.pot;
+      if (!pot) {
+        const res = await fetchText(project.pot_url, config.TRANSLATION_FETCH_TIMEOUT_SECONDS);
+        if (res.status !== 200) {
+          const msg = `The POT file could not be fetched from ${project.pot_url}: HTTP ${res.status}.`;
+          if (res.status >= 400 && res.status < 500) throw ApplicationFailure.nonRetryable(msg, TRANSLATION_REJECTED_INPUT);
+          throw ApplicationFailure.retryable(msg);
+        }
+        pot = res.text;
+      }
+      let entries: Entry[];
+      const { nplurals } = pluralForms(j.locale);
+      const sources: Map<string, string[]>[] = [];
+      try {
+        entries = parsePot(pot);
+        const uploaded = (project.po_files ?? {})[j.locale] as string | undefined;
+        if (uploaded) {
+          const m = poTranslations(uploaded, nplurals, `The uploaded PO file for ${j.locale}`);
+          sources.push(m);
+          notes.push(`uploaded PO: ${m.size} translations`);
+        }
+      } catch (err) {
+        if (err instanceof GettextError) throw ApplicationFailure.nonRetryable(err.message, TRANSLATION_REJECTED_INPUT);
+        throw err;
+      }
+      if (project.glotpress_url_template) {
+        const url = glotpressUrl(project.glotpress_url_template, j.slug, j.type, j.locale);
+        const res = await fetchText(url, config.TRANSLATION_FETCH_TIMEOUT_SECONDS).catch((err: Error) => {
+          throw ApplicationFailure.retryable(`The GlotPress export ${url} could not be fetched: ${err.message}`);
+        });
+        if (res.status === 200) {
+          try {
+            const m = poTranslations(res.text, nplurals, `The GlotPress export ${url}`);
+            sources.push(m);
+            notes.push(`GlotPress ${glotpressLocale(j.locale)}: ${m.size} translations`);
+          } catch (err) {
+            if (err instanceof GettextError) throw ApplicationFailure.nonRetryable(err.message, TRANSLATION_REJECTED_INPUT);
+            throw err;
+          }
+        } else if (res.status === 404) {
+          notes.push(`GlotPress ${glotpressLocale(j.locale)}: no translation set (404)`);
+        } else {
+          throw ApplicationFailure.retryable(`The GlotPress export ${url} answered HTTP ${res.status}.`);
+        }
+      }
+      entries = applyHuman(entries, sources);
+      const c = counts(entries);
+      await setStatus(jobId, 'pending_approval', 'importing', `Imported ${c.total_strings} strings; ${c.human_strings} human translations (${notes.join('; ') || 'no human sources'}); ${c.remaining_strings} remaining.`, {
+        ...c,
+        entries: JSON.stringify(entries),
+        batches_done: 0,
+        ...(project.auto_approve ? { approved_at: db.fn.now(), approved_by: 'auto_approve' } : { approved_at: null, approved_by: null }),
+      });
+      return { total: c.total_strings, remaining: c.remaining_strings, autoApprove: Boolean(project.auto_approve) };
+    },
+
+    /** pending_approval (again, after a retry): whether the job is already approved. */
+    async translationAwaitApproval(jobId: number): Promise<{ approved: boolean }> {
+      const j = await job(jobId);
+      if (j.status !== 'pending_approval') {
+        await setStatus(jobId, 'pending_approval', 'pending_approval', 'Waiting for approval.', { failure_step: null, failure_reason: null, rejection_reason: null });
+      }
+      return { approved: j.approved_at !== null && j.status === 'pending_approval' };
+    },
+
+    /** processing: how many strings are left, and whether an AI provider will fill them. */
+    async translationStartProcessing(jobId: number): Promise<{ remaining: number; provider: boolean; batchSize: number }> {
+      const j = await job(jobId);
+      const remaining = (j.entries ?? []).filter((e) => !e.str).length;
+      const provider = providerConfigured(config);
+      const message = !provider
+        ? `No AI provider configured: the package is built from human translations alone (${remaining} strings stay untranslated).`
+        : remaining === 0
+          ? 'Nothing left to translate.'
+          : `Translating ${remaining} strings with ${config.TRANSLATION_AI_MODEL} in batches of ${config.TRANSLATION_AI_BATCH_SIZE}.`;
+      await setStatus(jobId, 'processing', 'processing', message, { failure_step: null, failure_reason: null });
+      return { remaining, provider, batchSize: config.TRANSLATION_AI_BATCH_SIZE };
+    },
+
+    /**
+     * One batch: the next untranslated strings (at most TRANSLATION_AI_BATCH_SIZE) to the
+     * provider, the answer checked (count, shape, placeholders), the translations stored with
+     * the new counts in one transaction. A crashed worker's batch is simply asked again.
+     */
+    async translationBatch(jobId: number): Promise<{ remaining: number; batch: number }> {
+      const j = await job(jobId);
+      const entries = j.entries ?? [];
+      const todo: number[] = [];
+      for (const [i, e] of entries.entries()) {
+        if (!e.str) todo.push(i);
+        if (todo.length >= config.TRANSLATION_AI_BATCH_SIZE) break;
+      }
+      if (todo.length === 0) return { remaining: 0, batch: j.batches_done };
+      const batchNo = j.batches_done + 1;
+      const label = `batch ${batchNo} (${todo.length} strings)`;
+      const beat = setInterval(() => heartbeat({ batch: batchNo }), 1000);
+      let translations: string[][];
+      try {
+        heartbeat({ batch: batchNo });
+        translations = await askProvider(config, j.locale, todo.map((i) => entries[i]), Context.current().cancellationSignal);
+      } catch (err) {
+        const attempt = Context.current().info.attempt;
+        await db('translation_jobs').where({ id: jobId }).update({ logs: db.raw('logs || ?::jsonb', [logLine('processing', `${label}, try ${attempt}: ${(err as Error).message}`, 'warn')]) });
+        if (err instanceof ApplicationFailure) throw ApplicationFailure.create({ message: `${label}: ${err.message}`, type: err.type ?? undefined, nonRetryable: err.nonRetryable ?? undefined });
+        throw err;
+      } finally {
+        clearInterval(beat);
+      }
+      return db.transaction(async (trx) => {
+        const row = await trx('translation_jobs').where({ id: jobId }).forUpdate().first('entries', 'batches_done');
+        const current: Entry[] = row.entries ?? [];
+        todo.forEach((idx, k) => {
+          if (current[idx] && !current[idx].str) current[idx] = { ...current[idx], str: translations[k], origin: 'ai' };
+        });
+        const c = counts(current);
+        await trx('translation_jobs')
+          .where({ id: jobId })
+          .update({
+            ...c,
+            entries: JSON.stringify(current),
+            batches_done: row.batches_done + 1,
+            date_modified: trx.fn.now(),
+            logs: trx.raw('logs || ?::jsonb', [logLine('processing', `${label} translated; ${c.remaining_strings} remaining.`)]),
+          });
+        return { remaining: c.remaining_strings, batch: row.batches_done + 1 };
+      });
+    },
+
+    /** packaging: PO, MO, l10n.php and the script JSON files, zipped and stored; then ready. */
+    async translationPackage(jobId: number): Promise<{ path: string; size: number }> {
+      const j = await job(jobId);
+      await setStatus(jobId, 'packaging', 'packaging', 'Building the language pack.', { failure_step: null, failure_reason: null });
+      const project = j.project_id ? await db('translation_projects').where({ id: j.project_id }).first('name') : null;
+      const built = await buildPackage(config.DATA_DIR, j.type, j.entries ?? [], {
+        slug: j.slug,
+        locale: j.locale,
+        projectName: project?.name ?? j.slug,
+        version: j.version,
+        revisionDate: new Date().toISOString(),
+      });
+      await setStatus(jobId, 'ready', 'packaging', `Language pack built: ${built.files.join(', ')} (${built.size} bytes, sha256 ${built.sha256}).`, {
+        package_path: built.relativePath,
+        package_size: built.size,
+        package_sha256: built.sha256,
+        package_files: JSON.stringify(built.files),
+      });
+      return { path: built.relativePath, size: built.size };
+    },
+
+    /** failed: the step and the reason stay on the job, with a log line. */
+    async translationFail(jobId: number, step: PipelineStep, reason: string): Promise<void> {
+      await db('translation_jobs')
+        .where({ id: jobId })
+        .update({
+          status: 'failed',
+          failure_step: step,
+          failure_reason: reason.slice(0, 2000),
+          status_changed_at: db.fn.now(),
+          date_modified: db.fn.now(),
+          logs: db.raw('logs || ?::jsonb', [logLine(step, reason, 'error')]),
+        });
+    },
+  };
+}
+
+export type TranslationActivities = ReturnType<typeof createTranslationActivities>;
+
+// ---- the AI provider ---------------------------------------------------------------------------
+
+/** Instructions of the chat-completions request. */
+function systemPrompt(locale: string, nplurals: number, pluralHeader: string): string {
+  return [
+    `You translate WordPress plugin and theme strings from English into ${languageName(locale)}.`,
+    'The user message is a JSON object whose "strings" array holds the strings to translate.',
+    'Answer with a JSON object {"translations": [...]} and nothing else: exactly one item per input string, in the same order.',
+    `An item is a string; for an input with "plural", it is an array of exactly ${nplurals} strings, the plural forms in the order of "Plural-Forms: ${pluralHeader}".`,
+    'Keep every placeholder (%s, %d, %1$s, %2$d, %%) and every HTML tag exactly as in the source; "context" and "note" explain the string and are not translated.',
+  ].join('\n');
+}
+
+function contentOf(body: unknown): string {
+  const content = (body as { choices?: { message?: { content?: unknown } }[] })?.choices?.[0]?.message?.content;
+  if (typeof content !== 'string') throw ApplicationFailure.retryable('the provider answered no message content', TRANSLATION_INVALID);
+  return content;
+}
+
+function parseAnswer(content: string): unknown[] {
+  const text = content.trim().replace(/^```(?:json)?\s*/i, '').replace(/\s*```$/, '');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw ApplicationFailure.retryable('the provider answered something that is not JSON', TRANSLATION_INVALID);
+  }
+  const list = Array.isArray(parsed) ? parsed : (parsed as { translations?: unknown })?.translations;
+  if (!Array.isArray(list)) throw ApplicationFailure.retryable('the provider answer has no "translations" array', TRANSLATION_INVALID);
+  return list;
+}
+
+/** Sends one batch; answers one msgstr array per entry, or throws why the answer is unusable. */
+export async function askProvider(
+  config: TranslationActivityDeps['config'],
+  locale: string,
+  batch: Entry[],
+  signal?: AbortSignal,
+): Promise<string[][]> {
+  const { nplurals, header } = pluralForms(locale);
+  const strings = batch.map((e) => ({
+    text: e.id,
+    ...(e.plural !== undefined ? { plural: e.plural } : {}),
+    ...(e.ctx ? { context: e.ctx } : {}),
+    ...(e.note ? { note: e.note } : {}),
+  }));
+  const url = `${config.TRANSLATION_AI_BASE_URL!.replace(/\/$/, '')}/chat/completions`;
+  const timeout = AbortSignal.timeout(config.TRANSLATION_AI_TIMEOUT_SECONDS * 1000);
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      headers: {
+        'Content-Type': 'application/json',
+        ...(config.TRANSLATION_AI_API_KEY ? { Authorization: `Bearer ${config.TRANSLATION_AI_API_KEY}` } : {}),
+      },
+      body: JSON.stringify({
+        model: config.TRANSLATION_AI_MODEL,
+        temperature: 0,
+        messages: [
+          { role: 'system', content: systemPrompt(locale, nplurals, header) },
+          { role: 'user', content: JSON.stringify({ target_locale: locale, strings }) },
+        ],
+      }),
+    });
+  } catch (err) {
+    // Network trouble: retried by the activity's policy. The key is in no message.
+    throw ApplicationFailure.retryable(`the provider could not be reached (${(err as Error).name}: ${(err as Error).message})`, 'TranslationProviderUnreachable');
+  }
+  if (!res.ok) {
+    // Some providers echo (part of) the key in their error: never let it into a message or log.
+    let detail = (await res.text().catch(() => '')).slice(0, 200);
+    if (config.TRANSLATION_AI_API_KEY) detail = detail.split(config.TRANSLATION_AI_API_KEY).join('[redacted]');
+    const msg = `the provider answered HTTP ${res.status}${detail ? `: ${detail}` : ''}`;
+    // A wrong key, model or request will not get better by asking again; rate limits and 5xx may.
+    if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) throw ApplicationFailure.nonRetryable(msg, 'TranslationProviderRejected');
+    throw ApplicationFailure.retryable(msg, 'TranslationProviderError');
+  }
+  const list = parseAnswer(contentOf(await res.json().catch(() => null)));
+  if (list.length !== batch.length) {
+    throw ApplicationFailure.retryable(`the provider answered ${list.length} translations for ${batch.length} strings`, TRANSLATION_INVALID);
+  }
+  const problems: string[] = [];
+  const out = batch.map((e, i) => {
+    const item = list[i];
+    const forms = e.plural !== undefined ? item : [item];
+    if (!Array.isArray(forms) || forms.some((f) => typeof f !== 'string' || f.trim() === '')) {
+      problems.push(`item ${i + 1} ("${e.id.slice(0, 40)}") is not ${e.plural !== undefined ? `an array of ${nplurals} strings` : 'a non-empty string'}`);
+      return [];
+    }
+    if (e.plural !== undefined && forms.length !== nplurals) {
+      problems.push(`item ${i + 1} ("${e.id.slice(0, 40)}") has ${forms.length} plural forms, ${locale} needs ${nplurals}`);
+      return [];
+    }
+    const p = placeholderProblem(e, forms as string[]);
+    if (p) problems.push(`item ${i + 1}: ${p}`);
+    return forms as string[];
+  });
+  if (problems.length) {
+    logger.debug({ locale, problems: problems.length }, 'provider answer rejected');
+    throw ApplicationFailure.retryable(`broken translations: ${problems.slice(0, 3).join('; ')}${problems.length > 3 ? `; and ${problems.length - 3} more` : ''}`, TRANSLATION_INVALID);
+  }
+  return out;
+}

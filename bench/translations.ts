@@ -1,0 +1,144 @@
+/**
+ * `npm run bench:translations`: POST /translations/check/batch with 100 packages against
+ * GET /translations/check of one package, same server, concurrency and duration.
+ *
+ * Starts PostgreSQL and Temporal as bench/run.ts does (its helpers), seeds 2,000 translation
+ * projects and 20,000 jobs in every state (so the lookups run against a realistic table, and
+ * no check starts a pipeline), then measures both routes with autocannon. The batch mixes
+ * ready, in-flight, failed and missing packages over 10 locales. Prints a table and writes
+ * bench/translations-results.json. Every answer must be 200, else it fails.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { setLogLevel } from '../src/logger';
+import { startHttp } from '../src/runtime';
+import { pipelineWorkflowId } from '../src/translations/types';
+import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, type Step } from './run';
+
+const CONNECTIONS = 4;
+const DURATION = 10;
+const WARMUP_SECONDS = 2;
+const PROJECTS = 2_000;
+const LOCALES = ['de_DE', 'fr_FR', 'es_ES', 'it_IT', 'nl_NL', 'pt_BR', 'ja', 'ru_RU', 'pl_PL', 'sv_SE'];
+const STATES = ['ready', 'ready', 'ready', 'ready', 'pending_approval', 'processing', 'importing', 'packaging', 'failed'] as const;
+const RUN_TAG = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+
+interface Measurement {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+}
+
+async function cannon(opts: { url: string; method: 'GET' | 'POST'; headers: Record<string, string>; body?: string; duration: number; warmup?: boolean }): Promise<Measurement> {
+  const result = await autocannon({
+    url: opts.url,
+    method: opts.method,
+    headers: { ...opts.headers, ...(opts.body ? { 'content-type': 'application/json' } : {}) },
+    body: opts.body,
+    connections: CONNECTIONS,
+    duration: opts.duration,
+    timeout: 30,
+  });
+  const codes = result.statusCodeStats ?? {};
+  const other = Object.entries(codes).filter(([code]) => code !== '200');
+  if (other.length || result.errors > 0 || result.timeouts > 0 || (!opts.warmup && result['2xx'] === 0)) {
+    throw new Error(`${opts.method} ${opts.url}: status codes ${JSON.stringify(codes)}, ${result.errors} errors, ${result.timeouts} timeouts; every answer must be 200`);
+  }
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, requests: result.requests.total };
+}
+
+async function main(): Promise<void> {
+  setLogLevel('silent');
+  const cleanup: Step[] = [];
+  const log = benchLog();
+  try {
+    const env = await startBenchEnv({ cleanup, log, tag: RUN_TAG, pgDir: 'bench-translations-pg', temporalLog: 'temporal-bench-translations.log' });
+    const { config, db, settings, temporal } = env;
+
+    log(`seeding ${PROJECTS} projects and ${PROJECTS * LOCALES.length} jobs`);
+    const projects = Array.from({ length: PROJECTS }, (_, i) => ({ slug: `bench-plugin-${i}`, type: i % 5 === 0 ? 'theme' : 'plugin', name: `Bench ${i}`, version: '1.0.0', pot: 'msgid "x"\nmsgstr ""\n' }));
+    const ids: { id: number; slug: string; type: string }[] = [];
+    for (let i = 0; i < projects.length; i += 500) ids.push(...(await db('translation_projects').insert(projects.slice(i, i + 500)).returning(['id', 'slug', 'type'])));
+    const jobs = ids.flatMap((p, i) =>
+      LOCALES.map((locale, k) => {
+        const status = STATES[(i + k) % STATES.length];
+        return {
+          project_id: p.id,
+          slug: p.slug,
+          type: p.type,
+          version: '1.0.0',
+          locale,
+          status,
+          source: status === 'ready' ? 'mixed' : 'human',
+          total_strings: 120,
+          remaining_strings: status === 'ready' ? 0 : 40,
+          workflow_id: pipelineWorkflowId(p.slug, p.type, '1.0.0', locale),
+          ...(status === 'ready' ? { package_path: `${p.type}/${p.slug}/1.0.0/${p.slug}-${locale}.zip` } : {}),
+          ...(status === 'failed' ? { failure_step: 'processing', failure_reason: 'Translation failed after 3 tries: bench' } : {}),
+        };
+      }),
+    );
+    for (let i = 0; i < jobs.length; i += 2000) await db('translation_jobs').insert(jobs.slice(i, i + 2000));
+    await db.raw('analyze translation_projects; analyze translation_jobs');
+
+    // 100 packages: 90 of seeded projects over the 10 locales (mixed states), 10 unknown (missing).
+    const packages = Array.from({ length: 100 }, (_, i) => {
+      if (i % 10 === 9) return { slug: `bench-unknown-${i}`, type: 'plugin', locale: LOCALES[i % LOCALES.length] };
+      const p = ids[(i * 17) % ids.length];
+      return { slug: p.slug, type: p.type, locale: LOCALES[i % LOCALES.length] };
+    });
+    const hostflow = await startHttp(config, db, settings, temporal);
+    cleanup.push(['hostflow http', () => hostflow.close()]);
+    const { root, headers } = hostflowTarget(config);
+    const probe = await fetch(`${root}/translations/check/batch`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ packages }) });
+    const probeBody = (await probe.json()) as { status: string }[];
+    if (probe.status !== 200 || probeBody.length !== 100) throw new Error(`probe batch answered ${probe.status}`);
+    const mix: Record<string, number> = {};
+    for (const s of probeBody) mix[s.status] = (mix[s.status] ?? 0) + 1;
+    log(`batch status mix: ${JSON.stringify(mix)}`);
+
+    const single = packages[0];
+    const singleUrl = `${root}/translations/check?slug=${single.slug}&type=${single.type}&locale=${single.locale}`;
+    const batchUrl = `${root}/translations/check/batch`;
+    const body = JSON.stringify({ packages });
+
+    log(`warm-up ${WARMUP_SECONDS}s each`);
+    await cannon({ url: batchUrl, method: 'POST', headers, body, duration: WARMUP_SECONDS, warmup: true });
+    await cannon({ url: singleUrl, method: 'GET', headers, duration: WARMUP_SECONDS, warmup: true });
+    log(`batch of 100: ${CONNECTIONS} connections, ${DURATION}s`);
+    const batch = await cannon({ url: batchUrl, method: 'POST', headers, body, duration: DURATION });
+    log(`single check: ${CONNECTIONS} connections, ${DURATION}s`);
+    const one = await cannon({ url: singleUrl, method: 'GET', headers, duration: DURATION });
+
+    const rows = [
+      { scenario: 'POST /translations/check/batch (100 packages)', m: batch, packagesPerSecond: batch.rps * 100 },
+      { scenario: 'GET /translations/check (1 package)', m: one, packagesPerSecond: one.rps },
+    ];
+    const header = ['scenario', 'req/s', 'packages/s', 'p50 ms', 'p99 ms'];
+    const cells = rows.map((r) => [r.scenario, r.m.rps.toFixed(1), r.packagesPerSecond.toFixed(0), r.m.p50.toFixed(1), r.m.p99.toFixed(1)]);
+    const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+    const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padEnd(widths[i]) : x.padStart(widths[i]))).join('  ');
+    const meta = { ...machineMeta(), connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP_SECONDS, projects: PROJECTS, jobs: jobs.length, batchStatusMix: mix, postgres: env.embedded ? 'embedded' : 'TEST_DATABASE_URL' };
+    process.stdout.write(
+      `\nTranslation status checks: a batch of 100 packages vs one package (${PROJECTS} projects, ${jobs.length} jobs)\n` +
+        `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}\n\n` +
+        `${[line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join('\n')}\n\n` +
+        `${CONNECTIONS} connections, ${DURATION}s after a ${WARMUP_SECONDS}s warm-up; latencies from autocannon.\n` +
+        `A batch costs ${(batch.p50 / one.p50).toFixed(1)}x one check at p50 for 100x the packages.\n`,
+    );
+    const out = path.join(__dirname, 'translations-results.json');
+    fs.writeFileSync(out, `${JSON.stringify({ meta, results: rows.map((r) => ({ scenario: r.scenario, ...r.m, packagesPerSecond: r.packagesPerSecond })) }, null, 2)}\n`);
+    log(`wrote ${path.relative(path.resolve(__dirname, '..'), out)}`);
+  } finally {
+    await runCleanup(cleanup);
+  }
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    process.stderr.write(`\nbench:translations failed: ${(err as Error).stack ?? err}\n`);
+    process.exitCode = 1;
+  });
+}

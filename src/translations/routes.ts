@@ -1,0 +1,324 @@
+import fs from 'node:fs';
+import type { Request, Response, Router } from 'express';
+import { z } from 'zod';
+import type { Config } from '../config';
+import type { Db } from '../db/knex';
+import { ApiError, invalidParams, noRoute, notFoundItem } from '../http/errors';
+import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders } from '../http/list';
+import type { Metrics } from '../http/metrics';
+import type { RouteRegistry } from '../http/routes';
+import { bodyObject, parseOrThrow } from '../http/validation';
+import type { TemporalHandle } from '../temporal/client';
+import { LOCALE_PATTERN, SLUG_PATTERN, VERSION_PATTERN } from './locales';
+import {
+  BATCH_MAX_LOCALES,
+  BATCH_MAX_PACKAGES,
+  batchDocSchema,
+  batchItemSchema,
+  batchSchema,
+  bulkApproveSchema,
+  checkSchema,
+  createProjectSchema,
+  jobRecordSchema,
+  projectRecordSchema,
+  rejectSchema,
+  statusSchema,
+  updateProjectSchema,
+} from './schema';
+import { jobListSpec, parseBatchItem, projectListSpec, TranslationService, type BatchError, type PackageStatus } from './service';
+import { PACKAGE_TYPES } from './types';
+
+export interface TranslationDeps {
+  db: Db;
+  temporal: TemporalHandle | null;
+  metrics: Metrics;
+  config: Config;
+}
+
+const TAGS = ['translations'];
+const ERROR_REF = { $ref: '#/components/schemas/Error' };
+const RETRY_AFTER = { 'Retry-After': { description: 'While a package is not ready (nor failed): seconds before polling again; grows with the time the package has spent in its state.', schema: { type: 'integer' } } };
+
+function namespaceUrl(req: Request, config: Config): string {
+  const site = config.PUBLIC_URL?.replace(/\/$/, '') ?? `${req.protocol}://${req.get('host')}`;
+  return `${site}${req.baseUrl}`;
+}
+
+function parseId(req: Request, model: string): number {
+  const raw = String(req.params.id);
+  if (!/^\d{1,15}$/.test(raw)) throw noRoute();
+  const id = Number.parseInt(raw, 10);
+  if (id < 1) throw notFoundItem(model);
+  return id;
+}
+
+/** Query parameters no route validates (credentials, WordPress' underscore parameters, context). */
+function ownQuery(query: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(query).filter(([k]) => !k.startsWith('_') && k !== 'context' && !/^api[_-](key|secret)$/.test(k)));
+}
+
+/** Who acted, for the job's log (the API has one credential pair: the key's prefix). */
+function actor(req: Request): string {
+  const auth = req.get('authorization');
+  if (auth?.startsWith('Basic ')) {
+    const key = Buffer.from(auth.slice(6), 'base64').toString('utf8').split(':')[0];
+    return `api:${key.slice(0, 8)}`;
+  }
+  return 'api';
+}
+
+/**
+ * The public download of a language pack. Public on purpose: WordPress downloads the
+ * `package` URL of a translation update without credentials, the packs hold nothing secret
+ * (the strings ship with the plugin), and the URL is versioned, so a new version never
+ * replaces an old pack. Mount before the API authentication.
+ */
+export function mountTranslationDownloads(router: Router, registry: RouteRegistry, namespace: string, deps: TranslationDeps): void {
+  const service = new TranslationService(deps.db, deps.temporal, deps.metrics, deps.config);
+  registry.operation(namespace, 'GET', '/translations/packages/:type/:slug/:version/:locale.zip', {
+    summary: 'Download a ready language pack (zip of .po, .mo, .l10n.php and per-script .json)',
+    description:
+      'The download_url of a ready package. Versioned: a new version of the plugin or theme gets new packs, old ones stay. Answers application/zip with an ETag (sha256 of the zip).',
+    tags: TAGS,
+    public: true,
+    responses: {
+      200: { description: 'The zip (application/zip).', headers: { ETag: { description: 'sha256 of the zip', schema: { type: 'string' } } } },
+      400: { description: 'A path part is not a valid type, slug, version or locale (`wu_rest_invalid_parameter`).', schema: ERROR_REF },
+      404: { description: 'No ready package there (`wu_rest_translation_package_not_found`).', schema: ERROR_REF },
+    },
+  });
+  router.get('/translations/packages/:type/:slug/:version/:locale.zip', async (req: Request, res: Response) => {
+    const p = { type: String(req.params.type), slug: String(req.params.slug), version: String(req.params.version), locale: String(req.params.locale) };
+    const params: Record<string, string> = {};
+    if (!(PACKAGE_TYPES as readonly string[]).includes(p.type)) params.type = 'type is not one of plugin and theme.';
+    if (!SLUG_PATTERN.test(p.slug)) params.slug = 'slug is not a valid plugin or theme slug.';
+    if (!VERSION_PATTERN.test(p.version)) params.version = 'version is not a valid version.';
+    if (!LOCALE_PATTERN.test(p.locale)) params.locale = 'locale is not a valid WordPress locale.';
+    if (Object.keys(params).length) throw invalidParams(params);
+    const found = await service.packageFile(p);
+    if (!found) throw new ApiError(404, 'wu_rest_translation_package_not_found', 'No ready language pack for this package, version and locale.');
+    const etag = `"${found.sha256}"`;
+    res.setHeader('ETag', etag);
+    res.setHeader('Cache-Control', 'public, max-age=300');
+    if (req.get('if-none-match') === etag) {
+      res.status(304).end();
+      return;
+    }
+    res.setHeader('Content-Type', 'application/zip');
+    res.setHeader('Content-Length', String(found.size));
+    res.setHeader('Content-Disposition', `attachment; filename="${p.slug}-${p.locale}.zip"`);
+    await new Promise<void>((resolve, reject) => {
+      const stream = fs.createReadStream(found.file);
+      stream.on('error', reject);
+      res.on('close', resolve);
+      stream.pipe(res);
+    });
+  });
+}
+
+/** Status checks, projects and jobs (behind the API authentication). */
+export function mountTranslations(router: Router, registry: RouteRegistry, namespace: string, deps: TranslationDeps): TranslationService {
+  const service = new TranslationService(deps.db, deps.temporal, deps.metrics, deps.config);
+  const status = registry.component('TranslationPackageStatus', statusSchema);
+  const project = registry.component('TranslationProject', projectRecordSchema);
+  const job = registry.component('TranslationJob', jobRecordSchema);
+  document(registry, namespace, { status, project, job });
+
+  const sendRetryAfter = (res: Response, items: (PackageStatus | BatchError)[]) => {
+    const waits = items.map((s) => ('retry_after' in s ? s.retry_after : undefined)).filter((n): n is number => n !== undefined);
+    if (waits.length) res.setHeader('Retry-After', String(Math.min(...waits)));
+  };
+
+  router.get('/translations/check', async (req, res) => {
+    const input = parseOrThrow(checkSchema, ownQuery(req.query as Record<string, unknown>));
+    const [out] = await service.check([input], namespaceUrl(req, deps.config), req.log);
+    if ('error' in out) throw new ApiError(out.error.data.status, out.error.code, out.error.message);
+    sendRetryAfter(res, [out]);
+    res.json(out);
+  });
+
+  router.post('/translations/check/batch', async (req, res) => {
+    const raw = bodyObject(req.body);
+    if (Array.isArray(raw.packages) && raw.packages.length > BATCH_MAX_PACKAGES) {
+      throw invalidParams({ packages: `packages must contain at most ${BATCH_MAX_PACKAGES} packages per call (this one has ${raw.packages.length}); split it into several calls.` });
+    }
+    const body = parseOrThrow(batchSchema, raw);
+    const items = body.packages.map((raw, i) => parseBatchItem(raw, i));
+    const locales = new Set(items.filter((it): it is Exclude<typeof it, BatchError> => !('error' in it)).map((it) => it.locale));
+    if (locales.size > BATCH_MAX_LOCALES) {
+      throw invalidParams({ packages: `packages must cover at most ${BATCH_MAX_LOCALES} different locales per call (this one has ${locales.size}).` });
+    }
+    const out = await service.check(items, namespaceUrl(req, deps.config), req.log);
+    sendRetryAfter(res, out);
+    res.json(out);
+  });
+
+  // ---- projects ----
+  router.get('/translations/projects', async (req, res) => {
+    const q = parseListQuery(req.query as Record<string, unknown>, projectListSpec);
+    const { rows, total } = await service.listProjects(q);
+    setPagingHeaders(req, res, q, total);
+    res.json(rows);
+  });
+  router.post('/translations/projects', async (req, res) => {
+    res.json(await service.createProject(parseOrThrow(createProjectSchema, bodyObject(req.body))));
+  });
+  router.get('/translations/projects/:id', async (req, res) => {
+    const p = await service.getProject(parseId(req, 'translation_project'));
+    if (!p) throw notFoundItem('translation_project');
+    res.json(p);
+  });
+  router.put('/translations/projects/:id', async (req, res) => {
+    const id = parseId(req, 'translation_project');
+    const input = parseOrThrow(updateProjectSchema, bodyObject(req.body));
+    const p = await service.updateProject(id, input);
+    if (!p) throw notFoundItem('translation_project');
+    res.json(p);
+  });
+  router.delete('/translations/projects/:id', async (req, res) => {
+    if (!(await service.removeProject(parseId(req, 'translation_project')))) throw notFoundItem('translation_project');
+    res.json(true);
+  });
+
+  // ---- jobs ----
+  router.get('/translations/jobs', async (req, res) => {
+    const q = parseListQuery(req.query as Record<string, unknown>, jobListSpec);
+    const { rows, total } = await service.listJobs(q, namespaceUrl(req, deps.config));
+    setPagingHeaders(req, res, q, total);
+    res.json(rows);
+  });
+  router.post('/translations/jobs/approve', async (req, res) => {
+    const filter = parseOrThrow(bulkApproveSchema, bodyObject(req.body));
+    res.json(await service.approveMany(filter, actor(req)));
+  });
+  const getJob = async (req: Request, id: number) => {
+    const j = await service.getJob(id, namespaceUrl(req, deps.config));
+    if (!j) throw notFoundItem('translation_job');
+    return j;
+  };
+  router.get('/translations/jobs/:id', async (req, res) => {
+    res.json(await getJob(req, parseId(req, 'translation_job')));
+  });
+  router.post('/translations/jobs/:id/approve', async (req, res) => {
+    const id = parseId(req, 'translation_job');
+    parseOrThrow(z.strictObject({}), bodyObject(req.body));
+    await service.approve(id, actor(req));
+    res.json(await getJob(req, id));
+  });
+  router.post('/translations/jobs/:id/reject', async (req, res) => {
+    const id = parseId(req, 'translation_job');
+    const { reason } = parseOrThrow(rejectSchema, bodyObject(req.body));
+    await service.reject(id, reason, actor(req));
+    res.json(await getJob(req, id));
+  });
+  router.post('/translations/jobs/:id/retry', async (req, res) => {
+    const id = parseId(req, 'translation_job');
+    parseOrThrow(z.strictObject({}), bodyObject(req.body));
+    await service.retry(id);
+    res.json(await getJob(req, id));
+  });
+  return service;
+}
+
+function document(registry: RouteRegistry, namespace: string, refs: { status: { $ref: string }; project: { $ref: string }; job: { $ref: string } }): void {
+  const checkParams = [
+    { name: 'slug', required: true, description: 'Plugin or theme slug.', schema: { type: 'string', pattern: SLUG_PATTERN.source } },
+    { name: 'type', required: true, description: 'plugin or theme.', schema: { type: 'string', enum: [...PACKAGE_TYPES] } },
+    { name: 'locale', required: true, description: 'WordPress locale: de_DE, pt_BR, de, ja, de_DE_formal.', schema: { type: 'string', pattern: LOCALE_PATTERN.source } },
+  ];
+  registry.operation(namespace, 'GET', '/translations/check', {
+    summary: 'Status of one translation package (slug + type + locale, current version of its project)',
+    description:
+      'missing when no project matches. The first check of a registered package starts its pipeline (importing); a check never starts a second one. ' +
+      'download_url only when ready; Retry-After while importing, pending_approval, processing or packaging.',
+    tags: TAGS,
+    query: checkParams,
+    responses: { 200: { description: 'The package status.', schema: refs.status, headers: RETRY_AFTER } },
+  });
+  registry.operation(namespace, 'POST', '/translations/check/batch', {
+    summary: `Status of up to ${BATCH_MAX_PACKAGES} packages in one call (one database round trip)`,
+    description:
+      `One answer per package in request order; each item is handled on its own: an invalid one carries its own error ({index, error}). More than ${BATCH_MAX_PACKAGES} packages ` +
+      `or more than ${BATCH_MAX_LOCALES} different locales is a 400. Retry-After: the shortest suggested delay of the packages not ready yet.`,
+    tags: TAGS,
+    body: batchDocSchema,
+    responses: { 200: { description: 'One status (or error) per package.', schema: z.array(batchItemSchema), headers: RETRY_AFTER } },
+  });
+
+  registry.operation(namespace, 'GET', '/translations/projects', {
+    summary: 'List translation projects',
+    tags: TAGS,
+    query: listQueryParams(projectListSpec),
+    responses: { 200: { description: 'A page of projects (a bare array).', schema: { type: 'array', items: refs.project }, headers: LIST_HEADERS } },
+  });
+  registry.operation(namespace, 'POST', '/translations/projects', {
+    summary: 'Register a plugin or theme for translation',
+    description:
+      'Source strings as a POT file (pot, as text) or pot_url (fetched at import); human translations from a GlotPress export URL template ({slug}, {type}, ' +
+      '{glotpress_locale}; absent: TRANSLATION_GLOTPRESS_URL_TEMPLATE; null: none) and/or uploaded PO files by locale (po_files). A new version starts new packages.',
+    tags: TAGS,
+    body: createProjectSchema,
+    responses: { 200: { description: 'The project.', schema: refs.project } },
+  });
+  registry.operation(namespace, 'GET', '/translations/projects/:id', { summary: 'Get a translation project', tags: TAGS, responses: { 200: { description: 'The project.', schema: refs.project } } });
+  registry.operation(namespace, 'PUT', '/translations/projects/:id', {
+    summary: 'Update a translation project (a new version starts new packages; po_files are merged by locale)',
+    tags: TAGS,
+    body: updateProjectSchema,
+    responses: { 200: { description: 'The project.', schema: refs.project } },
+  });
+  registry.operation(namespace, 'DELETE', '/translations/projects/:id', {
+    summary: 'Delete a translation project',
+    description: 'Refused (409 wu_rest_translation_project_in_use) while one of its jobs is in progress. Built packages stay downloadable.',
+    tags: TAGS,
+    responses: { 200: { description: 'Deleted: the literal true.', schema: { type: 'boolean', const: true } } },
+  });
+
+  registry.operation(namespace, 'GET', '/translations/jobs', {
+    summary: 'List translation jobs (filter by status, slug, locale, type, version, project_id)',
+    tags: TAGS,
+    query: listQueryParams(jobListSpec),
+    responses: { 200: { description: 'A page of jobs (a bare array, without logs).', schema: { type: 'array', items: refs.job }, headers: LIST_HEADERS } },
+  });
+  registry.operation(namespace, 'GET', '/translations/jobs/:id', {
+    summary: 'Get a translation job with its logs',
+    tags: TAGS,
+    responses: { 200: { description: 'The job.', schema: refs.job } },
+  });
+  const bulkResult = {
+    type: 'object',
+    required: ['approved', 'failed'],
+    additionalProperties: false,
+    properties: {
+      approved: { type: 'array', items: { type: 'integer' }, description: 'Ids of the jobs approved.' },
+      failed: { type: 'array', items: { type: 'object', required: ['id', 'error'], properties: { id: { type: 'integer' }, error: { type: 'string' } }, additionalProperties: false } },
+    },
+  };
+  registry.operation(namespace, 'POST', '/translations/jobs/approve', {
+    summary: 'Approve many pending jobs at once (by locale, slug, type, version, or all)',
+    tags: TAGS,
+    body: bulkApproveSchema,
+    responses: { 200: { description: 'What was approved.', schema: bulkResult } },
+  });
+  registry.operation(namespace, 'POST', '/translations/jobs/:id/approve', {
+    summary: 'Approve a job waiting in pending_approval (approving it again changes nothing)',
+    description: 'Other states: 409 wu_rest_translation_job_not_pending.',
+    tags: TAGS,
+    body: z.strictObject({}),
+    responses: { 200: { description: 'The job.', schema: refs.job } },
+  });
+  registry.operation(namespace, 'POST', '/translations/jobs/:id/reject', {
+    summary: 'Reject a job waiting in pending_approval: it ends failed with the reason',
+    description: 'Other states: 409 wu_rest_translation_job_not_pending.',
+    tags: TAGS,
+    body: rejectSchema,
+    responses: { 200: { description: 'The job, failed.', schema: refs.job } },
+  });
+  registry.operation(namespace, 'POST', '/translations/jobs/:id/retry', {
+    summary: 'Retry a failed job from the step it failed in',
+    description: 'A job in progress whose workflow no longer runs (terminated) is restarted from its current step. Other states: 409 wu_rest_translation_job_not_failed.',
+    tags: TAGS,
+    body: z.strictObject({}),
+    responses: { 200: { description: 'The job, restarted.', schema: refs.job } },
+  });
+}

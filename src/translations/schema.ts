@@ -1,0 +1,167 @@
+import { z } from 'zod';
+import { fields } from '../http/validation';
+import { LOCALE_PATTERN, SLUG_PATTERN, VERSION_PATTERN } from './locales';
+import { JOB_STATUSES, PACKAGE_STATUSES, PACKAGE_TYPES, PIPELINE_STEPS, SOURCES } from './types';
+
+/** Batch limits of the original add-on. */
+export const BATCH_MAX_PACKAGES = 100;
+export const BATCH_MAX_LOCALES = 20;
+/** Largest POT or PO text accepted in a body (BODY_LIMIT applies too). */
+const MAX_GETTEXT = 5_000_000;
+
+export const slug = () =>
+  z.string({ error: (i) => (i.input === undefined ? undefined : 'is not of type string.') }).regex(SLUG_PATTERN, {
+    message: 'must be a plugin or theme slug: lower-case letters, digits, dashes and underscores (at most 100 characters), e.g. my-plugin.',
+  });
+export const packageType = () => z.enum(PACKAGE_TYPES);
+export const locale = () =>
+  z.string({ error: (i) => (i.input === undefined ? undefined : 'is not of type string.') }).regex(LOCALE_PATTERN, {
+    message: 'must be a WordPress locale: language_REGION (de_DE, pt_BR), a bare language (de, ja) or with a variant (de_DE_formal).',
+  });
+const version = () => z.string().regex(VERSION_PATTERN, { message: 'must be a version such as 1.2.3 (letters, digits, . + _ -; at most 40 characters).' });
+const httpUrl = () => z.url({ protocol: /^https?$/, error: () => 'must be an http or https URL.' }).max(2000);
+
+/** A status check: the query of GET /translations/check, one item of a batch. */
+export const checkSchema = z.strictObject({ slug: slug(), type: packageType(), locale: locale() });
+export type CheckInput = z.output<typeof checkSchema>;
+
+export const batchSchema = z.strictObject({
+  packages: z.array(z.unknown()).min(1).max(BATCH_MAX_PACKAGES, { message: `must contain at most ${BATCH_MAX_PACKAGES} packages per call.` }),
+});
+
+/** For the document: what each item should look like (items are validated one by one). */
+export const batchDocSchema = z.strictObject({ packages: z.array(checkSchema).min(1).max(BATCH_MAX_PACKAGES) });
+
+const glotpressTemplate = () =>
+  httpUrl().refine((v) => v.includes('{glotpress_locale}') || v.includes('{locale}'), {
+    message: 'must contain the {glotpress_locale} placeholder (and may use {slug} and {type}).',
+  });
+
+const projectFields = {
+  slug: slug(),
+  type: packageType(),
+  name: z.string().trim().min(1).max(200),
+  version: version(),
+  /** The source strings: a POT file as text... */
+  pot: z.string().min(1).max(MAX_GETTEXT).optional(),
+  /** ...or where to fetch it (at import). */
+  pot_url: httpUrl().optional(),
+  /** GlotPress export URL template; null: no GlotPress. Absent on create: TRANSLATION_GLOTPRESS_URL_TEMPLATE. */
+  glotpress_url_template: glotpressTemplate().nullable().optional(),
+  /** Human translations uploaded as PO files, by locale. */
+  po_files: z.record(locale(), z.string().min(1).max(MAX_GETTEXT)).optional(),
+  auto_approve: fields.flag().optional(),
+};
+
+export const createProjectSchema = z.strictObject(projectFields).superRefine((v, ctx) => {
+  if (v.pot === undefined && v.pot_url === undefined) ctx.addIssue({ code: 'custom', path: ['pot'], message: 'pot (the POT file as text) or pot_url is required.' });
+});
+export const updateProjectSchema = z.strictObject({
+  ...projectFields,
+  slug: projectFields.slug.optional(),
+  type: projectFields.type.optional(),
+  name: projectFields.name.optional(),
+  version: projectFields.version.optional(),
+  pot: projectFields.pot.nullable(),
+  pot_url: projectFields.pot_url.nullable(),
+});
+export type CreateProject = z.output<typeof createProjectSchema>;
+export type UpdateProject = z.output<typeof updateProjectSchema>;
+
+export const rejectSchema = z.strictObject({ reason: z.string().trim().min(1).max(1000) });
+
+/** Bulk approval: the pending jobs matching every given filter; `all: true` for every pending job. */
+export const bulkApproveSchema = z
+  .strictObject({
+    locale: locale().optional(),
+    slug: slug().optional(),
+    type: packageType().optional(),
+    version: version().optional(),
+    all: z.literal(true, { error: () => 'must be true (approve every pending job) or left out.' }).optional(),
+  })
+  .superRefine((v, ctx) => {
+    const filters = [v.locale, v.slug, v.type, v.version].filter((x) => x !== undefined).length;
+    if (!v.all && filters === 0) ctx.addIssue({ code: 'custom', path: ['all'], message: 'give at least one filter (locale, slug, type, version) or all: true.' });
+    if (v.all && filters > 0) ctx.addIssue({ code: 'custom', path: ['all'], message: 'all: true cannot be combined with filters.' });
+  });
+
+// ---- responses ---------------------------------------------------------------------------------
+
+export const statusSchema = z
+  .object({
+    slug: z.string(),
+    type: z.enum(PACKAGE_TYPES),
+    locale: z.string(),
+    version: z.string().optional().describe('Version of the package (absent when missing).'),
+    status: z.enum(PACKAGE_STATUSES),
+    source: z.enum(SOURCES).describe('Origin of the translations: human (uploaded PO / GlotPress), ai, mixed, or none yet.'),
+    remaining_strings: z.int(),
+    total_strings: z.int(),
+    download_url: z.url().optional().describe('Only when ready.'),
+    retry_after: z.int().optional().describe('Suggested seconds before polling again (while not ready and not failed).'),
+    failure_step: z.enum(PIPELINE_STEPS).optional(),
+    failure_reason: z.string().optional(),
+    job_id: z.int().optional(),
+  })
+  .strict();
+
+export const batchItemSchema = z.union([
+  statusSchema,
+  z
+    .object({
+      index: z.int(),
+      error: z.object({ code: z.string(), message: z.string(), data: z.object({ status: z.int(), params: z.record(z.string(), z.string()).optional() }) }),
+    })
+    .strict(),
+]);
+
+export const projectRecordSchema = z
+  .object({
+    id: z.int(),
+    model: z.literal('translation_project'),
+    slug: z.string(),
+    type: z.enum(PACKAGE_TYPES),
+    name: z.string(),
+    version: z.string(),
+    pot_url: z.string().nullable(),
+    pot_size: z.int().nullable().describe('Bytes of the stored POT text (null when fetched from pot_url).'),
+    glotpress_url_template: z.string().nullable(),
+    po_locales: z.array(z.string()).describe('Locales with an uploaded PO file.'),
+    auto_approve: z.boolean(),
+    date_created: z.string(),
+    date_modified: z.string(),
+  })
+  .strict();
+
+export const jobRecordSchema = z
+  .object({
+    id: z.int(),
+    model: z.literal('translation_job'),
+    project_id: z.int().nullable(),
+    slug: z.string(),
+    type: z.enum(PACKAGE_TYPES),
+    version: z.string(),
+    locale: z.string(),
+    status: z.enum(JOB_STATUSES),
+    source: z.enum(SOURCES),
+    total_strings: z.int(),
+    remaining_strings: z.int(),
+    human_strings: z.int(),
+    ai_strings: z.int(),
+    batches_done: z.int(),
+    workflow_id: z.string(),
+    failure_step: z.enum(PIPELINE_STEPS).nullable(),
+    failure_kind: z.string().nullable().describe('validation, rejected, translation or packaging.'),
+    failure_reason: z.string().nullable(),
+    rejection_reason: z.string().nullable(),
+    approved_at: z.string().nullable(),
+    approved_by: z.string().nullable(),
+    download_url: z.string().nullable(),
+    package_size: z.int().nullable(),
+    package_sha256: z.string().nullable(),
+    package_files: z.array(z.string()).nullable(),
+    logs: z.array(z.object({ at: z.string(), step: z.string(), level: z.string(), message: z.string() })).optional().describe('Only on GET /translations/jobs/{id}.'),
+    date_created: z.string(),
+    date_modified: z.string(),
+  })
+  .strict();

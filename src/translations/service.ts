@@ -1,0 +1,630 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
+import type { Config } from '../config';
+import type { Db } from '../db/knex';
+import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
+import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors';
+import { runList, type ListQuery, type ListSpec } from '../http/list';
+import type { Metrics } from '../http/metrics';
+import { isoDate, zodParams } from '../http/validation';
+import type { Logger } from '../logger';
+import type { TemporalHandle } from '../temporal/client';
+import { assertParsable, GettextError } from './gettext';
+import { packagesDir } from './package';
+import { checkSchema, type CheckInput, type CreateProject, type UpdateProject } from './schema';
+import {
+  APPROVE_SIGNAL,
+  FAILURE_KIND,
+  JOB_STATUSES,
+  PACKAGE_TYPES,
+  pipelineWorkflowId,
+  REJECT_SIGNAL,
+  type JobStatus,
+  type PipelineInput,
+  type PipelineStep,
+} from './types';
+
+export const TRANSLATION_PIPELINE_WORKFLOW = 'translationPipeline';
+const IN_FLIGHT: JobStatus[] = ['importing', 'pending_approval', 'processing', 'packaging'];
+
+export const projectListSpec: ListSpec = {
+  idColumn: 'translation_projects.id',
+  dateCreatedColumn: 'translation_projects.date_created',
+  searchable: ['translation_projects.slug', 'translation_projects.name'],
+  sortable: {
+    id: 'translation_projects.id',
+    slug: 'translation_projects.slug',
+    name: 'translation_projects.name',
+    date_created: 'translation_projects.date_created',
+    date_modified: 'translation_projects.date_modified',
+  },
+  filters: {
+    slug: { column: 'translation_projects.slug', type: 'string' },
+    type: { column: 'translation_projects.type', type: { enum: PACKAGE_TYPES } },
+    auto_approve: { column: 'translation_projects.auto_approve', type: 'bool' },
+  },
+};
+
+export const jobListSpec: ListSpec = {
+  idColumn: 'translation_jobs.id',
+  dateCreatedColumn: 'translation_jobs.date_created',
+  searchable: ['translation_jobs.slug', 'translation_jobs.locale'],
+  sortable: {
+    id: 'translation_jobs.id',
+    slug: 'translation_jobs.slug',
+    locale: 'translation_jobs.locale',
+    status: 'translation_jobs.status',
+    remaining_strings: 'translation_jobs.remaining_strings',
+    date_created: 'translation_jobs.date_created',
+    date_modified: 'translation_jobs.date_modified',
+  },
+  filters: {
+    status: { column: 'translation_jobs.status', type: { enum: JOB_STATUSES } },
+    slug: { column: 'translation_jobs.slug', type: 'string' },
+    type: { column: 'translation_jobs.type', type: { enum: PACKAGE_TYPES } },
+    locale: { column: 'translation_jobs.locale', type: 'string' },
+    version: { column: 'translation_jobs.version', type: 'string' },
+    project_id: { column: 'translation_jobs.project_id', type: 'int' },
+  },
+};
+
+/** Columns of a job without its strings (and, for lists, its logs). */
+const JOB_COLUMNS = [
+  'id', 'project_id', 'slug', 'type', 'version', 'locale', 'status', 'source', 'total_strings', 'remaining_strings', 'human_strings', 'ai_strings',
+  'batches_done', 'workflow_id', 'failure_step', 'failure_reason', 'rejection_reason', 'approved_at', 'approved_by', 'package_path', 'package_size',
+  'package_sha256', 'package_files', 'date_created', 'date_modified',
+].map((c) => `translation_jobs.${c}`);
+
+export function temporalUnavailable(detail?: string): ApiError {
+  return new ApiError(503, 'wu_rest_temporal_unavailable', 'The translation pipeline cannot be reached right now (the workflow service is unreachable). Try again later.', detail ? { detail } : {});
+}
+
+/**
+ * Suggested poll delay (contract rule 1: clients poll with increasing delay). It grows with the
+ * time the package has spent in its state: a fresh job is polled again soon, an old one less
+ * often; waiting for an administrator grows the slowest to the longest delay.
+ */
+export function retryAfterSeconds(status: JobStatus, statusChangedAt: Date, now = Date.now()): number {
+  const age = Math.max(0, (now - statusChangedAt.getTime()) / 1000);
+  const [base, cap] = status === 'pending_approval' ? [60, 3600] : status === 'processing' ? [10, 300] : [5, 300];
+  return Math.min(cap, Math.round(base + age / 4));
+}
+
+export interface PackageStatus {
+  slug: string;
+  type: string;
+  locale: string;
+  version?: string;
+  status: string;
+  source: string;
+  remaining_strings: number;
+  total_strings: number;
+  download_url?: string;
+  retry_after?: number;
+  failure_step?: PipelineStep;
+  failure_reason?: string;
+  job_id?: number;
+}
+
+export interface BatchError {
+  index: number;
+  error: { code: string; message: string; data: { status: number; params?: Record<string, string> } };
+}
+
+interface CheckRow {
+  ord: number;
+  project_id: number | null;
+  project_version: string | null;
+  job_id: number | null;
+  version: string | null;
+  status: JobStatus | null;
+  source: string | null;
+  total_strings: number | null;
+  remaining_strings: number | null;
+  failure_step: PipelineStep | null;
+  failure_reason: string | null;
+  status_changed_at: Date | null;
+}
+
+function projectRecord(row: Record<string, any>) {
+  return {
+    id: Number(row.id),
+    model: 'translation_project' as const,
+    slug: row.slug,
+    type: row.type,
+    name: row.name,
+    version: row.version,
+    pot_url: row.pot_url ?? null,
+    pot_size: row.pot_size === null || row.pot_size === undefined ? null : Number(row.pot_size),
+    glotpress_url_template: row.glotpress_url_template ?? null,
+    po_locales: (row.po_locales ?? []).slice().sort(),
+    auto_approve: row.auto_approve,
+    date_created: isoDate(row.date_created)!,
+    date_modified: isoDate(row.date_modified)!,
+  };
+}
+
+const PROJECT_COLUMNS = [
+  'translation_projects.id', 'slug', 'type', 'name', 'version', 'pot_url', 'glotpress_url_template', 'auto_approve', 'date_created', 'date_modified',
+].map((c) => (c.includes('.') ? c : `translation_projects.${c}`));
+
+export class TranslationService {
+  constructor(
+    private readonly db: Db,
+    private readonly temporal: TemporalHandle | null,
+    private readonly metrics: Metrics,
+    private readonly config: Pick<Config, 'TRANSLATION_GLOTPRESS_URL_TEMPLATE' | 'TRANSLATION_AI_MAX_TRIES' | 'DATA_DIR'>,
+  ) {}
+
+  /** URL of a package; `base` is the namespace URL (…/wp-json/wu/v2). */
+  static downloadUrl(base: string, j: { type: string; slug: string; version: string; locale: string }): string {
+    return `${base}/translations/packages/${j.type}/${j.slug}/${encodeURIComponent(j.version)}/${j.locale}.zip`;
+  }
+
+  // ---- projects ----------------------------------------------------------------------------
+
+  private projectQuery() {
+    return this.db('translation_projects').select([
+      ...PROJECT_COLUMNS,
+      this.db.raw('octet_length(translation_projects.pot) as pot_size'),
+      this.db.raw('array(select jsonb_object_keys(translation_projects.po_files)) as po_locales'),
+    ]);
+  }
+
+  async listProjects(q: ListQuery) {
+    const { rows, total } = await runList<Record<string, any>>(() => this.projectQuery(), q, projectListSpec);
+    return { rows: rows.map(projectRecord), total };
+  }
+
+  async getProject(id: number) {
+    const row = await this.projectQuery().where('translation_projects.id', id).first();
+    return row ? projectRecord(row) : null;
+  }
+
+  private checkGettext(input: { pot?: string | null; po_files?: Record<string, string> }): void {
+    const params: Record<string, string> = {};
+    const check = (text: string, name: string, what: string) => {
+      try {
+        assertParsable(text, what);
+      } catch (err) {
+        if (err instanceof GettextError) params[name] = `${name}: ${err.message}`;
+        else throw err;
+      }
+    };
+    if (input.pot) check(input.pot, 'pot', 'The POT file');
+    for (const [loc, text] of Object.entries(input.po_files ?? {})) check(text, `po_files.${loc}`, `The PO file for ${loc}`);
+    if (Object.keys(params).length) throw invalidParams(params);
+  }
+
+  private taken(err: unknown): never {
+    if (isPgError(err, PG_UNIQUE_VIOLATION)) throw invalidParams({ slug: 'slug: a translation project with this slug and type already exists.' });
+    throw err;
+  }
+
+  async createProject(input: CreateProject) {
+    this.checkGettext(input);
+    const row = {
+      slug: input.slug,
+      type: input.type,
+      name: input.name,
+      version: input.version,
+      pot: input.pot ?? null,
+      pot_url: input.pot_url ?? null,
+      glotpress_url_template: input.glotpress_url_template === undefined ? this.config.TRANSLATION_GLOTPRESS_URL_TEMPLATE : input.glotpress_url_template,
+      po_files: JSON.stringify(input.po_files ?? {}),
+      auto_approve: input.auto_approve ?? false,
+    };
+    const [created] = await this.db('translation_projects').insert(row).returning('id').catch((err) => this.taken(err));
+    return (await this.getProject(Number(created.id)))!;
+  }
+
+  async updateProject(id: number, input: UpdateProject) {
+    this.checkGettext({ pot: input.pot, po_files: input.po_files });
+    return this.db.transaction(async (trx) => {
+      const current = await trx('translation_projects').where({ id }).forUpdate().first('pot', 'pot_url', 'po_files');
+      if (!current) return null;
+      const pot = input.pot === undefined ? current.pot : input.pot;
+      const potUrl = input.pot_url === undefined ? current.pot_url : input.pot_url;
+      if (!pot && !potUrl) throw invalidParams({ pot: 'pot (the POT file as text) or pot_url is required: a project cannot have neither.' });
+      const patch: Record<string, unknown> = { date_modified: trx.fn.now() };
+      for (const k of ['slug', 'type', 'name', 'version', 'glotpress_url_template', 'auto_approve', 'pot', 'pot_url'] as const) {
+        if (input[k] !== undefined) patch[k] = input[k];
+      }
+      // Uploaded PO files are merged by locale (send a locale again to replace its file).
+      if (input.po_files) patch.po_files = JSON.stringify({ ...(current.po_files ?? {}), ...input.po_files });
+      await trx('translation_projects').where({ id }).update(patch).catch((err) => this.taken(err));
+      return true;
+    }).then(async (ok) => (ok ? this.getProject(id) : null));
+  }
+
+  /** Refused while a job of the project is in flight; finished packages stay downloadable. */
+  async removeProject(id: number): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      const p = await trx('translation_projects').where({ id }).forUpdate().first('id');
+      if (!p) return false;
+      const busy = await trx('translation_jobs').where({ project_id: id }).whereIn('status', IN_FLIGHT).count({ n: '*' });
+      if (Number(busy[0].n) > 0) {
+        throw conflict('wu_rest_translation_project_in_use', `This project has ${busy[0].n} translation job(s) in progress; wait for them, or reject them, before deleting it.`, {
+          referenced_by: 'translation_jobs',
+        });
+      }
+      await trx('translation_projects').where({ id }).delete();
+      return true;
+    });
+  }
+
+  // ---- status checks -----------------------------------------------------------------------
+
+  /**
+   * Status of each package, in request order. The answer comes from one query (the packages
+   * as an unnested array joined to projects and jobs); packages of a project with no job yet
+   * get their job inserted (one statement; the unique key lets one concurrent check win) and
+   * their pipeline started.
+   */
+  async check(items: (CheckInput | BatchError)[], base: string, log: Logger): Promise<(PackageStatus | BatchError)[]> {
+    const valid = items.map((it, i) => ({ it, i })).filter((x): x is { it: CheckInput; i: number } => !('error' in x.it));
+    // Every valid item is replaced by its status below.
+    const out = items.slice() as (PackageStatus | BatchError)[];
+    if (valid.length === 0) return out;
+    const result = await this.db.raw(
+      `select i.ord::int as ord, p.id as project_id, p.version as project_version, j.id as job_id, j.version, j.status, j.source,
+              j.total_strings, j.remaining_strings, j.failure_step, j.failure_reason, j.status_changed_at
+         from unnest(?::text[], ?::text[], ?::text[]) with ordinality as i(slug, type, locale, ord)
+         left join translation_projects p on p.slug = i.slug and p.type = i.type
+         left join translation_jobs j on j.slug = i.slug and j.type = i.type and j.locale = i.locale and j.version = p.version
+        order by i.ord`,
+      [valid.map((v) => v.it.slug), valid.map((v) => v.it.type), valid.map((v) => v.it.locale)],
+    );
+    const rows = result.rows as CheckRow[];
+    const toStart = new Map<string, { project_id: number; slug: string; type: string; version: string; locale: string; idx: number[] }>();
+    for (const row of rows) {
+      const { it, i } = valid[row.ord - 1];
+      if (row.project_id === null) {
+        out[i] = { slug: it.slug, type: it.type, locale: it.locale, status: 'missing', source: 'none', remaining_strings: 0, total_strings: 0 };
+        continue;
+      }
+      if (row.job_id === null) {
+        const key = `${it.slug}\u0000${it.type}\u0000${it.locale}`;
+        const entry = toStart.get(key) ?? { project_id: row.project_id, slug: it.slug, type: it.type, version: row.project_version!, locale: it.locale, idx: [] };
+        entry.idx.push(i);
+        toStart.set(key, entry);
+        continue;
+      }
+      out[i] = this.statusOf(it, row, base);
+    }
+    if (toStart.size > 0) await this.startPipelines([...toStart.values()], out, log);
+    return out;
+  }
+
+  private statusOf(it: CheckInput, row: CheckRow, base: string): PackageStatus {
+    const status = row.status!;
+    const s: PackageStatus = {
+      slug: it.slug,
+      type: it.type,
+      locale: it.locale,
+      version: row.version!,
+      status,
+      source: row.source ?? 'none',
+      remaining_strings: row.remaining_strings ?? 0,
+      total_strings: row.total_strings ?? 0,
+      job_id: Number(row.job_id),
+    };
+    if (status === 'ready') s.download_url = TranslationService.downloadUrl(base, { ...it, version: row.version! });
+    else if (status === 'failed') {
+      if (row.failure_step) s.failure_step = row.failure_step;
+      if (row.failure_reason) s.failure_reason = row.failure_reason;
+    } else s.retry_after = retryAfterSeconds(status, new Date(row.status_changed_at ?? Date.now()));
+    return s;
+  }
+
+  private async startPipelines(
+    jobs: { project_id: number; slug: string; type: string; version: string; locale: string; idx: number[] }[],
+    out: (PackageStatus | BatchError)[],
+    log: Logger,
+  ): Promise<void> {
+    const inserted: { id: number; slug: string; type: string; version: string; locale: string; status_changed_at: Date }[] = await this.db('translation_jobs')
+      .insert(
+        jobs.map((j) => ({
+          project_id: j.project_id,
+          slug: j.slug,
+          type: j.type,
+          version: j.version,
+          locale: j.locale,
+          workflow_id: pipelineWorkflowId(j.slug, j.type, j.version, j.locale),
+          logs: JSON.stringify([{ at: new Date().toISOString(), step: 'importing', level: 'info', message: 'First status check: pipeline started.' }]),
+        })),
+      )
+      .onConflict(['slug', 'type', 'version', 'locale'])
+      .ignore()
+      .returning(['id', 'slug', 'type', 'version', 'locale', 'status_changed_at']);
+    const mine = new Map(inserted.map((r) => [`${r.slug}\u0000${r.type}\u0000${r.locale}`, r]));
+    await Promise.all(
+      jobs.map(async (j) => {
+        const row = mine.get(`${j.slug}\u0000${j.type}\u0000${j.locale}`);
+        let status: PackageStatus | BatchError = {
+          slug: j.slug,
+          type: j.type,
+          locale: j.locale,
+          version: j.version,
+          status: 'importing',
+          source: 'none',
+          remaining_strings: 0,
+          total_strings: 0,
+          retry_after: retryAfterSeconds('importing', new Date()),
+          ...(row ? { job_id: Number(row.id) } : {}),
+        };
+        if (row) {
+          try {
+            await this.startWorkflow(Number(row.id), j, undefined, WorkflowIdConflictPolicy.USE_EXISTING);
+          } catch (err) {
+            // Nothing half-started stays behind: the next check tries again.
+            log.warn({ err, slug: j.slug, locale: j.locale }, 'translation pipeline could not be started');
+            await this.db('translation_jobs').where({ id: row.id }).delete();
+            const e = err instanceof ApiError ? err : temporalUnavailable((err as Error).message);
+            status = { index: -1, error: e.toBody() as BatchError['error'] };
+          }
+        }
+        for (const i of j.idx) out[i] = 'error' in status ? { ...status, index: i } : status;
+      }),
+    );
+  }
+
+  private async startWorkflow(
+    jobId: number,
+    j: { slug: string; type: string; version: string; locale: string },
+    fromStep: PipelineStep | undefined,
+    conflictPolicy: WorkflowIdConflictPolicy,
+  ): Promise<string> {
+    if (!this.temporal) throw temporalUnavailable('Temporal is not configured.');
+    const t = this.temporal;
+    const workflowId = pipelineWorkflowId(j.slug, j.type, j.version, j.locale);
+    const input: PipelineInput = { jobId, slug: j.slug, type: j.type as PipelineInput['type'], version: j.version, locale: j.locale, aiMaxTries: this.config.TRANSLATION_AI_MAX_TRIES, ...(fromStep ? { fromStep } : {}) };
+    try {
+      await t.connection.withDeadline(Date.now() + 5_000, () =>
+        t.client.workflow.start(TRANSLATION_PIPELINE_WORKFLOW, {
+          taskQueue: t.taskQueue,
+          workflowId,
+          args: [input],
+          workflowIdConflictPolicy: conflictPolicy,
+          // A retry (or a package built again after its job was removed) reuses the id.
+          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+          memo: { job_id: jobId, slug: j.slug, type: j.type, version: j.version, locale: j.locale, ...(fromStep ? { from_step: fromStep } : {}) },
+          staticSummary: `translation ${j.type} ${j.slug} ${j.version} ${j.locale}${fromStep ? ` (retry from ${fromStep})` : ''}`,
+        }),
+      );
+    } catch (err) {
+      throw temporalUnavailable((err as Error).message);
+    }
+    this.metrics.workflowsStarted.inc({ workflow_type: TRANSLATION_PIPELINE_WORKFLOW });
+    return workflowId;
+  }
+
+  // ---- jobs --------------------------------------------------------------------------------
+
+  jobRecord(row: Record<string, any>, base: string, withLogs = false) {
+    const step = row.failure_step as PipelineStep | null;
+    return {
+      id: Number(row.id),
+      model: 'translation_job' as const,
+      project_id: row.project_id === null ? null : Number(row.project_id),
+      slug: row.slug,
+      type: row.type,
+      version: row.version,
+      locale: row.locale,
+      status: row.status,
+      source: row.source,
+      total_strings: row.total_strings,
+      remaining_strings: row.remaining_strings,
+      human_strings: row.human_strings,
+      ai_strings: row.ai_strings,
+      batches_done: row.batches_done,
+      workflow_id: row.workflow_id,
+      failure_step: step,
+      failure_kind: row.status === 'failed' && step ? FAILURE_KIND[step] : null,
+      failure_reason: row.failure_reason,
+      rejection_reason: row.rejection_reason,
+      approved_at: isoDate(row.approved_at),
+      approved_by: row.approved_by,
+      download_url: row.status === 'ready' && row.package_path ? TranslationService.downloadUrl(base, row as { type: string; slug: string; version: string; locale: string }) : null,
+      package_size: row.package_size === null ? null : Number(row.package_size),
+      package_sha256: row.package_sha256,
+      package_files: row.package_files,
+      ...(withLogs ? { logs: row.logs } : {}),
+      date_created: isoDate(row.date_created)!,
+      date_modified: isoDate(row.date_modified)!,
+    };
+  }
+
+  async listJobs(q: ListQuery, base: string) {
+    const { rows, total } = await runList<Record<string, any>>(() => this.db('translation_jobs').select(JOB_COLUMNS), q, jobListSpec);
+    return { rows: rows.map((r) => this.jobRecord(r, base)), total };
+  }
+
+  async getJob(id: number, base: string) {
+    const row = await this.db('translation_jobs').where({ id }).first([...JOB_COLUMNS, 'translation_jobs.logs']);
+    return row ? this.jobRecord(row, base, true) : null;
+  }
+
+  private async requireJob(id: number) {
+    const row = await this.db('translation_jobs').where({ id }).first('id', 'status', 'approved_at', 'slug', 'type', 'version', 'locale', 'workflow_id', 'failure_step');
+    if (!row) throw notFoundItem('translation_job');
+    return row;
+  }
+
+  private notPending(status: string, action: string): ApiError {
+    return conflict('wu_rest_translation_job_not_pending', `Only a job waiting for approval (pending_approval) can be ${action}; this one is ${status}.`, { job_status: status });
+  }
+
+  private async signal(workflowId: string, name: string, arg: unknown): Promise<void> {
+    if (!this.temporal) throw temporalUnavailable('Temporal is not configured.');
+    const t = this.temporal;
+    try {
+      await t.connection.withDeadline(Date.now() + 5_000, () => t.client.workflow.getHandle(workflowId).signal(name, arg));
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) {
+        throw conflict('wu_rest_translation_workflow_not_running', 'The pipeline of this job is not running (it was terminated or lost); POST .../retry restarts it from its step.');
+      }
+      throw temporalUnavailable((err as Error).message);
+    }
+  }
+
+  private logEntry(step: string, message: string) {
+    return this.db.raw('logs || ?::jsonb', [JSON.stringify([{ at: new Date().toISOString(), step, level: 'info', message }])]);
+  }
+
+  /** Approves a pending job (again: no-op); the workflow is signalled. */
+  async approve(id: number, by: string): Promise<void> {
+    const job = await this.requireJob(id);
+    if (job.status !== 'pending_approval') throw this.notPending(job.status, 'approved');
+    if (job.approved_at) return;
+    const n = await this.db('translation_jobs')
+      .where({ id, status: 'pending_approval' })
+      .whereNull('approved_at')
+      .update({ approved_at: this.db.fn.now(), approved_by: by, date_modified: this.db.fn.now(), logs: this.logEntry('pending_approval', `Approved (${by}).`) });
+    if (n === 0) return this.approve(id, by);
+    try {
+      await this.signal(job.workflow_id, APPROVE_SIGNAL, { by });
+    } catch (err) {
+      await this.db('translation_jobs').where({ id }).update({ approved_at: null, approved_by: null });
+      throw err;
+    }
+  }
+
+  /** Rejects a pending job: it ends failed with the reason. */
+  async reject(id: number, reason: string, by: string): Promise<void> {
+    const job = await this.requireJob(id);
+    if (job.status !== 'pending_approval' || job.approved_at) throw this.notPending(job.approved_at ? 'approved' : job.status, 'rejected');
+    const message = `Rejected by an administrator: ${reason}`;
+    const n = await this.db('translation_jobs')
+      .where({ id, status: 'pending_approval' })
+      .whereNull('approved_at')
+      .update({
+        status: 'failed',
+        failure_step: 'pending_approval',
+        failure_reason: message,
+        rejection_reason: reason,
+        status_changed_at: this.db.fn.now(),
+        date_modified: this.db.fn.now(),
+        logs: this.logEntry('pending_approval', `Rejected (${by}): ${reason}`),
+      });
+    if (n === 0) throw this.notPending('changed meanwhile', 'rejected');
+    try {
+      await this.signal(job.workflow_id, REJECT_SIGNAL, { reason, by });
+    } catch (err) {
+      await this.db('translation_jobs').where({ id }).update({ status: 'pending_approval', failure_step: null, failure_reason: null, rejection_reason: null });
+      throw err;
+    }
+  }
+
+  /** Approves every pending, not yet approved job matching the filters. */
+  async approveMany(filter: { locale?: string; slug?: string; type?: string; version?: string }, by: string): Promise<{ approved: number[]; failed: { id: number; error: string }[] }> {
+    const where: Record<string, string> = {};
+    for (const k of ['locale', 'slug', 'type', 'version'] as const) if (filter[k] !== undefined) where[k] = filter[k]!;
+    const rows: { id: number; workflow_id: string }[] = await this.db('translation_jobs')
+      .where({ ...where, status: 'pending_approval' })
+      .whereNull('approved_at')
+      .update({ approved_at: this.db.fn.now(), approved_by: by, date_modified: this.db.fn.now(), logs: this.logEntry('pending_approval', `Approved in bulk (${by}).`) })
+      .returning(['id', 'workflow_id']);
+    const approved: number[] = [];
+    const failed: { id: number; error: string }[] = [];
+    // A few signals at a time.
+    for (let i = 0; i < rows.length; i += 10) {
+      await Promise.all(
+        rows.slice(i, i + 10).map(async (r) => {
+          try {
+            await this.signal(r.workflow_id, APPROVE_SIGNAL, { by });
+            approved.push(Number(r.id));
+          } catch (err) {
+            await this.db('translation_jobs').where({ id: r.id }).update({ approved_at: null, approved_by: null });
+            failed.push({ id: Number(r.id), error: (err as Error).message });
+          }
+        }),
+      );
+    }
+    return { approved: approved.sort((a, b) => a - b), failed };
+  }
+
+  /** Whether the job's workflow is running (null: there is no such workflow). */
+  private async workflowRunning(workflowId: string): Promise<string | null> {
+    if (!this.temporal) throw temporalUnavailable('Temporal is not configured.');
+    const t = this.temporal;
+    try {
+      const d = await t.connection.withDeadline(Date.now() + 5_000, () => t.client.workflow.getHandle(workflowId).describe());
+      return d.status.name;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return null;
+      throw temporalUnavailable((err as Error).message);
+    }
+  }
+
+  /**
+   * Starts a failed job again from the step it failed in. A job shown in progress whose
+   * workflow no longer runs (terminated by an operator, history lost) is restarted from its
+   * current step the same way; one whose workflow runs is refused.
+   */
+  async retry(id: number): Promise<void> {
+    const job = await this.requireJob(id);
+    let from: PipelineStep;
+    let note: string;
+    if (job.status === 'failed') {
+      from = job.failure_step ?? 'importing';
+      note = `Retry from ${from}.`;
+    } else if (IN_FLIGHT.includes(job.status)) {
+      const state = await this.workflowRunning(job.workflow_id);
+      if (state === 'RUNNING') {
+        throw conflict('wu_rest_translation_job_not_failed', `Only a failed job can be retried; this one is ${job.status} and its workflow is running.`, { job_status: job.status });
+      }
+      from = job.status as PipelineStep;
+      note = `Restarted from ${from}: its workflow was ${state === null ? 'not found' : state.toLowerCase()}.`;
+    } else {
+      throw conflict('wu_rest_translation_job_not_failed', `Only a failed job can be retried; this one is ${job.status}.`, { job_status: job.status });
+    }
+    const n = await this.db('translation_jobs')
+      .where({ id, status: job.status })
+      .update({
+        status: from,
+        failure_step: null,
+        failure_reason: null,
+        ...(from === 'pending_approval' ? { rejection_reason: null, approved_at: null, approved_by: null } : {}),
+        status_changed_at: this.db.fn.now(),
+        date_modified: this.db.fn.now(),
+        logs: this.logEntry(from, note),
+      });
+    if (n === 0) throw conflict('wu_rest_translation_job_not_failed', 'The job changed meanwhile; try again.');
+    try {
+      // The failed run has finished (or is finishing): a retry replaces it.
+      await this.startWorkflow(id, job, from, WorkflowIdConflictPolicy.TERMINATE_EXISTING);
+    } catch (err) {
+      await this.db('translation_jobs')
+        .where({ id })
+        .update({ status: job.status, failure_step: job.failure_step, failure_reason: job.status === 'failed' ? 'Retry could not be started: the workflow service is unreachable.' : null });
+      throw err;
+    }
+  }
+
+  // ---- downloads ---------------------------------------------------------------------------
+
+  /** The stored zip of a ready package, or null. */
+  async packageFile(p: { type: string; slug: string; version: string; locale: string }): Promise<{ file: string; size: number; sha256: string } | null> {
+    const row = await this.db('translation_jobs').where({ ...p, status: 'ready' }).whereNotNull('package_path').first('package_path', 'package_size', 'package_sha256');
+    if (!row) return null;
+    const file = path.join(packagesDir(this.config.DATA_DIR), row.package_path);
+    if (!fs.existsSync(file)) return null;
+    return { file, size: Number(row.package_size), sha256: row.package_sha256 };
+  }
+}
+
+/** One batch item: the status of a valid package or its own error (index = its position). */
+export function parseBatchItem(raw: unknown, index: number): CheckInput | BatchError {
+  let params: Record<string, string>;
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+    params = { [`packages.${index}`]: `packages.${index} must be an object with slug, type and locale.` };
+  } else {
+    const parsed = checkSchema.safeParse(raw);
+    if (parsed.success) return parsed.data;
+    params = zodParams(parsed.error, raw, `packages.${index}`);
+  }
+  const names = Object.keys(params);
+  return { index, error: { code: 'wu_rest_invalid_parameter', message: `Invalid parameter(s): ${names.join(', ')}`, data: { status: 400, params } } };
+}

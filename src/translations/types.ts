@@ -1,0 +1,57 @@
+/** Shared by the routes, the activities and the workflow (types and pure helpers only). */
+
+export const PACKAGE_TYPES = ['plugin', 'theme'] as const;
+export type PackageType = (typeof PACKAGE_TYPES)[number];
+
+/** The states a job row can be in (the contract's `missing` is the absence of a job). */
+export const JOB_STATUSES = ['importing', 'pending_approval', 'processing', 'packaging', 'ready', 'failed'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+export const PACKAGE_STATUSES = ['missing', ...JOB_STATUSES] as const;
+
+/** Steps of the pipeline, in order; a failed job remembers the step it failed in. */
+export const PIPELINE_STEPS = ['importing', 'pending_approval', 'processing', 'packaging'] as const;
+export type PipelineStep = (typeof PIPELINE_STEPS)[number];
+
+/** What a failed step means for an operator: the contract's validation, translation or packaging. */
+export const FAILURE_KIND: Record<PipelineStep, string> = {
+  importing: 'validation',
+  pending_approval: 'rejected',
+  processing: 'translation',
+  packaging: 'packaging',
+};
+
+export const SOURCES = ['none', 'human', 'ai', 'mixed'] as const;
+
+/** Where the translations came from: human, ai, mixed, or none yet. */
+export function sourceLabel(human: number, ai: number): (typeof SOURCES)[number] {
+  if (human > 0 && ai > 0) return 'mixed';
+  if (ai > 0) return 'ai';
+  if (human > 0) return 'human';
+  return 'none';
+}
+
+export interface PipelineInput {
+  jobId: number;
+  slug: string;
+  type: PackageType;
+  version: string;
+  locale: string;
+  /** Where a retry starts (default: the beginning). */
+  fromStep?: PipelineStep;
+  /** Tries of one AI batch before the job fails (TRANSLATION_AI_MAX_TRIES). */
+  aiMaxTries: number;
+}
+
+export interface PipelineResult {
+  status: 'ready' | 'failed';
+  step?: PipelineStep;
+  reason?: string;
+}
+
+/** Workflow id of a package's pipeline (one per slug + type + version + locale). */
+export function pipelineWorkflowId(slug: string, type: string, version: string, locale: string): string {
+  return `translation-${slug}-${type}-${version}-${locale}`;
+}
+
+export const APPROVE_SIGNAL = 'translationApprove';
+export const REJECT_SIGNAL = 'translationReject';
