@@ -1,5 +1,6 @@
 import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
+import { createChatActivities } from './chat';
 import { createDomainActivities } from './domains';
 import { createRegisterActivities } from './register';
 
@@ -23,6 +24,7 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
       tlsCaFile: config.DOMAIN_TLS_CA_FILE,
     }),
     ...createRegisterActivities({ db }),
+    ...createChatActivities({ db }),
     // For the bench-only benchNoop workflow (bench/register.ts): does nothing.
     benchNoopActivity: async () => undefined,
   };

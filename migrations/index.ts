@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import * as m20261125000001 from './20261125000001_foundation';
 import * as m20261125000002 from './20261125000002_catalogue_and_estate';
 import * as m20261125000003 from './20261125000003_registrations';
+import * as m20261126000003 from './20261126000003_chat';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -11,6 +12,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261125000001_foundation': m20261125000001,
   '20261125000002_catalogue_and_estate': m20261125000002,
   '20261125000003_registrations': m20261125000003,
+  '20261126000003_chat': m20261126000003,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

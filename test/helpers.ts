@@ -83,6 +83,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     http: request(app),
     contract,
     async close() {
+      await app.locals.chat.close();
       await temporal.connection.close();
       await db.destroy();
       const a = new pg.Client({ connectionString: adminUrl });

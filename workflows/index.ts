@@ -6,3 +6,4 @@
 export { domainCheck } from './domainCheck';
 export { register } from './register';
 export { benchNoop } from './benchNoop';
+export { chatFollowUp } from './chatFollowUp';
