@@ -489,7 +489,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
       if (!(await agents.get(target))) throw invalidParams({ agent_id: 'agent_id is not an existing agent.' });
       await agents.setPresence(target, input.presence);
     }
-    if (input.business_hours) await availability.setHours(input.business_hours);
+    if (input.business_hours) await availability.setHours(input.business_hours as Parameters<Availability['setHours']>[0]);
     res.json(await agentAvailability());
   });
 
