@@ -90,7 +90,7 @@ export const businessHoursSchema = z
     enabled: z.boolean().optional(),
     timezone: z.string().refine(validTimeZone, { message: 'is not a valid IANA time zone, e.g. Europe/Paris.' }).optional(),
     schedule: z
-      .record(z.enum(DAYS), z.array(z.array(hhmm).length(2).refine(([a, b]) => a < b, { message: 'must end after it starts.' })).max(10))
+      .partialRecord(z.enum(DAYS), z.array(z.array(hhmm).length(2).refine(([a, b]) => a < b, { message: 'must end after it starts.' })).max(10))
       .optional()
       .describe('Per weekday (sun..sat): open intervals [["09:00","17:00"]] in the time zone.'),
     holidays: z.array(z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'is not a date YYYY-MM-DD')).max(366).optional(),
