@@ -37,7 +37,7 @@ export interface TestContext {
 export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
   const adminUrl = process.env.HF_TEST_ADMIN_DB_URL!;
   const template = process.env.HF_TEST_TEMPLATE_DB!;
-  const name = `hf_test_${crypto.randomBytes(6).toString('hex')}`;
+  const name = `hft_${process.env.HF_TEST_RUN_ID ?? '0'}_${crypto.randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   for (let attempt = 0; ; attempt++) {
