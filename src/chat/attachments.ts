@@ -162,7 +162,7 @@ export function readMultipart(req: Request, maxBytes: number): Promise<UploadedF
     }
     let bb: busboy.Busboy;
     try {
-      bb = busboy({ headers: req.headers, limits: { fileSize: maxBytes, files: 1, fields: 5, fieldSize: 10_000, parts: 10 } });
+      bb = busboy({ headers: req.headers, limits: { fileSize: maxBytes + 1, files: 1, fields: 5, fieldSize: 10_000, parts: 10 } });
     } catch {
       reject(invalidParams({ file: 'The multipart body could not be read.' }));
       return;
@@ -198,8 +198,10 @@ export function readMultipart(req: Request, maxBytes: number): Promise<UploadedF
       if (failed) return;
       const f = file as { name: string; chunks: Buffer[]; truncated: boolean } | null;
       if (!f) return fail(invalidParams({ file: 'file is required (a multipart field named "file").' }));
-      if (f.truncated) return fail(tooLarge());
-      resolve({ name: f.name, bytes: Buffer.concat(f.chunks), caption });
+      const bytes = Buffer.concat(f.chunks);
+      // busboy stops one byte past the limit: anything above it is refused.
+      if (f.truncated || bytes.length > maxBytes) return fail(tooLarge());
+      resolve({ name: f.name, bytes, caption });
     });
     req.pipe(bb);
   });
