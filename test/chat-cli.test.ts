@@ -2,8 +2,11 @@ import { runCli } from '../src/cli';
 import { createTestContext, type TestContext } from './helpers';
 import { bearer, CHAT, expectError, uniqueEmail } from './chat-helpers';
 
-/** `npm run cli -- agents ...` and `chat identity-hash`: the same stores as the admin routes. */
-describe('support chat CLI', () => {
+/**
+ * `npm run cli -- agents ...` and `chat identity-hash` (the same stores as the admin routes),
+ * and the throttling of failed chat authentications (default limit: 10 per address).
+ */
+describe('support chat CLI and throttling', () => {
   let ctx: TestContext;
   beforeAll(async () => {
     ctx = await createTestContext();
@@ -45,5 +48,19 @@ describe('support chat CLI', () => {
     const session = await ctx.http.post(`${CHAT}/chat/sessions`).send({ customer_id: res.body.id, customer_hash: hash, realtime: false });
     expect(session.status).toBe(201);
     expect(session.body.session.customer_id).toBe(res.body.id);
+  });
+
+  test('repeated wrong chat tokens from one address: 401 up to AUTH_FAILURE_LIMIT, then 429 with Retry-After; a right token still works', async () => {
+    const token = /(hfa_\d+_\S+)$/.exec(await cli('agents', 'create', 'Throttle', uniqueEmail('thr')))![1];
+    const wrong = `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;
+    // The earlier tests of this file already failed twice from this address.
+    const statuses: number[] = [];
+    for (let i = 0; i <= ctx.config.AUTH_FAILURE_LIMIT; i++) statuses.push((await ctx.http.get(`${CHAT}/chat/agent/agents`).set(bearer(wrong))).status);
+    expect(statuses.slice(0, ctx.config.AUTH_FAILURE_LIMIT - 2)).toEqual(Array(ctx.config.AUTH_FAILURE_LIMIT - 2).fill(401));
+    expect(statuses[statuses.length - 1]).toBe(429);
+    const limited = await ctx.http.get(`${CHAT}/chat/agent/agents`).set(bearer(wrong));
+    expectError(limited, 429, 'rest_too_many_auth_failures');
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await ctx.http.get(`${CHAT}/chat/agent/agents`).set(bearer(token))).status).toBe(200);
   });
 });

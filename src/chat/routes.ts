@@ -117,7 +117,8 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
       return messageRecord(m, (await sessions.attachmentsOf([m])).get(Number(m.attachment_id)), base);
     },
   });
-  realtime.start();
+  // The LISTEN connection starts when a server is attached (startHttp) or on ready(): an app
+  // serving no WebSocket has no realtime channel, and its sessions fall back to tickets.
   const availability = new Availability(db, () => realtime.available(), config.CHAT_POLL_INTERVAL_SECONDS);
   documentChat(registry, namespace);
 
@@ -328,14 +329,17 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     const thumb = variant === 'thumbnail';
     const storageName: string | null = thumb ? att.thumbnail_storage_name : att.storage_name;
     if (!storageName) throw new ApiError(404, 'chat_attachment_no_thumbnail', 'This attachment has no thumbnail.');
-    let stream: fs.ReadStream;
+    let handle: fs.promises.FileHandle;
     try {
-      const p = storage.pathOf(storageName);
-      await fs.promises.access(p);
-      stream = fs.createReadStream(p);
+      handle = await fs.promises.open(storage.pathOf(storageName), 'r');
     } catch {
       throw new ApiError(404, 'chat_attachment_missing', 'The file of this attachment is missing.');
     }
+    const stream = handle.createReadStream();
+    stream.on('error', (err) => {
+      req.log.warn({ err, attachment_id: id }, 'attachment read failed');
+      res.destroy(err);
+    });
     const filename = thumb ? `thumbnail-${att.name.replace(/\.[^.]*$/, '')}.png` : att.name;
     const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
     res.setHeader('Content-Type', thumb ? 'image/png' : att.mime_type === 'text/plain' ? 'text/plain; charset=utf-8' : att.mime_type);
