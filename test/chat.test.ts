@@ -556,6 +556,16 @@ describe('support chat', () => {
     });
   });
 
+  test('the namespace index lists the chat routes, as WordPress does per namespace; the REST index lists the namespace', async () => {
+    const idx = await ctx.http.get(CHAT);
+    expect(idx.status).toBe(200);
+    expect(idx.body.namespace).toBe('ultimate-multisite-support-tickets/v1');
+    expect(idx.body.routes['/ultimate-multisite-support-tickets/v1/chat/sessions/(?P<session_id>[\\d]+)/messages'].methods.sort()).toEqual(['GET', 'POST']);
+    expect(idx.body.realtime.path).toBe(`${CHAT}/chat/realtime`);
+    const rest = await ctx.http.get('/wp-json/');
+    expect(rest.body.namespaces).toContain('ultimate-multisite-support-tickets/v1');
+  });
+
   describe('CORS', () => {
     test('preflight from an allowed origin: 204 with the allowed methods and headers; other origins get no CORS headers', async () => {
       const pre = await ctx.http

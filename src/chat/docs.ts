@@ -39,6 +39,12 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   const ok = (description: string, schema: Record<string, unknown>, headers?: OperationDoc['responses'][number]['headers']) => ({ description, schema, ...(headers ? { headers } : {}) });
   const obj = (properties: Record<string, unknown>, required = Object.keys(properties)) => ({ type: 'object', required, properties, additionalProperties: false });
 
+  op('GET', '/', 'public', {
+    summary: 'Namespace index: the routes of the chat namespace and the WebSocket path',
+    responses: {
+      200: ok('The namespace, its routes and the realtime path.', obj({ namespace: { type: 'string' }, routes: { type: 'object', additionalProperties: true }, realtime: obj({ path: { type: 'string' } }) })),
+    },
+  });
   op('GET', '/chat/availability', 'public', {
     summary: 'Whether support is online now (agents present, business hours, holidays), why not, and the expected wait',
     description: 'Used before showing an online launcher. offline reasons: outside_business_hours, holiday, no_agent_online.',

@@ -175,6 +175,12 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.use(chatAuth(db, settings, new AuthFailureLimiter(config.AUTH_FAILURE_LIMIT, config.AUTH_FAILURE_WINDOW_SECONDS * 1000)));
 
   // ---- public ---------------------------------------------------------------------------
+  // The namespace index, as WordPress serves one per namespace.
+  router.get('/', (_req, res) => {
+    const routes = Object.fromEntries(registry.routes.filter((r) => r.namespace === namespace).map((r) => [r.path, { namespace, methods: r.methods }]));
+    res.json({ namespace, routes, realtime: { path: realtimePath } });
+  });
+
   router.get('/chat/availability', async (_req, res) => {
     res.json(await availability.status());
   });
