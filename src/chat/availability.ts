@@ -46,12 +46,12 @@ export function localTime(now: Date, tz: string): { day: Day; date: string; minu
 
 const toMinutes = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
 
-/** Whether the business is open at `now`: null when hours are not enforced. */
+/** Whether the business is open at `now` (always, when the hours are not enforced). Intervals are [from, to). */
 export function hoursState(hours: BusinessHours, now: Date): { open: boolean; reason?: 'holiday' | 'outside_business_hours' } {
   if (!hours.enabled) return { open: true };
   const local = localTime(now, hours.timezone);
   if (hours.holidays.includes(local.date)) return { open: false, reason: 'holiday' };
-  const open = (hours.schedule[local.day] ?? []).some(([from, to]) => local.minutes >= toMinutes(from) && local.minutes < toMinutes(to === '24:00' ? '24:00' : to));
+  const open = (hours.schedule[local.day] ?? []).some(([from, to]) => local.minutes >= toMinutes(from) && local.minutes < toMinutes(to));
   return open ? { open: true } : { open: false, reason: 'outside_business_hours' };
 }
 
