@@ -1,10 +1,12 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import WebSocket from 'ws';
 import { createApp, type AppWithRegistry } from '../src/http/app';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { createTestContext, type TestContext } from './helpers';
+import { API_KEY, API_SECRET, createTestContext, type TestContext } from './helpers';
 import { bearer, CHAT, makeAgent, makeSession } from './chat-helpers';
 import { waitFor, workflowStatus } from './estate-helpers';
 
@@ -122,6 +124,42 @@ describe('support chat: realtime and follow-up', () => {
     expect(ctx.app.locals.chat.realtime.connections(s.id)).toBe(0);
   });
 
+  test('with a second API process: a message posted to this process reaches a socket on the other, and back', async () => {
+    const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'fixtures', 'chat-api.ts')], {
+      cwd: path.resolve(__dirname, '..'),
+      env: { ...process.env, DATABASE_URL: ctx.dbUrl, PORT: '0', HOST: '127.0.0.1', WU_API_KEY: API_KEY, WU_API_SECRET: API_SECRET, LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let out = '';
+      child.stdout!.on('data', (d) => (out += String(d)));
+      child.stderr!.on('data', (d) => (out += String(d)));
+      await waitFor(async () => out, (o) => /api ready \d+/.test(o) || child.exitCode !== null, 60_000);
+      const childPort = Number(/api ready (\d+)/.exec(out)?.[1]);
+      expect(childPort).toBeGreaterThan(0);
+      const s = await makeSession(ctx);
+      // The customer's socket is on the other process; the agent posts here.
+      const onChild = await connect(wsUrl(s.body.realtime, childPort));
+      const sent = Date.now();
+      await ctx.http.post(`${CHAT}/chat/sessions/${s.id}/messages`).set(bearer(agent.token)).send({ body: 'From process one' });
+      const got = await onChild.next((d) => d.type === 'message' && d.message.body === 'From process one');
+      expect(got.at - sent).toBeLessThan(1000);
+      // The customer posts through the other process; the agent's socket is here.
+      const agentTok = (await ctx.http.post(`${CHAT}/chat/sessions/${s.id}/token`).set(bearer(agent.token)).send({})).body.realtime;
+      const here = await connect(wsUrl(agentTok));
+      const res = await fetch(`http://127.0.0.1:${childPort}${CHAT}/chat/sessions/${s.id}/messages`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${s.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ body: 'From process two' }),
+      });
+      expect(res.status).toBe(201);
+      await here.next((d) => d.type === 'message' && d.message.body === 'From process two');
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+    }
+  });
+
   test('a large message travels as a reference and is loaded by the receiving process', async () => {
     const s = await makeSession(ctx);
     const client = await connect(wsUrl(s.body.realtime));
@@ -132,15 +170,21 @@ describe('support chat: realtime and follow-up', () => {
   });
 
   test('when the LISTEN connection drops, the channel is unavailable: new sessions get a ticket, polling works; it reconnects by itself', async () => {
-    await ctx.db.raw("select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'hostflow-chat-listen' and datname = current_database()");
-    await waitFor(async () => ctx.app.locals.chat.realtime.available(), (v) => v === false, 5000);
-    // The other instance of the previous test reconnects too; this app is the one serving ctx.http.
-    const res = await ctx.http.post(`${CHAT}/chat/sessions`).send({ customer_name: 'Unlucky', message: 'Hello?' });
-    if (ctx.app.locals.chat.realtime.available()) return; // reconnected already: nothing to check (rare)
-    expect(res.body.session).toMatchObject({ fallback_reason: 'realtime_unavailable', ticket_id: expect.any(Number) });
-    const poll = await ctx.http.get(`${CHAT}/chat/sessions/${res.body.session.id}/messages`).set(bearer(res.body.token));
-    expect(poll.body.messages.map((m: any) => m.sender_type)).toEqual(['customer', 'system']);
-    expect(await ctx.app.locals.chat.realtime.ready(10_000)).toBe(true);
+    const rt = ctx.app.locals.chat.realtime;
+    rt.retryMs = 2000; // room to look at the unavailable state before the reconnect
+    try {
+      await ctx.db.raw("select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'hostflow-chat-listen' and datname = current_database()");
+      await waitFor(async () => rt.available(), (v) => v === false, 5000);
+      expect(rt.available()).toBe(false);
+      expect((await ctx.http.get(`${CHAT}/chat/availability`)).body.realtime_available).toBe(false);
+      const res = await ctx.http.post(`${CHAT}/chat/sessions`).send({ customer_name: 'Unlucky', message: 'Hello?' });
+      expect(res.body.session).toMatchObject({ fallback_reason: 'realtime_unavailable', ticket_id: expect.any(Number) });
+      const poll = await ctx.http.get(`${CHAT}/chat/sessions/${res.body.session.id}/messages`).set(bearer(res.body.token));
+      expect(poll.body.messages.map((m: any) => m.sender_type)).toEqual(['customer', 'system']);
+    } finally {
+      rt.retryMs = 1000;
+    }
+    expect(await rt.ready(10_000)).toBe(true);
     expect((await ctx.http.get(`${CHAT}/chat/availability`)).body.realtime_available).toBe(true);
   });
 

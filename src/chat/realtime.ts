@@ -38,6 +38,8 @@ export class ChatRealtime {
   private closing = false;
   private retry: NodeJS.Timeout | null = null;
   private started = false;
+  /** Wait before reconnecting a dropped LISTEN connection. */
+  retryMs = 1000;
 
   constructor(
     private readonly opts: {
@@ -71,7 +73,7 @@ export class ChatRealtime {
       client.end().catch(() => undefined);
       if (this.closing) return;
       if (err) logger.warn({ err: err.message }, 'chat realtime listener down; retrying');
-      this.retry = setTimeout(() => void this.connect(), 1000);
+      this.retry = setTimeout(() => void this.connect(), this.retryMs);
       this.retry.unref();
     };
     client.on('error', down);
