@@ -24,11 +24,12 @@ export async function makeAgent(ctx: TestContext, opts: { name?: string; admin?:
   return agent;
 }
 
-/** A session created anonymously, as the widget does. */
-export async function makeSession(ctx: TestContext, body: Record<string, unknown> = {}): Promise<{ id: number; token: string; body: any }> {
+/** A session created anonymously, as the widget does; `workflowId` is its follow-up (agents see it). */
+export async function makeSession(ctx: TestContext, body: Record<string, unknown> = {}): Promise<{ id: number; token: string; body: any; workflowId: string | null }> {
   const res = await ctx.http.post(`${CHAT}/chat/sessions`).send({ customer_name: 'Ada Lovelace', customer_email: 'ada@example.com', page_url: 'https://shop.example.com/pricing', ...body });
   if (res.status !== 201) throw new Error(`session: ${res.status} ${JSON.stringify(res.body)}`);
-  return { id: res.body.session.id, token: res.body.token, body: res.body };
+  const row = await ctx.db('chat_sessions').where({ id: res.body.session.id }).first('follow_up_workflow_id');
+  return { id: res.body.session.id, token: res.body.token, body: res.body, workflowId: row.follow_up_workflow_id };
 }
 
 /** Expects the contract's error shape with the status and code. */

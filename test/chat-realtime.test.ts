@@ -208,7 +208,7 @@ describe('support chat: realtime and follow-up', () => {
   test('waiting longer than CHAT_WAIT_BEFORE_TICKET_SECONDS without an agent: the workflow turns the session into a ticket and tells the client', async () => {
     const s = await makeSession(ctx, { customer_name: 'Patient Pat', message: 'Anyone?' });
     const client = await connect(wsUrl(s.body.realtime));
-    const workflowId = s.body.session.follow_up_workflow_id as string;
+    const workflowId = s.workflowId! as string;
     const result = await ctx.temporal.client.workflow.getHandle(workflowId).result();
     expect(result).toEqual({ outcome: 'ticket', ticketId: expect.any(Number) });
     const session = (await ctx.http.get(`${CHAT}/chat/sessions/${s.id}`).set(bearer(s.token))).body;
@@ -228,7 +228,7 @@ describe('support chat: realtime and follow-up', () => {
   test('an agent taking the session in time stops the follow-up (signal): no ticket', async () => {
     const s = await makeSession(ctx);
     await ctx.http.post(`${CHAT}/chat/sessions/${s.id}/assign`).set(bearer(agent.token)).send({});
-    const result = await ctx.temporal.client.workflow.getHandle(s.body.session.follow_up_workflow_id).result();
+    const result = await ctx.temporal.client.workflow.getHandle(s.workflowId!).result();
     expect(result).toEqual({ outcome: 'assigned', ticketId: null });
     await new Promise((r) => setTimeout(r, 500));
     expect((await ctx.db('chat_sessions').where({ id: s.id }).first()).ticket_id).toBeNull();
@@ -237,14 +237,14 @@ describe('support chat: realtime and follow-up', () => {
   test('a customer closing the session stops the follow-up too', async () => {
     const s = await makeSession(ctx);
     await ctx.http.post(`${CHAT}/chat/sessions/${s.id}/status`).set(bearer(s.token)).send({ status: 'closed' });
-    expect(await ctx.temporal.client.workflow.getHandle(s.body.session.follow_up_workflow_id).result()).toEqual({ outcome: 'closed', ticketId: null });
+    expect(await ctx.temporal.client.workflow.getHandle(s.workflowId!).result()).toEqual({ outcome: 'closed', ticketId: null });
   });
 
   test('the follow-up survives a worker restart: the wait runs out while no worker runs, the next worker converts the session', async () => {
     await worker!.shutdown();
     worker = null;
     const s = await makeSession(ctx, { message: 'During the outage' });
-    const workflowId = s.body.session.follow_up_workflow_id as string;
+    const workflowId = s.workflowId! as string;
     await new Promise((r) => setTimeout(r, 3000));
     expect(await workflowStatus(ctx, workflowId)).toBe('RUNNING');
     expect((await ctx.db('chat_sessions').where({ id: s.id }).first()).ticket_id).toBeNull();
@@ -260,6 +260,7 @@ describe('support chat: realtime and follow-up', () => {
     expect(await noTemporal.locals.chat.realtime.ready()).toBe(true);
     const res = await request(noTemporal).post(`${CHAT}/chat/sessions`).send({ customer_name: 'No Temporal', message: 'Hi' });
     expect(res.status).toBe(201);
-    expect(res.body.session).toMatchObject({ fallback_reason: 'follow_up_unavailable', ticket_id: expect.any(Number), follow_up_workflow_id: null });
+    expect(res.body.session).toMatchObject({ fallback_reason: 'follow_up_unavailable', ticket_id: expect.any(Number) });
+    expect((await ctx.db('chat_sessions').where({ id: res.body.session.id }).first()).follow_up_workflow_id).toBeNull();
   });
 });

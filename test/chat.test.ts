@@ -177,12 +177,18 @@ describe('support chat', () => {
         customer_name: 'Ada Lovelace',
         customer_email: 'ada@example.com',
         context: { page_url: 'https://shop.example.com/pricing', page_title: 'Pricing', locale: 'en_GB', referrer: null },
-        metadata: { plan: 'pro' },
         assigned_agent_id: null,
         ticket_id: null,
         fallback_reason: null,
       });
-      expect(res.body.session.follow_up_workflow_id).toMatch(new RegExp(`^chat-follow-up-${res.body.session.id}-[a-f0-9]{8}$`));
+      // Agents see the metadata and the follow-up workflow; the customer does not.
+      expect(res.body.session.metadata).toBeUndefined();
+      expect(res.body.session.follow_up_workflow_id).toBeUndefined();
+      const asAgent = (await ctx.http.get(`${CHAT}/chat/sessions/${res.body.session.id}`).set(bearer(agent.token))).body;
+      expect(asAgent.metadata).toEqual({ plan: 'pro' });
+      expect(asAgent.follow_up_workflow_id).toMatch(new RegExp(`^chat-follow-up-${res.body.session.id}-[a-f0-9]{8}$`));
+      const asCustomer = (await ctx.http.get(`${CHAT}/chat/sessions/${res.body.session.id}`).set(bearer(res.body.token))).body;
+      expect(asCustomer).toEqual({ ...asAgent, metadata: undefined, follow_up_workflow_id: undefined });
       expect(res.body.token).toMatch(new RegExp(`^hfc_${res.body.session.id}_`));
       expect(res.body.realtime.url).toMatch(/^ws:\/\/.*\/wp-json\/ultimate-multisite-support-tickets\/v1\/chat\/realtime\?token=/);
       expect(res.body.poll_interval_seconds).toBe(15);
@@ -504,7 +510,7 @@ describe('support chat', () => {
         const session = res.body.session;
         expect(session.fallback_reason).toBe('offline');
         expect(session.ticket_id).toEqual(expect.any(Number));
-        expect(session.follow_up_workflow_id).toBeNull();
+        expect((await ctx.db('chat_sessions').where({ id: session.id }).first()).follow_up_workflow_id).toBeNull();
         expect(res.body.availability).toMatchObject({ online: false, reason: 'no_agent_online' });
         expect(res.body.messages.map((m: any) => m.sender_type)).toEqual(['customer', 'system']);
         expect(res.body.messages[1].body).toContain(`ticket #${session.ticket_id}`);

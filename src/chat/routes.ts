@@ -23,7 +23,7 @@ import { ChatFollowUps } from './followup';
 import { ChatRealtime } from './realtime';
 import { chatReport } from './reports';
 import * as S from './schemas';
-import { assertOpen, attachmentRecord, insertMessage, lockSession, messageRecord, sessionListSpec, sessionRecord, SessionStore, type MessageRow, type SessionRow } from './sessions';
+import { assertOpen, attachmentRecord, insertMessage, lockSession, messageRecord, sessionListSpec, sessionRecord, SessionStore, sessionView, type MessageRow, type SessionRow } from './sessions';
 import { createTicketForSession, ticketDetail, type FallbackReason } from './tickets';
 import { ChatSecret } from './tokens';
 
@@ -211,7 +211,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
       }
     }
     res.status(201).json({
-      session: sessionRecord(session),
+      session: sessionView(session, caller),
       token: created.token,
       token_expires_at: session.token_expires_at.toISOString(),
       realtime: await realtimeFor(req, Number(session.id), { kind: 'customer', sessionId: Number(session.id) }),
@@ -222,8 +222,8 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   });
 
   router.get('/chat/sessions/:session_id', async (req, res) => {
-    requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
-    res.json(sessionRecord(await sessions.get(idParam(req.params.session_id, 'chat_session'))));
+    const caller = requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
+    res.json(sessionView(await sessions.get(idParam(req.params.session_id, 'chat_session')), caller));
   });
 
   const messagesQuery = z
@@ -357,12 +357,12 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   });
 
   router.post('/chat/sessions/:session_id/context', async (req, res) => {
-    requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
+    const caller = requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
     const id = idParam(req.params.session_id, 'chat_session');
     const input = parseOrThrow(S.contextSchema, jsonBody(req));
     const s = await sessions.updateContext(id, input);
     void publishSession(s);
-    res.json(sessionRecord(s));
+    res.json(sessionView(s, caller));
   });
 
   router.post('/chat/sessions/:session_id/token', async (req, res) => {
@@ -388,7 +388,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     const r = await sessions.setStatus(id, input.status);
     if (input.status !== 'active') await followUps.signal(r.session.follow_up_workflow_id, 'closed');
     void publishSession(r.session);
-    res.json(sessionRecord(r.session));
+    res.json(sessionView(r.session, caller));
   });
 
   router.post('/chat/sessions/:session_id/satisfaction', async (req, res) => {

@@ -138,7 +138,7 @@ const obj = (properties: Record<string, unknown>, extra: Record<string, unknown>
   ...extra,
 });
 
-export const sessionJson = obj({
+const sessionProperties = {
   id: { type: 'integer' },
   status: { enum: ['waiting', 'assigned', 'active', 'resolved', 'closed'] },
   customer_id: intOrNull,
@@ -158,7 +158,12 @@ export const sessionJson = obj({
   last_message_at: isoOrNull,
   date_created: iso,
   date_modified: iso,
-});
+};
+export const sessionJson = {
+  ...obj(sessionProperties),
+  required: Object.keys(sessionProperties).filter((k) => k !== 'metadata' && k !== 'follow_up_workflow_id'),
+  description: 'A chat session. metadata and follow_up_workflow_id are shown to agents only.',
+};
 
 export const attachmentJson = obj({
   id: { type: 'integer' },

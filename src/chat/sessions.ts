@@ -93,6 +93,17 @@ export function sessionRecord(s: SessionRow) {
 }
 export type SessionRecord = ReturnType<typeof sessionRecord>;
 
+/**
+ * What a caller sees of a session: agents everything; customers (and anonymous callers creating
+ * one) not the metadata agents keep on it, nor the follow-up workflow id.
+ */
+export function sessionView(s: SessionRow, caller: { kind: string }) {
+  const record = sessionRecord(s);
+  if (caller.kind === 'agent') return record;
+  const { metadata: _metadata, follow_up_workflow_id: _workflow, ...customerView } = record;
+  return customerView;
+}
+
 export function attachmentRecord(a: AttachmentRow, chatBase: string) {
   const download = `${chatBase}/chat/attachments/${a.id}/download`;
   return {
