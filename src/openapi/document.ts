@@ -76,6 +76,7 @@ export function buildOpenApiDocument(registry: RouteRegistry, opts: { serverUrl?
       description:
         'JSON REST API of the hostflow multi-site hosting and billing platform (namespace wu/v2, compatible with the original platform). ' +
         'Authenticate with HTTP Basic (API key as user name, API secret as password) or the api_key/api_secret query parameters. ' +
+        'The support chat namespace ({product}-support-tickets/v1) also takes Bearer session and agent tokens; each of its operations says which callers it accepts. ' +
         'Every error is {code, message, data:{status, ...}}.',
       contact: { name: 'hostflow' },
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
