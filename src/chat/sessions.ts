@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
-import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors';
+import { conflict, invalidParams, notFoundItem } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import { isoDate } from '../http/validation';
 import { appendToTicket, copyTranscript, createTicketForSession, type FallbackReason, type TicketPriority } from './tickets';
@@ -444,4 +444,3 @@ export class SessionStore {
   }
 }
 
-export { ApiError };
