@@ -1,5 +1,6 @@
 import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
+import { createChatActivities } from './chat';
 import { createDomainActivities } from './domains';
 import { createRegisterActivities } from './register';
 import { createTenantActivities } from './tenants';
@@ -27,6 +28,7 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
     ...createRegisterActivities({ db }),
     ...createTenantActivities({ db, config }),
     ...createTranslationActivities({ db, config }),
+    ...createChatActivities({ db }),
     // For the bench-only benchNoop workflow (bench/register.ts): does nothing.
     benchNoopActivity: async () => undefined,
   };

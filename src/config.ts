@@ -98,6 +98,28 @@ const schema = z.object({
   TRANSLATION_AI_MAX_TRIES: z.coerce.number().int().min(1).max(10).default(3),
   TRANSLATION_AI_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(120),
   TRANSLATION_FETCH_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
+
+  // Support chat ({REST_PREFIX}/{CHAT_PRODUCT}-support-tickets/v1).
+  CHAT_PRODUCT: z
+    .string()
+    .regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'must be a lower-case slug, e.g. ultimate-multisite')
+    .default('ultimate-multisite'),
+  /** Comma-separated origins allowed to call the chat routes from a browser (`*` for any). */
+  CHAT_ALLOWED_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim().replace(/\/$/, '')).filter(Boolean))
+    .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)), 'must be a comma-separated list of origins such as https://example.com, or *'),
+  CHAT_ATTACHMENT_MAX_BYTES: z.coerce.number().int().min(1).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  /** Secret for realtime tokens and identity hashes; when unset a random one is kept in the database. */
+  CHAT_TOKEN_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  CHAT_REALTIME_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).max(3600).default(300),
+  CHAT_SESSION_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
+  /** A session waiting this long without an agent becomes a ticket (chatFollowUp workflow). */
+  CHAT_WAIT_BEFORE_TICKET_SECONDS: z.coerce.number().int().min(1).max(7 * 86_400).default(300),
+  CHAT_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(10).max(300).default(15),
+  /** false turns the WebSocket channel off: new sessions then fall back to a ticket (polling still works). */
+  CHAT_REALTIME_ENABLED: bool.default(true),
 });
 
 export type Config = z.infer<typeof schema>;
@@ -121,3 +143,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 /** The REST namespace of the main API. */
 export const WU_NAMESPACE = 'wu/v2';
+
+/** The REST namespace of the support chat, e.g. ultimate-multisite-support-tickets/v1. */
+export function chatNamespace(config: Pick<Config, 'CHAT_PRODUCT'>): string {
+  return `${config.CHAT_PRODUCT}-support-tickets/v1`;
+}

@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig, WU_NAMESPACE } from './config';
+import { chatNamespace, ConfigError, loadConfig, WU_NAMESPACE } from './config';
 import { findTemporalBinary, startTemporalDevServer, TEMPORAL_MISSING } from './infra/temporal-server';
 import { logger, setLogLevel } from './logger';
 import { onShutdown, openDb, prepareDatabase, resolveDatabase, startHttp } from './runtime';
@@ -62,6 +62,7 @@ async function main() {
   process.stdout.write(
     `\nhostflow is up.\n` +
       `  API base URL: ${base}${config.REST_PREFIX}/${WU_NAMESPACE}/\n` +
+      `  Support chat: ${base}${config.REST_PREFIX}/${chatNamespace(config)}/ (WebSocket: …/chat/realtime)\n` +
       `  API reference: ${base}/docs (OpenAPI document: ${base}${config.REST_PREFIX}/${WU_NAMESPACE}/openapi.json)\n` +
       `  Temporal UI:  ${uiUrl ?? `(external Temporal at ${temporalAddress})`}\n` +
       `  Data folder:  ${config.DATA_DIR}\n` +

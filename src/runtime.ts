@@ -62,6 +62,8 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
   const app = createApp({ config, db, settings, temporal, metrics });
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
+  // The support chat's WebSocket channel (upgrade requests on the same port).
+  app.locals.chat.attach(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.PORT, config.HOST, () => resolve());
@@ -69,6 +71,7 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
   return {
     server,
     async close() {
+      await app.locals.chat.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

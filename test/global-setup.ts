@@ -52,5 +52,8 @@ export default async function globalSetup(): Promise<void> {
 
   process.env.HF_TEST_ADMIN_DB_URL = adminUrl;
   process.env.HF_TEST_TEMPLATE_DB = template;
+  // Test databases of this run are hft_<run id>_<random>: the teardown drops only those, so
+  // runs sharing one server (TEST_DATABASE_URL) never drop each other's databases.
+  process.env.HF_TEST_RUN_ID = String(process.pid);
   process.env.HF_TEST_TEMPORAL_ADDRESS = temporalAddress;
 }

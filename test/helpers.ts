@@ -37,8 +37,7 @@ export interface TestContext {
 export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
   const adminUrl = process.env.HF_TEST_ADMIN_DB_URL!;
   const template = process.env.HF_TEST_TEMPLATE_DB!;
-  // Tagged with the run (the template's pid suffix): the teardown drops this run's databases only.
-  const name = `hf_test_${template.replace(/^hf_template_/, '')}_${crypto.randomBytes(6).toString('hex')}`;
+  const name = `hft_${process.env.HF_TEST_RUN_ID ?? '0'}_${crypto.randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   for (let attempt = 0; ; attempt++) {
@@ -84,6 +83,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     http: request(app),
     contract,
     async close() {
+      await app.locals.chat.close();
       await temporal.connection.close();
       await db.destroy();
       const a = new pg.Client({ connectionString: adminUrl });

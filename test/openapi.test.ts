@@ -39,7 +39,7 @@ describe('OpenAPI document', () => {
 
   test('is served without authentication as OpenAPI 3.1 with the security schemes', () => {
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['apiKeyQuery', 'apiSecretQuery', 'basicAuth']);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['apiKeyQuery', 'apiSecretQuery', 'basicAuth', 'bearerAuth']);
     expect(doc.components.schemas.Error.required).toEqual(['code', 'message', 'data']);
     for (const model of ['Customer', 'Product', 'Membership', 'Payment', 'Site', 'Domain']) expect(doc.components.schemas[model]).toBeDefined();
   });
@@ -50,6 +50,27 @@ describe('OpenAPI document', () => {
     expect(served.length).toBeGreaterThan(50);
     expect(served.filter((r) => !documented.includes(r))).toEqual([]);
     expect(documented.filter((r) => !served.includes(r))).toEqual([]);
+  });
+
+  test('the support chat namespace is documented: its 19 contract routes, Bearer security, public availability', () => {
+    const chat = '/wp-json/ultimate-multisite-support-tickets/v1';
+    const contract = [
+      'GET /chat/availability', 'POST /chat/sessions', 'GET /chat/sessions/{session_id}/messages', 'POST /chat/sessions/{session_id}/messages',
+      'POST /chat/sessions/{session_id}/attachments', 'GET /chat/attachments/{attachment_id}/download', 'POST /chat/sessions/{session_id}/context',
+      'POST /chat/sessions/{session_id}/token', 'GET /chat/agent/sessions', 'GET /chat/agent/availability', 'POST /chat/agent/availability',
+      'GET /chat/agent/reports', 'GET /chat/agent/canned-replies', 'POST /chat/sessions/{session_id}/assign', 'POST /chat/sessions/{session_id}/metadata',
+      'POST /chat/sessions/{session_id}/link-ticket', 'POST /chat/sessions/{session_id}/agent-time', 'POST /chat/sessions/{session_id}/convert-ticket',
+      'POST /chat/sessions/{session_id}/satisfaction',
+    ];
+    expect(contract).toHaveLength(19);
+    for (const r of contract) {
+      const [method, p] = r.split(' ');
+      expect(doc.paths[`${chat}${p}`]?.[method.toLowerCase()]).toBeDefined();
+    }
+    expect(doc.paths[`${chat}/chat/availability`].get.security).toEqual([]);
+    expect(doc.paths[`${chat}/chat/agent/sessions`].get.security).toContainEqual({ bearerAuth: [] });
+    expect(doc.paths[`${chat}/chat/sessions/{session_id}/satisfaction`].post.security).toEqual([{ bearerAuth: [] }]);
+    expect(Object.keys(doc.paths[`${chat}/chat/sessions/{session_id}/attachments`].post.requestBody.content)).toEqual(['multipart/form-data']);
   });
 
   test('request bodies come from the validating schemas (enumerations, required fields, no unknown keys)', () => {

@@ -8,3 +8,4 @@ export { register } from './register';
 export { benchNoop } from './benchNoop';
 export { tenantBootstrap, tenantVerifyWorkflow, tenantTeardown } from './tenants';
 export { translationPipeline } from './translationPipeline';
+export { chatFollowUp } from './chatFollowUp';

@@ -21,6 +21,7 @@ import type { Metrics } from './metrics';
 import { RouteRegistry, type RouteInfo } from './routes';
 import { buildOpenApiDocument } from '../openapi/document';
 import { mountDocsPage } from '../openapi/docs-page';
+import { mountChat, type ChatHandle } from '../chat/routes';
 
 import { version as PACKAGE_VERSION } from '../../package.json';
 
@@ -35,7 +36,7 @@ export interface AppDeps {
 }
 
 export interface AppWithRegistry extends express.Express {
-  locals: express.Express['locals'] & { registry: RouteRegistry };
+  locals: express.Express['locals'] & { registry: RouteRegistry; chat: ChatHandle };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -274,6 +275,9 @@ export function createApp(deps: AppDeps): AppWithRegistry {
       routes: routeIndex(registry.routes),
     });
   });
+
+  // ---- {product}-support-tickets/v1: the support chat, with its own callers and CORS ------
+  app.locals.chat = mountChat(app, registry, { config, db, settings, temporal: deps.temporal, metrics });
 
   mountDocsPage(app, `${prefix}/${WU_NAMESPACE}/openapi.json`);
 

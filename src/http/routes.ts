@@ -38,6 +38,12 @@ export interface OperationDoc {
   public?: boolean;
   query?: ParamDoc[];
   body?: z.ZodType;
+  /** Who may call it, in words (default: the API credentials). */
+  auth?: string;
+  /** OpenAPI security requirements (default: the document's, the API credentials). */
+  security?: Record<string, string[]>[];
+  /** A request body other than JSON (e.g. multipart), as an OpenAPI requestBody object. */
+  requestBody?: Record<string, unknown>;
   /** Success responses; the error responses every operation can give are added for it. */
   responses: Record<number, ResponseDoc>;
 }

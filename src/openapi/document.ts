@@ -28,11 +28,11 @@ export const ERROR_SCHEMA = {
 const ERROR_STATUSES: Record<number, string> = {
   400: 'Invalid parameters (`wu_rest_invalid_parameter`, every one in data.params), malformed JSON (`rest_invalid_json`), an unknown or read-only field on update (`wu_rest_{model}_invalid_set_method`) or a business rule.',
   401: 'Missing or wrong credentials (`rest_forbidden`).',
-  403: 'The API is disabled (`wu_rest_api_disabled`) or the item is protected.',
+  403: 'The API is disabled (`wu_rest_api_disabled`), the item is protected, or (chat) the caller may not use this route or session (`rest_forbidden`).',
   404: 'Unknown id (`wu_rest_{model}_invalid_id`) or route (`rest_no_route`).',
   409: 'Conflict: the record is still referenced (`wu_rest_{model}_in_use`) or a key was reused.',
-  413: 'Request body too large (`rest_request_too_large`).',
-  415: 'Unsupported body encoding.',
+  413: 'Request body too large (`rest_request_too_large`, or `chat_attachment_too_large` for an attachment).',
+  415: 'Unsupported body encoding, or (chat attachments) not multipart or a file type that is not allowed.',
   429: 'Too many failed authentications from this address (`Retry-After` says when to try again).',
   500: 'Unexpected failure (`internal_error`, with data.request_id).',
   503: 'A backing service (database, Temporal) is unavailable.',
@@ -76,6 +76,7 @@ export function buildOpenApiDocument(registry: RouteRegistry, opts: { serverUrl?
       description:
         'JSON REST API of the hostflow multi-site hosting and billing platform (namespace wu/v2, compatible with the original platform). ' +
         'Authenticate with HTTP Basic (API key as user name, API secret as password) or the api_key/api_secret query parameters. ' +
+        'The support chat namespace ({product}-support-tickets/v1) also takes Bearer session and agent tokens; each of its operations says which callers it accepts. ' +
         'Every error is {code, message, data:{status, ...}}.',
       contact: { name: 'hostflow' },
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
@@ -88,6 +89,7 @@ export function buildOpenApiDocument(registry: RouteRegistry, opts: { serverUrl?
         basicAuth: { type: 'http', scheme: 'basic', description: 'API key as user name, API secret as password (recommended).' },
         apiKeyQuery: { type: 'apiKey', in: 'query', name: 'api_key', description: 'API key (with api_secret).' },
         apiSecretQuery: { type: 'apiKey', in: 'query', name: 'api_secret', description: 'API secret (with api_key).' },
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'Support chat only: a session token (hfc_…, from POST /chat/sessions) or an agent token (hfa_…).' },
       },
       schemas: {
         Error: ERROR_SCHEMA,
@@ -134,11 +136,12 @@ function operationObject(op: Operation, prefix: string): Record<string, unknown>
   return {
     operationId,
     summary: d.summary,
-    description: `${d.description ? `${d.description} ` : ''}${d.public ? 'Public: no credentials needed.' : 'Needs the API credentials (HTTP Basic, or the api_key and api_secret parameters).'}`,
+    description: `${d.description ? `${d.description} ` : ''}${d.auth ?? (d.public ? 'Public: no credentials needed.' : 'Needs the API credentials (HTTP Basic, or the api_key and api_secret parameters).')}`,
     tags: d.tags,
-    ...(d.public ? { security: [] } : {}),
+    ...(d.security ? { security: d.security } : d.public ? { security: [] } : {}),
     ...(parameters.length ? { parameters } : {}),
     ...(d.body ? { requestBody: { required: true, content: { 'application/json': { schema: toJsonSchema(d.body, 'input') } } } } : {}),
+    ...(d.requestBody ? { requestBody: d.requestBody } : {}),
     responses,
   };
 }

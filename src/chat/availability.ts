@@ -1,0 +1,127 @@
+import type { Db } from '../db/knex';
+import { isoDate } from '../http/validation';
+
+/**
+ * Business hours (time zone, weekly schedule, holidays) and agent presence decide whether
+ * support is online. Schedule: {"mon": [["09:00","17:00"]], ...} in the given time zone;
+ * holidays: local dates "YYYY-MM-DD". With business hours disabled, support is online
+ * whenever an agent is.
+ */
+export const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
+export type Day = (typeof DAYS)[number];
+export type Schedule = Partial<Record<Day, [string, string][]>>;
+
+export interface BusinessHours {
+  enabled: boolean;
+  timezone: string;
+  schedule: Schedule;
+  holidays: string[];
+  offline_message: string;
+}
+
+export type OfflineReason = 'agents_available' | 'holiday' | 'outside_business_hours' | 'no_agent_online';
+
+export function validTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Local weekday, date and minute of the day of `now` in `tz`. */
+export function localTime(now: Date, tz: string): { day: Day; date: string; minutes: number } {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', { timeZone: tz, weekday: 'short', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
+      .formatToParts(now)
+      .map((p) => [p.type, p.value]),
+  );
+  return {
+    day: parts.weekday.toLowerCase().slice(0, 3) as Day,
+    date: `${parts.year}-${parts.month}-${parts.day}`,
+    minutes: Number(parts.hour) * 60 + Number(parts.minute),
+  };
+}
+
+const toMinutes = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
+
+/** Whether the business is open at `now` (always, when the hours are not enforced). Intervals are [from, to). */
+export function hoursState(hours: BusinessHours, now: Date): { open: boolean; reason?: 'holiday' | 'outside_business_hours' } {
+  if (!hours.enabled) return { open: true };
+  const local = localTime(now, hours.timezone);
+  if (hours.holidays.includes(local.date)) return { open: false, reason: 'holiday' };
+  const open = (hours.schedule[local.day] ?? []).some(([from, to]) => local.minutes >= toMinutes(from) && local.minutes < toMinutes(to));
+  return open ? { open: true } : { open: false, reason: 'outside_business_hours' };
+}
+
+export class Availability {
+  constructor(
+    private readonly db: Db,
+    private readonly realtimeAvailable: () => boolean,
+    private readonly pollIntervalSeconds: number,
+  ) {}
+
+  async hours(): Promise<BusinessHours & { date_modified: string | null }> {
+    const row = await this.db('chat_business_hours').where({ id: 1 }).first();
+    return {
+      enabled: row.enabled,
+      timezone: row.timezone,
+      schedule: row.schedule,
+      holidays: row.holidays,
+      offline_message: row.offline_message,
+      date_modified: isoDate(row.date_modified),
+    };
+  }
+
+  async setHours(patch: Partial<BusinessHours>): Promise<void> {
+    const changes: Record<string, unknown> = { date_modified: this.db.fn.now() };
+    if (patch.enabled !== undefined) changes.enabled = patch.enabled;
+    if (patch.timezone !== undefined) changes.timezone = patch.timezone;
+    if (patch.schedule !== undefined) changes.schedule = JSON.stringify(patch.schedule);
+    if (patch.holidays !== undefined) changes.holidays = JSON.stringify(patch.holidays);
+    if (patch.offline_message !== undefined) changes.offline_message = patch.offline_message;
+    await this.db('chat_business_hours').where({ id: 1 }).update(changes);
+  }
+
+  /** Online or not, why, and the expected wait (null when offline). */
+  async status(now = new Date()) {
+    const [hours, agentRow, waitingRow, waitRow] = await Promise.all([
+      this.hours(),
+      this.db('chat_agents').where({ active: true, presence: 'online' }).count({ n: '*' }).first(),
+      this.db('chat_sessions').where({ status: 'waiting' }).whereNull('assigned_agent_id').count({ n: '*' }).first(),
+      // Average wait of the sessions assigned in the last 7 days.
+      this.db('chat_sessions')
+        .whereNotNull('assigned_at')
+        .where('assigned_at', '>=', this.db.raw("now() - interval '7 days'"))
+        .first(this.db.raw('avg(extract(epoch from assigned_at - date_created))::float8 as avg')),
+    ]);
+    const agentsOnline = Number(agentRow?.n ?? 0);
+    const waiting = Number(waitingRow?.n ?? 0);
+    const state = hoursState(hours, now);
+    let reason: OfflineReason = 'agents_available';
+    if (!state.open) reason = state.reason!;
+    else if (agentsOnline === 0) reason = 'no_agent_online';
+    const online = reason === 'agents_available';
+    const avgWait = waitRow?.avg == null ? 60 : Number(waitRow.avg);
+    const expected = online ? Math.round(avgWait * Math.max(1, Math.ceil((waiting + 1) / agentsOnline))) : null;
+    return {
+      online,
+      status: online ? ('online' as const) : ('offline' as const),
+      reason,
+      message: online ? 'An agent is available.' : hours.offline_message,
+      agents_online: agentsOnline,
+      waiting_sessions: waiting,
+      expected_wait_seconds: expected,
+      realtime_available: this.realtimeAvailable(),
+      poll_interval_seconds: this.pollIntervalSeconds,
+      business_hours: {
+        enabled: hours.enabled,
+        timezone: hours.timezone,
+        schedule: hours.schedule,
+        holidays: hours.holidays,
+        open_now: state.open,
+      },
+    };
+  }
+}

@@ -1,0 +1,234 @@
+import type { HttpMethod, OperationDoc, ParamDoc, RouteRegistry } from '../http/routes';
+import { listQueryParams, LIST_HEADERS } from '../http/list';
+import * as S from './schemas';
+import { sessionListSpec } from './sessions';
+
+type Who = 'public' | 'anyone' | 'session' | 'customer' | 'agent' | 'admin';
+
+const AUTH_TEXT: Record<Who, string> = {
+  public: 'Public: no credentials needed.',
+  anyone: 'No credentials needed (the widget calls it for a visitor); an agent token or the API credentials may also be used.',
+  session: "Callers: the session's customer (Bearer session token) or an agent (Bearer agent token, or the API credentials as an admin agent). Others: 401 without or with wrong credentials, 403 with a token of another session.",
+  customer: "Callers: the session's customer only (Bearer session token). Agents get 403.",
+  agent: 'Callers: an agent (Bearer agent token) or the API credentials (an admin agent). Customer tokens get 403.',
+  admin: 'Callers: an admin agent (Bearer token of an agent with is_admin) or the API credentials. Other agents and customers get 403.',
+};
+
+const SECURITY: Record<Who, Record<string, string[]>[]> = {
+  public: [],
+  anyone: [{}, { bearerAuth: [] }, { basicAuth: [] }, { apiKeyQuery: [], apiSecretQuery: [] }],
+  session: [{ bearerAuth: [] }, { basicAuth: [] }, { apiKeyQuery: [], apiSecretQuery: [] }],
+  customer: [{ bearerAuth: [] }],
+  agent: [{ bearerAuth: [] }, { basicAuth: [] }, { apiKeyQuery: [], apiSecretQuery: [] }],
+  admin: [{ bearerAuth: [] }, { basicAuth: [] }, { apiKeyQuery: [], apiSecretQuery: [] }],
+};
+
+/** The chat operations in the route index and the OpenAPI document. */
+export function documentChat(registry: RouteRegistry, ns: string): void {
+  const tags = ['chat'];
+  const session = registry.component('ChatSession', S.sessionJson);
+  registry.component('ChatAttachment', S.attachmentJson);
+  const message = registry.component('ChatMessage', S.messageJson);
+  const agent = registry.component('ChatAgent', S.agentJson);
+  const cannedRef = registry.component('ChatCannedReply', S.cannedJson);
+  registry.component('ChatAvailability', S.availabilityJson);
+  const ticket = registry.component('ChatTicket', S.ticketJson);
+  const realtimeOrNull = { oneOf: [S.realtimeJson, { type: 'null' }] };
+  const op = (method: HttpMethod, path: string, who: Who, doc: Omit<OperationDoc, 'tags' | 'public' | 'auth' | 'security'>) =>
+    registry.operation(ns, method, path, { ...doc, tags, public: who === 'public', auth: AUTH_TEXT[who], security: SECURITY[who] });
+  const ok = (description: string, schema: Record<string, unknown>, headers?: OperationDoc['responses'][number]['headers']) => ({ description, schema, ...(headers ? { headers } : {}) });
+  const obj = (properties: Record<string, unknown>, required = Object.keys(properties)) => ({ type: 'object', required, properties, additionalProperties: false });
+
+  op('GET', '/', 'public', {
+    summary: 'Namespace index: the routes of the chat namespace and the WebSocket path',
+    responses: {
+      200: ok('The namespace, its routes and the realtime path.', obj({ namespace: { type: 'string' }, routes: { type: 'object', additionalProperties: true }, realtime: obj({ path: { type: 'string' } }) })),
+    },
+  });
+  op('GET', '/chat/availability', 'public', {
+    summary: 'Whether support is online now (agents present, business hours, holidays), why not, and the expected wait',
+    description: 'Used before showing an online launcher. offline reasons: outside_business_hours, holiday, no_agent_online.',
+    responses: { 200: ok('Availability.', { $ref: '#/components/schemas/ChatAvailability' }) },
+  });
+  op('POST', '/chat/sessions', 'anyone', {
+    summary: 'Start a chat session (customer, site and page context); answers the session token',
+    description:
+      'The token (Bearer) gives access to this session only; it is shown once. customer_id from a browser needs customer_hash (identity verification). ' +
+      'When support is offline, or the realtime channel is unavailable (server side, or realtime:false from the widget), the session gets a ticket holding the conversation at once ' +
+      '(fallback_reason offline / realtime_unavailable) and later messages are appended to it. Otherwise the chatFollowUp workflow turns it into a ticket when no agent takes it in time.',
+    body: S.createSessionSchema,
+    responses: {
+      201: ok(
+        'The session, its token, the realtime channel and the first messages.',
+        obj({
+          session,
+          token: { type: 'string' },
+          token_expires_at: { type: 'string', format: 'date-time' },
+          realtime: realtimeOrNull,
+          poll_interval_seconds: { type: 'integer' },
+          availability: obj({ online: { type: 'boolean' }, reason: { type: 'string' }, message: { type: 'string' }, expected_wait_seconds: { type: ['integer', 'null'] } }),
+          messages: { type: 'array', items: message },
+        }),
+      ),
+    },
+  });
+  op('GET', '/chat/sessions/:session_id', 'session', {
+    summary: 'A session (status, assignment, ticket)',
+    responses: { 200: ok('The session.', session) },
+  });
+  op('GET', '/chat/sessions/:session_id/messages', 'session', {
+    summary: 'Messages of a session, oldest first, after a cursor (polling)',
+    description: 'Poll with after=<next_after of the previous answer> every poll_interval_seconds (15 s default, 10 s minimum) when the realtime channel is down.',
+    query: [
+      { name: 'after', description: 'Only messages with an id greater than this.', schema: { type: 'integer', minimum: 0, default: 0 } },
+      { name: 'limit', description: 'At most this many messages.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
+    ],
+    responses: {
+      200: ok(
+        'A page of messages.',
+        obj({ messages: { type: 'array', items: message }, next_after: { type: 'integer' }, has_more: { type: 'boolean' }, session_status: { type: 'string' }, poll_interval_seconds: { type: 'integer' } }),
+      ),
+    },
+  });
+  op('POST', '/chat/sessions/:session_id/messages', 'session', {
+    summary: 'Post a message (customer or agent); it reaches connected clients over the realtime channel',
+    description: 'Agents may send a canned reply (canned_reply_id) with its placeholders filled. An agent replying to an unassigned session takes it. A closed session answers 409 chat_session_closed.',
+    body: S.postMessageSchema,
+    responses: { 201: ok('The message.', message) },
+  });
+  op('POST', '/chat/sessions/:session_id/attachments', 'session', {
+    summary: 'Upload a file (multipart/form-data, field "file", optional field "message")',
+    description:
+      'At most CHAT_ATTACHMENT_MAX_BYTES (default 10 MB; larger: 413 chat_attachment_too_large). The type is read from the bytes: PNG, JPEG, GIF, WebP, PDF or UTF-8 text; anything else is 415 chat_attachment_type_not_allowed. ' +
+      'PNG and JPEG images get a 250 px PNG thumbnail (thumbnail_url); render thumbnails defensively.',
+    requestBody: {
+      required: true,
+      content: {
+        'multipart/form-data': {
+          schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', contentMediaType: 'application/octet-stream' }, message: { type: 'string', maxLength: 10000 } } },
+        },
+      },
+    },
+    responses: { 201: ok('The attachment metadata and the message carrying it.', obj({ attachment: { $ref: '#/components/schemas/ChatAttachment' }, message })) },
+  });
+  op('GET', '/chat/attachments/:attachment_id/download', 'session', {
+    summary: 'Download an attachment (or its thumbnail)',
+    description: "Only the attachment's session's customer and agents. Sent with Content-Disposition: attachment and X-Content-Type-Options: nosniff.",
+    query: [{ name: 'variant', description: 'original (default) or thumbnail.', schema: { type: 'string', enum: ['original', 'thumbnail'] } }],
+    responses: { 200: { description: 'The file bytes, with the type found at upload.' } },
+  });
+  op('POST', '/chat/sessions/:session_id/context', 'session', {
+    summary: 'Update the page context (the page the customer is on)',
+    body: S.contextSchema,
+    responses: { 200: ok('The session.', session) },
+  });
+  op('POST', '/chat/sessions/:session_id/token', 'session', {
+    summary: 'A short-lived signed token for the realtime channel (and, for customers, a new session token)',
+    description:
+      'Connect a WebSocket to realtime.url (…/chat/realtime?token=…) before realtime.expires_at; it receives {"type":"message","message":{…}} and {"type":"session",…} events of this session. ' +
+      'realtime is null when the channel is turned off (CHAT_REALTIME_ENABLED=false): poll the messages instead.',
+    body: S.tokenSchema,
+    responses: {
+      200: ok(
+        'Tokens.',
+        obj(
+          { session_id: { type: 'integer' }, realtime: realtimeOrNull, poll_interval_seconds: { type: 'integer' }, session_token: { type: 'string' }, session_token_expires_at: { type: 'string', format: 'date-time' } },
+          ['session_id', 'realtime', 'poll_interval_seconds'],
+        ),
+      ),
+    },
+  });
+  op('POST', '/chat/sessions/:session_id/status', 'session', {
+    summary: 'Resolve, close or reopen a session (customers may only close)',
+    body: S.statusSchema,
+    responses: { 200: ok('The session.', session) },
+  });
+  op('POST', '/chat/sessions/:session_id/satisfaction', 'customer', {
+    summary: 'Rate the chat (1-5, optional comment), once per session',
+    description: 'A second rating answers 409 chat_satisfaction_exists.',
+    body: S.satisfactionSchema,
+    responses: { 201: ok('The rating.', obj({ session_id: { type: 'integer' }, rating: { type: 'integer' }, comment: { type: ['string', 'null'] }, date_created: { type: 'string', format: 'date-time' } })) },
+  });
+  op('POST', '/chat/sessions/:session_id/assign', 'agent', {
+    summary: 'Assign the session to an agent (default: the caller), or unassign (agent_id null)',
+    body: S.assignSchema,
+    responses: { 200: ok('The session.', session) },
+  });
+  op('POST', '/chat/sessions/:session_id/metadata', 'agent', {
+    summary: 'Set or remove metadata keys (string values)',
+    body: S.metadataSchema,
+    responses: { 200: ok('The session.', session) },
+  });
+  op('POST', '/chat/sessions/:session_id/link-ticket', 'agent', {
+    summary: 'Link an existing ticket; the transcript is appended to it',
+    description: 'A session linked to another ticket answers 409 chat_session_has_ticket.',
+    body: S.linkTicketSchema,
+    responses: { 200: ok('The session and the ticket.', obj({ session, ticket, copied_messages: { type: 'integer' } })) },
+  });
+  op('POST', '/chat/sessions/:session_id/agent-time', 'agent', {
+    summary: 'Log agent time on the session (minutes and a note)',
+    body: S.agentTimeSchema,
+    responses: {
+      201: ok(
+        'The entry and the total of the session.',
+        obj({
+          entry: obj({ id: { type: 'integer' }, session_id: { type: 'integer' }, agent_id: { type: 'integer' }, minutes: { type: 'integer' }, note: { type: 'string' }, date_created: { type: 'string', format: 'date-time' } }),
+          session_total_minutes: { type: 'integer' },
+        }),
+      ),
+    },
+  });
+  op('POST', '/chat/sessions/:session_id/convert-ticket', 'agent', {
+    summary: "Create a ticket from the session's transcript",
+    description: 'A session that already has a ticket answers 409 chat_session_has_ticket (with data.ticket_id).',
+    body: S.convertTicketSchema,
+    responses: { 201: ok('The session and the new ticket.', obj({ session, ticket })) },
+  });
+
+  const listParams: ParamDoc[] = [
+    { name: 'assignment', description: 'any (default), assigned, unassigned, or mine (the calling agent).', schema: { type: 'string', enum: ['any', 'assigned', 'unassigned', 'mine'] } },
+    ...listQueryParams(sessionListSpec),
+  ];
+  op('GET', '/chat/agent/sessions', 'agent', {
+    summary: 'The agent queue: sessions filtered by assignment, status, customer, site and date range, sorted and paged',
+    query: listParams,
+    responses: { 200: ok('A page of sessions.', { type: 'array', items: session }, LIST_HEADERS) },
+  });
+  const agentAvailability = obj({ status: { $ref: '#/components/schemas/ChatAvailability' }, business_hours: { type: 'object', additionalProperties: true }, agents: { type: 'array', items: agent } });
+  op('GET', '/chat/agent/availability', 'agent', {
+    summary: 'Presence of every agent, business hours and the public status',
+    responses: { 200: ok('Availability for agents.', agentAvailability) },
+  });
+  op('POST', '/chat/agent/availability', 'agent', {
+    summary: 'Set presence (online, away, offline); admins also set business hours',
+    body: S.agentAvailabilitySchema,
+    responses: { 200: ok('Availability for agents.', agentAvailability) },
+  });
+  op('GET', '/chat/agent/reports', 'agent', {
+    summary: 'Reports over the sessions created in [from, to): by status, first response / wait / resolution times (average, p90), satisfaction, agent time',
+    query: [
+      { name: 'from', description: 'Start (ISO 8601 date or date-time). Default: 30 days before to.', schema: { type: 'string' } },
+      { name: 'to', description: 'End, exclusive (ISO 8601). Default: now.', schema: { type: 'string' } },
+    ],
+    responses: { 200: ok('The report.', S.reportJson) },
+  });
+  op('GET', '/chat/agent/canned-replies', 'agent', {
+    summary: 'Canned replies; with session_id each has `rendered`, its placeholders filled for that session',
+    description: 'Placeholders: {{customer_name}}, {{customer_first_name}}, {{customer_email}}, {{agent_name}}, {{session_id}}, {{ticket_id}}.',
+    query: [
+      { name: 'search', description: 'Substring of shortcut, title or body.', schema: { type: 'string', maxLength: 200 } },
+      { name: 'session_id', description: 'Fill the placeholders for this session.', schema: { type: 'integer', minimum: 1 } },
+    ],
+    responses: { 200: ok('Canned replies.', { type: 'array', items: cannedRef }) },
+  });
+  op('POST', '/chat/agent/canned-replies', 'admin', { summary: 'Create a canned reply', body: S.createCannedSchema, responses: { 201: ok('The reply.', cannedRef) } });
+  op('PUT', '/chat/agent/canned-replies/:reply_id', 'admin', { summary: 'Update a canned reply', body: S.updateCannedSchema, responses: { 200: ok('The reply.', cannedRef) } });
+  op('DELETE', '/chat/agent/canned-replies/:reply_id', 'admin', { summary: 'Delete a canned reply', responses: { 200: ok('The deleted reply.', cannedRef) } });
+  op('GET', '/chat/agent/agents', 'agent', { summary: 'Agents (without their tokens)', responses: { 200: ok('Agents.', { type: 'array', items: agent }) } });
+  const agentWithToken = obj({ agent, token: { type: 'string', description: 'Shown only now (only a digest is stored).' } });
+  op('POST', '/chat/agent/agents', 'admin', { summary: 'Create an agent; answers its token once', body: S.createAgentSchema, responses: { 201: ok('The agent and its token.', agentWithToken) } });
+  op('PUT', '/chat/agent/agents/:agent_id', 'admin', { summary: 'Update or disable (active:false) an agent', body: S.updateAgentSchema, responses: { 200: ok('The agent.', agent) } });
+  op('POST', '/chat/agent/agents/:agent_id/token', 'admin', { summary: "Replace an agent's token (the old one stops working)", responses: { 200: ok('The agent and its new token.', agentWithToken) } });
+  op('GET', '/chat/agent/tickets/:ticket_id', 'agent', { summary: 'A ticket with its conversation and private staff notes', responses: { 200: ok('The ticket.', ticket) } });
+  op('POST', '/chat/agent/tickets/:ticket_id/notes', 'agent', { summary: 'Add a private staff note to a ticket', body: S.ticketNoteSchema, responses: { 201: ok('The ticket.', ticket) } });
+}

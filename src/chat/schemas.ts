@@ -1,0 +1,294 @@
+import { z } from 'zod';
+import { fields } from '../http/validation';
+import { DAYS, validTimeZone } from './availability';
+
+/** Request bodies of the chat routes (strict: unknown keys are refused) and the records they answer. */
+const shortText = (max: number) => z.string().trim().min(1).max(max);
+const url = () => z.string().max(2000).refine((v) => /^https?:\/\/\S+$/.test(v), { message: 'is not a valid http(s) URL.' });
+const metadataValues = z
+  .record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'keys must be 1-64 letters, digits, _, . or -'), z.string().max(1000))
+  .refine((m) => Object.keys(m).length <= 50, { message: 'must hold at most 50 keys.' });
+
+export const createSessionSchema = z
+  .object({
+    customer_id: fields.id().optional().describe('A customer of the platform. Anonymous callers must add customer_hash (identity verification).'),
+    customer_hash: z.string().regex(/^[a-fA-F0-9]{64}$/).optional().describe('HMAC-SHA256 of the customer id with the chat secret (`npm run cli -- chat identity-hash <id>`).'),
+    customer_name: z.string().trim().max(200).optional(),
+    customer_email: z.email().max(254).optional(),
+    site_id: fields.id().optional(),
+    page_url: url().optional(),
+    page_title: z.string().max(500).optional(),
+    referrer: url().optional(),
+    locale: z.string().regex(/^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})*$/).optional(),
+    metadata: metadataValues.optional(),
+    message: shortText(10_000).optional().describe('The opening message.'),
+    realtime: z.boolean().optional().describe('false: the widget cannot use the realtime channel (the session then also gets a ticket).'),
+  })
+  .strict();
+
+export const postMessageSchema = z
+  .object({
+    body: shortText(10_000).optional(),
+    canned_reply_id: fields.id().optional().describe('Agents: send this canned reply, placeholders filled.'),
+  })
+  .strict()
+  .refine((b) => (b.body === undefined) !== (b.canned_reply_id === undefined), { message: 'give either body or canned_reply_id.', path: ['body'] });
+
+export const contextSchema = z
+  .object({
+    page_url: url().nullable().optional(),
+    page_title: z.string().max(500).nullable().optional(),
+    referrer: url().nullable().optional(),
+    locale: z.string().regex(/^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})*$/).nullable().optional(),
+  })
+  .strict()
+  .refine((b) => Object.keys(b).length > 0, { message: 'give at least one of page_url, page_title, referrer and locale.', path: ['body'] });
+
+export const tokenSchema = z
+  .object({ refresh_session_token: z.boolean().optional().describe('Customers: also replace the session token (the old one stops working).') })
+  .strict();
+
+export const metadataSchema = z
+  .object({
+    metadata: z
+      .record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'keys must be 1-64 letters, digits, _, . or -'), z.string().max(1000).nullable())
+      .refine((m) => Object.keys(m).length >= 1 && Object.keys(m).length <= 50, { message: 'must hold 1 to 50 keys.' })
+      .describe('Keys to set (string values) or remove (null); other keys are kept.'),
+  })
+  .strict();
+
+export const assignSchema = z
+  .object({ agent_id: fields.id().nullable().optional().describe('Default: the calling agent. null unassigns.') })
+  .strict();
+
+export const statusSchema = z.object({ status: z.enum(['active', 'resolved', 'closed']) }).strict();
+
+export const linkTicketSchema = z.object({ ticket_id: fields.id() }).strict();
+
+export const convertTicketSchema = z
+  .object({
+    subject: shortText(200).optional(),
+    priority: z.enum(['low', 'normal', 'high', 'urgent']).optional(),
+    category: shortText(100).optional(),
+    note: shortText(10_000).optional().describe('A private staff note on the ticket.'),
+  })
+  .strict();
+
+export const agentTimeSchema = z
+  .object({
+    minutes: fields.int().min(1).max(1440),
+    note: z.string().max(2000).optional(),
+    agent_id: fields.id().optional().describe('Admins only: log the time of another agent (required with the API credentials).'),
+  })
+  .strict();
+
+export const satisfactionSchema = z.object({ rating: fields.int().min(1).max(5), comment: z.string().trim().max(2000).optional() }).strict();
+
+const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$|^24:00$/, 'is not a time HH:MM');
+export const businessHoursSchema = z
+  .object({
+    enabled: z.boolean().optional(),
+    timezone: z.string().refine(validTimeZone, { message: 'is not a valid IANA time zone, e.g. Europe/Paris.' }).optional(),
+    schedule: z
+      .partialRecord(z.enum(DAYS), z.array(z.array(hhmm).length(2).refine(([a, b]) => a < b, { message: 'must end after it starts.' })).max(10))
+      .optional()
+      .describe('Per weekday (sun..sat): open intervals [["09:00","17:00"]] in the time zone.'),
+    holidays: z.array(z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'is not a date YYYY-MM-DD')).max(366).optional(),
+    offline_message: z.string().max(1000).optional(),
+  })
+  .strict();
+
+export const agentAvailabilitySchema = z
+  .object({
+    presence: z.enum(['online', 'away', 'offline']).optional(),
+    agent_id: fields.id().optional().describe('Admins only: set the presence of another agent (required with the API credentials).'),
+    business_hours: businessHoursSchema.optional().describe('Admins only.'),
+  })
+  .strict()
+  .refine((b) => b.presence !== undefined || b.business_hours !== undefined, { message: 'give presence and/or business_hours.', path: ['body'] });
+
+export const createAgentSchema = z.object({ name: shortText(200), email: z.email().max(254), is_admin: z.boolean().optional() }).strict();
+export const updateAgentSchema = z
+  .object({ name: shortText(200).optional(), email: z.email().max(254).optional(), is_admin: z.boolean().optional(), active: z.boolean().optional() })
+  .strict();
+
+export const createCannedSchema = z
+  .object({ shortcut: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,49}$/, 'must be 1-50 lower-case letters, digits, _ or -'), title: shortText(200), body: shortText(10_000) })
+  .strict();
+export const updateCannedSchema = z
+  .object({
+    shortcut: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,49}$/, 'must be 1-50 lower-case letters, digits, _ or -').optional(),
+    title: shortText(200).optional(),
+    body: shortText(10_000).optional(),
+  })
+  .strict();
+
+export const ticketNoteSchema = z.object({ note: shortText(10_000) }).strict();
+
+// ---- records (documentation; the contract tests check every response against them) ----
+const iso = { type: 'string', format: 'date-time' };
+const isoOrNull = { type: ['string', 'null'], format: 'date-time' };
+const intOrNull = { type: ['integer', 'null'] };
+const strOrNull = { type: ['string', 'null'] };
+const obj = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  type: 'object',
+  required: Object.keys(properties),
+  properties,
+  additionalProperties: false,
+  ...extra,
+});
+
+const sessionProperties = {
+  id: { type: 'integer' },
+  status: { enum: ['waiting', 'assigned', 'active', 'resolved', 'closed'] },
+  customer_id: intOrNull,
+  customer_name: { type: 'string' },
+  customer_email: { type: 'string' },
+  site_id: intOrNull,
+  context: obj({ page_url: strOrNull, page_title: strOrNull, referrer: strOrNull, locale: strOrNull }),
+  metadata: { type: 'object', additionalProperties: { type: 'string' } },
+  assigned_agent_id: intOrNull,
+  ticket_id: intOrNull,
+  fallback_reason: { enum: [null, 'offline', 'realtime_unavailable', 'wait_timeout', 'follow_up_unavailable', 'converted', 'linked'] },
+  follow_up_workflow_id: strOrNull,
+  assigned_at: isoOrNull,
+  first_response_at: isoOrNull,
+  resolved_at: isoOrNull,
+  closed_at: isoOrNull,
+  last_message_at: isoOrNull,
+  date_created: iso,
+  date_modified: iso,
+};
+export const sessionJson = {
+  ...obj(sessionProperties),
+  required: Object.keys(sessionProperties).filter((k) => k !== 'metadata' && k !== 'follow_up_workflow_id'),
+  description: 'A chat session. metadata and follow_up_workflow_id are shown to agents only.',
+};
+
+export const attachmentJson = obj({
+  id: { type: 'integer' },
+  session_id: { type: 'integer' },
+  name: { type: 'string' },
+  type: { enum: ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'application/pdf', 'text/plain'] },
+  size: { type: 'integer' },
+  sha256: { type: 'string', pattern: '^[a-f0-9]{64}$' },
+  width: intOrNull,
+  height: intOrNull,
+  download_url: { type: 'string' },
+  thumbnail_url: strOrNull,
+  date_created: iso,
+});
+
+export const messageJson = obj({
+  id: { type: 'integer' },
+  session_id: { type: 'integer' },
+  sender_type: { enum: ['customer', 'agent', 'system'] },
+  agent_id: intOrNull,
+  sender_name: { type: 'string' },
+  body: { type: 'string' },
+  attachment: { oneOf: [{ $ref: '#/components/schemas/ChatAttachment' }, { type: 'null' }] },
+  date_created: iso,
+});
+
+export const agentJson = obj({
+  id: { type: 'integer' },
+  name: { type: 'string' },
+  email: { type: 'string' },
+  is_admin: { type: 'boolean' },
+  active: { type: 'boolean' },
+  presence: { enum: ['online', 'away', 'offline'] },
+  presence_changed_at: isoOrNull,
+  date_created: iso,
+  date_modified: iso,
+});
+
+export const cannedJson = {
+  type: 'object',
+  required: ['id', 'shortcut', 'title', 'body', 'date_created', 'date_modified'],
+  properties: {
+    id: { type: 'integer' },
+    shortcut: { type: 'string' },
+    title: { type: 'string' },
+    body: { type: 'string' },
+    rendered: { type: 'string', description: 'The body with the placeholders filled for session_id.' },
+    date_created: iso,
+    date_modified: iso,
+  },
+  additionalProperties: false,
+};
+
+const hoursJson = {
+  type: 'object',
+  required: ['enabled', 'timezone', 'schedule', 'holidays'],
+  properties: {
+    enabled: { type: 'boolean' },
+    timezone: { type: 'string' },
+    schedule: { type: 'object', additionalProperties: { type: 'array', items: { type: 'array', items: { type: 'string' } } } },
+    holidays: { type: 'array', items: { type: 'string' } },
+    open_now: { type: 'boolean' },
+    offline_message: { type: 'string' },
+    date_modified: isoOrNull,
+  },
+  additionalProperties: false,
+};
+
+export const availabilityJson = obj({
+  online: { type: 'boolean' },
+  status: { enum: ['online', 'offline'] },
+  reason: { enum: ['agents_available', 'holiday', 'outside_business_hours', 'no_agent_online'] },
+  message: { type: 'string' },
+  agents_online: { type: 'integer' },
+  waiting_sessions: { type: 'integer' },
+  expected_wait_seconds: intOrNull,
+  realtime_available: { type: 'boolean' },
+  poll_interval_seconds: { type: 'integer' },
+  business_hours: hoursJson,
+});
+
+export const agentAvailabilityJson = obj({
+  status: { $ref: '#/components/schemas/ChatAvailability' },
+  business_hours: hoursJson,
+  agents: { type: 'array', items: { $ref: '#/components/schemas/ChatAgent' } },
+});
+
+const durationJson = obj({ count: { type: 'integer' }, average_seconds: { type: ['number', 'null'] }, p90_seconds: { type: ['number', 'null'] } });
+export const reportJson = obj({
+  from: iso,
+  to: iso,
+  sessions: obj({ total: { type: 'integer' }, by_status: obj(Object.fromEntries(['waiting', 'assigned', 'active', 'resolved', 'closed'].map((s) => [s, { type: 'integer' }]))) }),
+  first_response: durationJson,
+  wait: durationJson,
+  resolution: durationJson,
+  satisfaction: obj({ count: { type: 'integer' }, average: { type: ['number', 'null'] } }),
+  agent_time: {
+    type: 'array',
+    items: obj({ agent_id: { type: 'integer' }, agent_name: { type: 'string' }, minutes: { type: 'integer' }, entries: { type: 'integer' }, sessions: { type: 'integer' } }),
+  },
+});
+
+export const realtimeJson = obj({
+  token: { type: 'string' },
+  expires_at: iso,
+  url: { type: 'string', description: 'WebSocket URL (ws:// or wss://) with the token.' },
+});
+
+export const ticketJson = obj({
+  id: { type: 'integer' },
+  subject: { type: 'string' },
+  status: { enum: ['open', 'pending', 'resolved', 'closed'] },
+  priority: { enum: ['low', 'normal', 'high', 'urgent'] },
+  category: strOrNull,
+  source: { type: 'string' },
+  customer_id: intOrNull,
+  customer_name: { type: 'string' },
+  customer_email: { type: 'string' },
+  site_id: intOrNull,
+  chat_session_ids: { type: 'array', items: { type: 'integer' } },
+  messages: {
+    type: 'array',
+    items: obj({ id: { type: 'integer' }, sender_type: { enum: ['customer', 'agent', 'system'] }, sender_name: { type: 'string' }, body: { type: 'string' }, chat_message_id: intOrNull, date_created: iso }),
+  },
+  notes: { type: 'array', items: obj({ id: { type: 'integer' }, agent_id: intOrNull, note: { type: 'string' }, date_created: iso }) },
+  date_created: iso,
+  date_modified: iso,
+});

@@ -1,0 +1,446 @@
+import type { Knex } from 'knex';
+import type { Db } from '../db/knex';
+import { conflict, invalidParams, notFoundItem } from '../http/errors';
+import { runList, type ListQuery, type ListSpec } from '../http/list';
+import { isoDate } from '../http/validation';
+import { appendToTicket, copyTranscript, createTicketForSession, type FallbackReason, type TicketPriority } from './tickets';
+import { makeToken } from './tokens';
+
+/**
+ * Sessions and their messages.
+ * Status: waiting (no agent yet) -> assigned (an agent took it) -> active (an agent answered)
+ * -> resolved (the agent considers it done; a new customer message reopens it) -> closed
+ * (final: no more messages).
+ */
+export type SessionStatus = 'waiting' | 'assigned' | 'active' | 'resolved' | 'closed';
+export type SenderType = 'customer' | 'agent' | 'system';
+
+export interface SessionRow {
+  id: number;
+  status: SessionStatus;
+  customer_id: number | null;
+  customer_name: string;
+  customer_email: string;
+  site_id: number | null;
+  page_url: string | null;
+  page_title: string | null;
+  referrer: string | null;
+  locale: string | null;
+  metadata: Record<string, string>;
+  assigned_agent_id: number | null;
+  ticket_id: number | null;
+  fallback_reason: FallbackReason | null;
+  token_sha256: string;
+  token_expires_at: Date;
+  follow_up_workflow_id: string | null;
+  assigned_at: Date | null;
+  first_response_at: Date | null;
+  resolved_at: Date | null;
+  closed_at: Date | null;
+  last_message_at: Date | null;
+  date_created: Date;
+  date_modified: Date;
+}
+
+export interface MessageRow {
+  id: number;
+  session_id: number;
+  sender_type: SenderType;
+  agent_id: number | null;
+  sender_name: string;
+  body: string;
+  attachment_id: number | null;
+  date_created: Date;
+}
+
+export interface AttachmentRow {
+  id: number;
+  session_id: number;
+  uploader_type: 'customer' | 'agent';
+  name: string;
+  mime_type: string;
+  size: number;
+  sha256: string;
+  width: number | null;
+  height: number | null;
+  storage_name: string;
+  thumbnail_storage_name: string | null;
+  date_created: Date;
+}
+
+export function sessionRecord(s: SessionRow) {
+  return {
+    id: Number(s.id),
+    status: s.status,
+    customer_id: s.customer_id === null ? null : Number(s.customer_id),
+    customer_name: s.customer_name,
+    customer_email: s.customer_email,
+    site_id: s.site_id === null ? null : Number(s.site_id),
+    context: { page_url: s.page_url, page_title: s.page_title, referrer: s.referrer, locale: s.locale },
+    metadata: s.metadata ?? {},
+    assigned_agent_id: s.assigned_agent_id === null ? null : Number(s.assigned_agent_id),
+    ticket_id: s.ticket_id === null ? null : Number(s.ticket_id),
+    fallback_reason: s.fallback_reason,
+    follow_up_workflow_id: s.follow_up_workflow_id,
+    assigned_at: isoDate(s.assigned_at),
+    first_response_at: isoDate(s.first_response_at),
+    resolved_at: isoDate(s.resolved_at),
+    closed_at: isoDate(s.closed_at),
+    last_message_at: isoDate(s.last_message_at),
+    date_created: isoDate(s.date_created)!,
+    date_modified: isoDate(s.date_modified)!,
+  };
+}
+export type SessionRecord = ReturnType<typeof sessionRecord>;
+
+/**
+ * What a caller sees of a session: agents everything; customers (and anonymous callers creating
+ * one) not the metadata agents keep on it, nor the follow-up workflow id.
+ */
+export function sessionView(s: SessionRow, caller: { kind: string }) {
+  const record = sessionRecord(s);
+  if (caller.kind === 'agent') return record;
+  const { metadata: _metadata, follow_up_workflow_id: _workflow, ...customerView } = record;
+  return customerView;
+}
+
+export function attachmentRecord(a: AttachmentRow, chatBase: string) {
+  const download = `${chatBase}/chat/attachments/${a.id}/download`;
+  return {
+    id: Number(a.id),
+    session_id: Number(a.session_id),
+    name: a.name,
+    type: a.mime_type,
+    size: Number(a.size),
+    sha256: a.sha256,
+    width: a.width,
+    height: a.height,
+    download_url: download,
+    thumbnail_url: a.thumbnail_storage_name ? `${download}?variant=thumbnail` : null,
+    date_created: isoDate(a.date_created)!,
+  };
+}
+
+export function messageRecord(m: MessageRow, attachment: AttachmentRow | undefined, chatBase: string) {
+  return {
+    id: Number(m.id),
+    session_id: Number(m.session_id),
+    sender_type: m.sender_type,
+    agent_id: m.agent_id === null ? null : Number(m.agent_id),
+    sender_name: m.sender_name,
+    body: m.body,
+    attachment: attachment ? attachmentRecord(attachment, chatBase) : null,
+    date_created: isoDate(m.date_created)!,
+  };
+}
+export type MessageRecord = ReturnType<typeof messageRecord>;
+
+/**
+ * Inserts a message and keeps the session (status, first response, last message) and its
+ * ticket in step, in the caller's transaction. The session row must be locked by the caller.
+ */
+export async function insertMessage(
+  trx: Knex,
+  session: SessionRow,
+  m: { sender_type: SenderType; agent_id?: number | null; sender_name: string; body: string; attachment_id?: number | null },
+): Promise<{ message: MessageRow; session: SessionRow }> {
+  const [message] = await trx('chat_messages')
+    .insert({ session_id: session.id, sender_type: m.sender_type, agent_id: m.agent_id ?? null, sender_name: m.sender_name, body: m.body, attachment_id: m.attachment_id ?? null })
+    .returning('*');
+  const changes: Record<string, unknown> = { last_message_at: message.date_created, date_modified: trx.fn.now() };
+  if (m.sender_type === 'agent') {
+    if (!session.first_response_at) changes.first_response_at = message.date_created;
+    if (session.status !== 'closed') changes.status = 'active';
+    if (session.status === 'resolved') changes.resolved_at = null;
+  } else if (m.sender_type === 'customer' && session.status === 'resolved') {
+    changes.status = 'active';
+    changes.resolved_at = null;
+  }
+  const [updated] = await trx('chat_sessions').where({ id: session.id }).update(changes).returning('*');
+  if (session.ticket_id) await appendToTicket(trx, Number(session.ticket_id), message);
+  return { message, session: updated };
+}
+
+export async function lockSession(trx: Knex, id: number): Promise<SessionRow> {
+  const s = await trx('chat_sessions').where({ id }).forUpdate().first();
+  if (!s) throw notFoundItem('chat_session');
+  return s;
+}
+
+export function assertOpen(s: SessionRow): void {
+  if (s.status === 'closed') throw conflict('chat_session_closed', 'The session is closed.');
+}
+
+export const sessionListSpec: ListSpec = {
+  idColumn: 'chat_sessions.id',
+  dateCreatedColumn: 'chat_sessions.date_created',
+  searchable: ['chat_sessions.customer_name', 'chat_sessions.customer_email', 'chat_sessions.page_url', 'chat_sessions.page_title'],
+  sortable: {
+    id: 'chat_sessions.id',
+    date_created: 'chat_sessions.date_created',
+    date_modified: 'chat_sessions.date_modified',
+    last_message_at: 'chat_sessions.last_message_at',
+    status: 'chat_sessions.status',
+  },
+  filters: {
+    status: { column: 'chat_sessions.status', type: { enum: ['waiting', 'assigned', 'active', 'resolved', 'closed'] } },
+    assigned_agent_id: { column: 'chat_sessions.assigned_agent_id', type: 'int' },
+    customer_id: { column: 'chat_sessions.customer_id', type: 'int' },
+    customer_email: { column: 'chat_sessions.customer_email', type: 'string' },
+    site_id: { column: 'chat_sessions.site_id', type: 'int' },
+    ticket_id: { column: 'chat_sessions.ticket_id', type: 'int' },
+  },
+};
+
+export interface CreateSessionInput {
+  customer_id?: number;
+  customer_name?: string;
+  customer_email?: string;
+  site_id?: number;
+  page_url?: string;
+  page_title?: string;
+  referrer?: string;
+  locale?: string;
+  metadata?: Record<string, string>;
+  message?: string;
+}
+
+export class SessionStore {
+  constructor(
+    private readonly db: Db,
+    private readonly tokenTtlSeconds: number,
+  ) {}
+
+  async get(id: number): Promise<SessionRow> {
+    const s = await this.db('chat_sessions').where({ id }).first();
+    if (!s) throw notFoundItem('chat_session');
+    return s;
+  }
+
+  /**
+   * Creates a session (and its opening message). With a fallback reason, the session gets a
+   * ticket holding the conversation at once, with a system message saying so.
+   */
+  async create(input: CreateSessionInput, fallback: { reason: FallbackReason; notice: string } | null): Promise<{ session: SessionRow; token: string; messages: MessageRow[] }> {
+    return this.db.transaction(async (trx) => {
+      const errors: Record<string, string> = {};
+      let name = input.customer_name ?? '';
+      let email = input.customer_email ?? '';
+      if (input.customer_id !== undefined) {
+        const c = await trx('customers').join('users', 'users.id', 'customers.user_id').where('customers.id', input.customer_id).first('users.display_name', 'users.username', 'users.email');
+        if (!c) errors.customer_id = 'customer_id is not an existing customer.';
+        else {
+          name ||= c.display_name || c.username;
+          email ||= c.email;
+        }
+      }
+      if (input.site_id !== undefined && !(await trx('sites').where({ id: input.site_id }).first('id'))) errors.site_id = 'site_id is not an existing site.';
+      if (Object.keys(errors).length) throw invalidParams(errors);
+
+      const [row] = await trx('chat_sessions')
+        .insert({
+          customer_id: input.customer_id ?? null,
+          customer_name: name,
+          customer_email: email,
+          site_id: input.site_id ?? null,
+          page_url: input.page_url ?? null,
+          page_title: input.page_title ?? null,
+          referrer: input.referrer ?? null,
+          locale: input.locale ?? null,
+          metadata: JSON.stringify(input.metadata ?? {}),
+          token_sha256: 'pending',
+          token_expires_at: new Date(Date.now() + this.tokenTtlSeconds * 1000),
+        })
+        .returning('*');
+      const { token, digest } = makeToken('customer', Number(row.id));
+      let session: SessionRow = (await trx('chat_sessions').where({ id: row.id }).update({ token_sha256: digest }).returning('*'))[0];
+      const messages: MessageRow[] = [];
+      if (input.message) {
+        const r = await insertMessage(trx, session, { sender_type: 'customer', sender_name: name || 'Customer', body: input.message });
+        messages.push(r.message);
+        session = r.session;
+      }
+      if (fallback) {
+        const ticketId = await createTicketForSession(trx, session, fallback.reason);
+        session = await lockSession(trx, session.id);
+        const r = await insertMessage(trx, session, { sender_type: 'system', sender_name: 'System', body: fallback.notice.replace('{{ticket_id}}', String(ticketId)) });
+        messages.push(r.message);
+        session = r.session;
+      }
+      return { session, token, messages };
+    });
+  }
+
+  async setFollowUp(id: number, workflowId: string): Promise<SessionRow> {
+    const [s] = await this.db('chat_sessions').where({ id }).update({ follow_up_workflow_id: workflowId }).returning('*');
+    return s;
+  }
+
+  async list(q: ListQuery, assignment: { op: 'any' } | { op: 'unassigned' } | { op: 'assigned' } | { op: 'agent'; agentId: number }) {
+    const base = () => {
+      const qb = this.db('chat_sessions').select('chat_sessions.*');
+      if (assignment.op === 'unassigned') qb.whereNull('chat_sessions.assigned_agent_id');
+      else if (assignment.op === 'assigned') qb.whereNotNull('chat_sessions.assigned_agent_id');
+      else if (assignment.op === 'agent') qb.where('chat_sessions.assigned_agent_id', assignment.agentId);
+      return qb;
+    };
+    return runList<SessionRow>(base, q, sessionListSpec);
+  }
+
+  async messages(sessionId: number, after: number, limit: number): Promise<{ rows: MessageRow[]; attachments: Map<number, AttachmentRow>; hasMore: boolean }> {
+    const rows: MessageRow[] = await this.db('chat_messages').where({ session_id: sessionId }).where('id', '>', after).orderBy('id', 'asc').limit(limit + 1);
+    const hasMore = rows.length > limit;
+    if (hasMore) rows.pop();
+    const ids = rows.map((r) => r.attachment_id).filter((x): x is number => x !== null);
+    const atts: AttachmentRow[] = ids.length ? await this.db('chat_attachments').whereIn('id', ids) : [];
+    return { rows, attachments: new Map(atts.map((a) => [Number(a.id), a])), hasMore };
+  }
+
+  async attachmentsOf(rows: MessageRow[]): Promise<Map<number, AttachmentRow>> {
+    const ids = rows.map((r) => r.attachment_id).filter((x): x is number => x !== null);
+    const atts: AttachmentRow[] = ids.length ? await this.db('chat_attachments').whereIn('id', ids) : [];
+    return new Map(atts.map((a) => [Number(a.id), a]));
+  }
+
+  async message(id: number): Promise<MessageRow | undefined> {
+    return this.db('chat_messages').where({ id }).first();
+  }
+
+  async post(sessionId: number, m: Parameters<typeof insertMessage>[2]): Promise<{ message: MessageRow; session: SessionRow; before: SessionRow }> {
+    return this.db.transaction(async (trx) => {
+      const before = await lockSession(trx, sessionId);
+      assertOpen(before);
+      const r = await insertMessage(trx, before, m);
+      return { ...r, before };
+    });
+  }
+
+  /** An agent replying to an unassigned session takes it. */
+  async takeIfUnassigned(sessionId: number, agentId: number): Promise<boolean> {
+    const n = await this.db('chat_sessions').where({ id: sessionId }).whereNull('assigned_agent_id').update({ assigned_agent_id: agentId, assigned_at: this.db.fn.now() });
+    return n > 0;
+  }
+
+  async updateContext(id: number, ctx: { page_url?: string | null; page_title?: string | null; referrer?: string | null; locale?: string | null }): Promise<SessionRow> {
+    return this.db.transaction(async (trx) => {
+      const s = await lockSession(trx, id);
+      assertOpen(s);
+      const [row] = await trx('chat_sessions').where({ id }).update({ ...ctx, date_modified: trx.fn.now() }).returning('*');
+      return row;
+    });
+  }
+
+  async mergeMetadata(id: number, patch: Record<string, string | null>): Promise<SessionRow> {
+    return this.db.transaction(async (trx) => {
+      const s = await lockSession(trx, id);
+      const next: Record<string, string> = { ...(s.metadata ?? {}) };
+      for (const [k, v] of Object.entries(patch)) {
+        if (v === null) delete next[k];
+        else next[k] = v;
+      }
+      if (Object.keys(next).length > 50) throw invalidParams({ metadata: 'metadata must hold at most 50 keys in all.' });
+      const [row] = await trx('chat_sessions').where({ id }).update({ metadata: JSON.stringify(next), date_modified: trx.fn.now() }).returning('*');
+      return row;
+    });
+  }
+
+  /** Assigns (agentId) or unassigns (null). Returns the session before and after. */
+  async assign(id: number, agent: { id: number; name: string } | null, by: string): Promise<{ before: SessionRow; session: SessionRow; notice: MessageRow | null }> {
+    return this.db.transaction(async (trx) => {
+      const before = await lockSession(trx, id);
+      assertOpen(before);
+      const changes: Record<string, unknown> = { date_modified: trx.fn.now() };
+      if (agent) {
+        changes.assigned_agent_id = agent.id;
+        if (!before.assigned_at) changes.assigned_at = trx.fn.now();
+        if (before.status === 'waiting') changes.status = 'assigned';
+      } else {
+        changes.assigned_agent_id = null;
+        if (before.status === 'assigned') changes.status = 'waiting';
+      }
+      let [session] = await trx('chat_sessions').where({ id }).update(changes).returning('*');
+      let notice: MessageRow | null = null;
+      if (agent && Number(before.assigned_agent_id) !== agent.id) {
+        const r = await insertMessage(trx, session, { sender_type: 'system', sender_name: 'System', body: `${agent.name} joined the chat${by !== agent.name ? ` (assigned by ${by})` : ''}.` });
+        notice = r.message;
+        session = r.session;
+      }
+      return { before, session, notice };
+    });
+  }
+
+  async setStatus(id: number, status: 'active' | 'resolved' | 'closed'): Promise<{ before: SessionRow; session: SessionRow }> {
+    return this.db.transaction(async (trx) => {
+      const before = await lockSession(trx, id);
+      if (before.status === 'closed' && status !== 'closed') throw conflict('chat_session_closed', 'The session is closed.');
+      const changes: Record<string, unknown> = { status, date_modified: trx.fn.now() };
+      if (status === 'resolved') changes.resolved_at = before.resolved_at ?? trx.fn.now();
+      if (status === 'closed') {
+        changes.closed_at = before.closed_at ?? trx.fn.now();
+        // Closing counts as resolving for the resolution time when it was not resolved before.
+        if (!before.resolved_at) changes.resolved_at = trx.fn.now();
+      }
+      if (status === 'active') changes.resolved_at = null;
+      const [session] = await trx('chat_sessions').where({ id }).update(changes).returning('*');
+      return { before, session };
+    });
+  }
+
+  async linkTicket(id: number, ticketId: number): Promise<{ session: SessionRow; copied: number }> {
+    return this.db.transaction(async (trx) => {
+      const s = await lockSession(trx, id);
+      if (!(await trx('tickets').where({ id: ticketId }).first('id'))) throw invalidParams({ ticket_id: 'ticket_id is not an existing ticket.' });
+      if (s.ticket_id && Number(s.ticket_id) !== ticketId) {
+        throw conflict('chat_session_has_ticket', `The session is already linked to ticket ${s.ticket_id}.`, { ticket_id: Number(s.ticket_id) });
+      }
+      const copied = await copyTranscript(trx, ticketId, id);
+      const [session] = await trx('chat_sessions')
+        .where({ id })
+        .update({ ticket_id: ticketId, fallback_reason: s.fallback_reason ?? 'linked', date_modified: trx.fn.now() })
+        .returning('*');
+      return { session, copied };
+    });
+  }
+
+  async convertToTicket(id: number, opts: { subject?: string; priority?: TicketPriority; category?: string; note?: string }, agentId: number | null): Promise<{ session: SessionRow; ticketId: number }> {
+    return this.db.transaction(async (trx) => {
+      const s = await lockSession(trx, id);
+      if (s.ticket_id) throw conflict('chat_session_has_ticket', `The session already has ticket ${s.ticket_id}.`, { ticket_id: Number(s.ticket_id) });
+      const ticketId = await createTicketForSession(trx, s, 'converted', opts);
+      if (opts.note) await trx('ticket_notes').insert({ ticket_id: ticketId, agent_id: agentId, note: opts.note });
+      return { session: await trx('chat_sessions').where({ id }).first(), ticketId };
+    });
+  }
+
+  async logTime(id: number, agentId: number, minutes: number, note: string) {
+    await this.get(id);
+    const agent = await this.db('chat_agents').where({ id: agentId }).first('id');
+    if (!agent) throw invalidParams({ agent_id: 'agent_id is not an existing agent.' });
+    const [entry] = await this.db('chat_agent_time').insert({ session_id: id, agent_id: agentId, minutes, note }).returning('*');
+    const total = await this.db('chat_agent_time').where({ session_id: id }).sum({ minutes: 'minutes' }).first();
+    return {
+      entry: { id: Number(entry.id), session_id: id, agent_id: agentId, minutes: entry.minutes, note: entry.note, date_created: isoDate(entry.date_created)! },
+      session_total_minutes: Number(total?.minutes ?? 0),
+    };
+  }
+
+  async rate(id: number, rating: number, comment: string | null) {
+    await this.get(id);
+    const rows = await this.db('chat_satisfaction').insert({ session_id: id, rating, comment }).onConflict('session_id').ignore().returning('*');
+    if (rows.length === 0) throw conflict('chat_satisfaction_exists', 'This session has already been rated.');
+    return { session_id: id, rating: rows[0].rating, comment: rows[0].comment, date_created: isoDate(rows[0].date_created)! };
+  }
+
+  async refreshToken(id: number): Promise<{ token: string; expires: Date }> {
+    const { token, digest } = makeToken('customer', id);
+    const expires = new Date(Date.now() + this.tokenTtlSeconds * 1000);
+    const n = await this.db('chat_sessions').where({ id }).update({ token_sha256: digest, token_expires_at: expires });
+    if (!n) throw notFoundItem('chat_session');
+    return { token, expires };
+  }
+
+  async rating(id: number) {
+    return this.db('chat_satisfaction').where({ session_id: id }).first();
+  }
+}
+

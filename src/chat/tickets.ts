@@ -1,0 +1,94 @@
+import type { Knex } from 'knex';
+import { notFoundItem } from '../http/errors';
+import { isoDate } from '../http/validation';
+
+/**
+ * Tickets: what a chat falls back to (support offline, realtime down, waiting too long) or is
+ * converted to. A ticket holds the conversation (ticket_messages, each chat message copied at
+ * most once) and private staff notes that customers never see.
+ */
+export type TicketPriority = 'low' | 'normal' | 'high' | 'urgent';
+export type FallbackReason = 'offline' | 'realtime_unavailable' | 'wait_timeout' | 'follow_up_unavailable' | 'converted' | 'linked';
+
+export interface SessionForTicket {
+  id: number;
+  customer_id: number | null;
+  customer_name: string;
+  customer_email: string;
+  site_id: number | null;
+  ticket_id: number | null;
+}
+
+/** Copies the session's chat messages the ticket does not hold yet (in order). */
+export async function copyTranscript(trx: Knex, ticketId: number, sessionId: number): Promise<number> {
+  const r = await trx.raw(
+    `INSERT INTO ticket_messages (ticket_id, sender_type, sender_name, body, chat_message_id, date_created)
+     SELECT ?, m.sender_type, m.sender_name, m.body, m.id, m.date_created FROM chat_messages m
+     WHERE m.session_id = ? AND NOT EXISTS (SELECT 1 FROM ticket_messages t WHERE t.ticket_id = ? AND t.chat_message_id = m.id)
+     ORDER BY m.id`,
+    [ticketId, sessionId, ticketId],
+  );
+  return r.rowCount ?? 0;
+}
+
+/** Copies one chat message to the session's ticket (no-op when it is already there). */
+export async function appendToTicket(trx: Knex, ticketId: number, message: { id: number; sender_type: string; sender_name: string; body: string; date_created: Date }): Promise<void> {
+  await trx.raw(
+    `INSERT INTO ticket_messages (ticket_id, sender_type, sender_name, body, chat_message_id, date_created)
+     SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM ticket_messages WHERE ticket_id = ? AND chat_message_id = ?)`,
+    [ticketId, message.sender_type, message.sender_name, message.body, message.id, message.date_created, ticketId, message.id],
+  );
+}
+
+/** A new ticket holding the session's conversation; the session is linked to it. */
+export async function createTicketForSession(
+  trx: Knex,
+  session: SessionForTicket,
+  reason: FallbackReason,
+  opts: { subject?: string; priority?: TicketPriority; category?: string | null } = {},
+): Promise<number> {
+  const subject = opts.subject ?? `Chat #${session.id}${session.customer_name ? ` with ${session.customer_name}` : ''}`;
+  const [ticket] = await trx('tickets')
+    .insert({
+      subject,
+      priority: opts.priority ?? 'normal',
+      category: opts.category ?? null,
+      source: 'chat',
+      customer_id: session.customer_id,
+      customer_name: session.customer_name,
+      customer_email: session.customer_email,
+      site_id: session.site_id,
+    })
+    .returning('id');
+  const ticketId = Number(ticket.id);
+  await trx('chat_sessions').where({ id: session.id }).update({ ticket_id: ticketId, fallback_reason: reason, date_modified: trx.fn.now() });
+  await copyTranscript(trx, ticketId, session.id);
+  return ticketId;
+}
+
+export async function ticketDetail(db: Knex, id: number) {
+  const t = await db('tickets').where({ id }).first();
+  if (!t) throw notFoundItem('ticket');
+  const [messages, notes, sessions] = await Promise.all([
+    db('ticket_messages').where({ ticket_id: id }).orderBy('id'),
+    db('ticket_notes').where({ ticket_id: id }).orderBy('id'),
+    db('chat_sessions').where({ ticket_id: id }).orderBy('id').pluck('id'),
+  ]);
+  return {
+    id: Number(t.id),
+    subject: t.subject,
+    status: t.status,
+    priority: t.priority,
+    category: t.category,
+    source: t.source,
+    customer_id: t.customer_id,
+    customer_name: t.customer_name,
+    customer_email: t.customer_email,
+    site_id: t.site_id,
+    chat_session_ids: sessions.map(Number),
+    messages: messages.map((m) => ({ id: m.id, sender_type: m.sender_type, sender_name: m.sender_name, body: m.body, chat_message_id: m.chat_message_id, date_created: isoDate(m.date_created)! })),
+    notes: notes.map((n) => ({ id: n.id, agent_id: n.agent_id, note: n.note, date_created: isoDate(n.date_created)! })),
+    date_created: isoDate(t.date_created)!,
+    date_modified: isoDate(t.date_modified)!,
+  };
+}
