@@ -89,6 +89,18 @@ describe('isolated tenants', () => {
     expect(await ctx.db('tenants').count({ n: '*' })).toEqual([{ n: 0 }]);
   });
 
+  test('Temporal unreachable: 503 and nothing claimed', async () => {
+    const start = jest.spyOn(ctx.temporal.client.workflow, 'start').mockRejectedValue(new Error('14 UNAVAILABLE: No connection established'));
+    try {
+      const res = await post(`/tenants/${A.siteId}/bootstrap`);
+      expect(res.status).toBe(503);
+      expect(res.body.code).toBe('wu_rest_temporal_unavailable');
+    } finally {
+      start.mockRestore();
+    }
+    expect(await ctx.db('tenants').count({ n: '*' })).toEqual([{ n: 0 }]);
+  });
+
   test('bootstrap answers 202 at once; a second call joins; verify and teardown wait their turn', async () => {
     // No worker yet: the workflow is queued, so the tenant stays in bootstrapping.
     const first = await post(`/tenants/${A.siteId}/bootstrap`, { database_host: 'secondary' });
@@ -250,6 +262,19 @@ describe('isolated tenants', () => {
     expect((await verify(A.siteId)).ready).toBe(true);
     expect(await snapshot()).toEqual(before);
     expect(await sharedCount(A.siteId)).toBe(sharedBefore);
+  });
+
+  test('Temporal unreachable on verify or teardown: 503 and the tenant stays as it was', async () => {
+    const start = jest.spyOn(ctx.temporal.client.workflow, 'start').mockRejectedValue(new Error('14 UNAVAILABLE: No connection established'));
+    try {
+      for (const res of [await post(`/tenants/${A.siteId}/verify`), await ctx.http.delete(`${BASE}/tenants/${A.siteId}`).set(auth())]) {
+        expect(res.status).toBe(503);
+        expect(res.body.code).toBe('wu_rest_temporal_unavailable');
+      }
+    } finally {
+      start.mockRestore();
+    }
+    expect((await status(ctx, A.siteId)).body).toMatchObject({ state: 'ready', ready: true });
   });
 
   test('teardown leaves no database, role, folder or route, and gives the data back', async () => {

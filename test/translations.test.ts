@@ -180,6 +180,32 @@ describe('translation routes', () => {
     expect(await handle.result()).toEqual({ status: 'ready' });
   });
 
+  test('Temporal unreachable when a check would start a pipeline: 503, no job left behind; the next check starts it', async () => {
+    const start = jest.spyOn(ctx.temporal.client.workflow, 'start').mockRejectedValue(new Error('14 UNAVAILABLE: No connection established'));
+    try {
+      const single = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'troutes-one', type: 'plugin', locale: 'sv_SE' }).set(auth());
+      expect(single.status).toBe(503);
+      expect(single.body.code).toBe('wu_rest_temporal_unavailable');
+      const batch = await post('/translations/check/batch', {
+        packages: [
+          { slug: 'troutes-one', type: 'plugin', locale: 'sv_SE' },
+          { slug: 'troutes-nobody', type: 'plugin', locale: 'sv_SE' },
+        ],
+      });
+      expect(batch.status).toBe(200);
+      expect(batch.body[0]).toMatchObject({ index: 0, error: { code: 'wu_rest_temporal_unavailable', data: { status: 503 } } });
+      expect(batch.body[1]).toMatchObject({ status: 'missing' });
+      expect(await ctx.db('translation_jobs').where({ slug: 'troutes-one', locale: 'sv_SE' }).first()).toBeUndefined();
+    } finally {
+      start.mockRestore();
+    }
+    const again = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'troutes-one', type: 'plugin', locale: 'sv_SE' }).set(auth());
+    expect(again.status).toBe(200);
+    expect(again.body.status).toBe('importing');
+    const job = await ctx.db('translation_jobs').where({ slug: 'troutes-one', locale: 'sv_SE' }).first('id');
+    expect(await waitForJob(ctx, job.id, status('ready'))).toMatchObject({ status: 'ready' });
+  });
+
   test('batch: mixed states and bad items each answered in order, from one database query', async () => {
     const ja = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'troutes-one', type: 'plugin', locale: 'ja' }).set(auth());
     expect(ja.body.status).toBe('ready');

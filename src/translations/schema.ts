@@ -110,7 +110,7 @@ export const batchItemSchema = z.union([
   z
     .object({
       index: z.int(),
-      error: z.object({ code: z.string(), message: z.string(), data: z.object({ status: z.int(), params: z.record(z.string(), z.string()).optional() }) }),
+      error: z.object({ code: z.string(), message: z.string(), data: z.object({ status: z.int(), params: z.record(z.string(), z.string()).optional(), detail: z.string().optional().describe('What the infrastructure said (503).') }) }),
     })
     .strict(),
 ]);
