@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import request from 'supertest';
 import { createApp } from '../src/http/app';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, type TestContext } from './helpers';
+import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
 
 /**
  * The worker killed (SIGKILL) in the middle of a registration, then another started: the
@@ -19,13 +19,6 @@ describe('/register survives a worker crash', () => {
     for (const t of TABLES) out[t] = Number((await ctx.db(t).count({ n: '*' }))[0].n);
     return out;
   };
-  const until = async (fn: () => Promise<boolean>, ms: number) => {
-    const end = Date.now() + ms;
-    while (!(await fn())) {
-      if (Date.now() > end) throw new Error('timed out waiting');
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
 
   beforeAll(async () => {
     ctx = await createTestContext({ REGISTER_WAIT_SECONDS: '0' });
@@ -38,24 +31,7 @@ describe('/register survives a worker crash', () => {
   });
 
   test('killed while the payment step runs: exactly one of every record afterwards', async () => {
-    const root = path.resolve(__dirname, '..');
-    // One process (tsx as a loader, not its CLI, which would run the script in a grandchild).
-    child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'fixtures', 'register-worker.ts')], {
-      cwd: root,
-      env: {
-        ...process.env,
-        DATABASE_URL: ctx.dbUrl,
-        TEMPORAL_ADDRESS: process.env.HF_TEST_TEMPORAL_ADDRESS,
-        TEMPORAL_TASK_QUEUE: ctx.config.TEMPORAL_TASK_QUEUE,
-        LOG_LEVEL: 'silent',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout!.on('data', (d) => (out += String(d)));
-    child.stderr!.on('data', (d) => (out += String(d)));
-    await until(async () => out.includes('worker ready') || child!.exitCode !== null, 60_000);
-    expect(out).toContain('worker ready');
+    child = await spawnWorkerProcess(ctx);
 
     // The payment insert hangs, so the crash lands inside the payment step's transaction.
     await ctx.db.raw("CREATE OR REPLACE FUNCTION crash_slow() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(4); RETURN NEW; END $$ LANGUAGE plpgsql");
@@ -80,8 +56,7 @@ describe('/register survives a worker crash', () => {
     };
     await until(inPaymentInsert, 30_000);
     expect((await ctx.db('registrations').where({ workflow_id: workflowId }).first('membership_id', 'payment_id'))).toMatchObject({ payment_id: null });
-    child.kill('SIGKILL');
-    await until(async () => child!.exitCode !== null || child!.signalCode !== null, 10_000);
+    await killWorkerProcess(child);
     await ctx.db.raw('DROP TRIGGER crash_slow ON payments');
 
     worker = await startWorker({

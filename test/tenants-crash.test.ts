@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, type TestContext } from './helpers';
 import { waitFor } from './estate-helpers';
+import { killWorkerProcess, spawnWorkerProcess } from './worker-process';
 import { makeSite, onServer, serverHas, settled, status, tenantEnv } from './tenant-helpers';
 
 /**
@@ -27,22 +27,6 @@ describe('tenant workflows survive a worker crash', () => {
     await ctx?.close();
   });
 
-  /** A worker in its own process, to be killed. */
-  async function spawnWorker(): Promise<ChildProcess> {
-    const root = path.resolve(__dirname, '..');
-    const proc = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'fixtures', 'register-worker.ts')], {
-      cwd: root,
-      env: { ...process.env, ...env, DATABASE_URL: ctx.dbUrl, TEMPORAL_ADDRESS: process.env.HF_TEST_TEMPORAL_ADDRESS, TEMPORAL_TASK_QUEUE: ctx.config.TEMPORAL_TASK_QUEUE, LOG_LEVEL: 'silent' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout!.on('data', (d) => (out += String(d)));
-    proc.stderr!.on('data', (d) => (out += String(d)));
-    await waitFor(async () => out.includes('worker ready') || proc.exitCode !== null, (v) => v, 60_000);
-    expect(out).toContain('worker ready');
-    return proc;
-  }
-
   /** Waits until a statement matching `pattern` runs in the test database, then kills the worker. */
   async function killDuring(proc: ChildProcess, pattern: string): Promise<void> {
     const running = await waitFor(
@@ -51,8 +35,7 @@ describe('tenant workflows survive a worker crash', () => {
       30_000,
     );
     expect(running).toBe(true);
-    proc.kill('SIGKILL');
-    await waitFor(async () => proc.exitCode !== null || proc.signalCode !== null, (v) => v, 10_000);
+    await killWorkerProcess(proc);
   }
 
   const sleepTrigger = async (event: 'INSERT' | 'DELETE') => {
@@ -67,7 +50,7 @@ describe('tenant workflows survive a worker crash', () => {
     expect(posts).toHaveLength(2);
 
     // Bootstrap: the worker dies while the push step deletes the pushed rows.
-    child = await spawnWorker();
+    child = await spawnWorkerProcess(ctx, env);
     await sleepTrigger('DELETE');
     const started = await ctx.http.post(`${BASE}/tenants/${site.siteId}/bootstrap`).set('Authorization', ctx.basic).send({});
     expect(started.status).toBe(202);
@@ -88,7 +71,7 @@ describe('tenant workflows survive a worker crash', () => {
     worker = undefined;
 
     // Teardown: the worker dies while the pull-back step inserts the rows back.
-    child = await spawnWorker();
+    child = await spawnWorkerProcess(ctx, env);
     await sleepTrigger('INSERT');
     const teardown = await ctx.http.delete(`${BASE}/tenants/${site.siteId}`).set('Authorization', ctx.basic);
     expect(teardown.status).toBe(202);

@@ -1,9 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, type TestContext } from './helpers';
+import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
 import { status, waitForJob } from './translation-helpers';
 import { samplePot, startFakeAi, type FakeAi } from './translation-servers';
 
@@ -25,13 +26,6 @@ describe('translation pipeline survives a worker crash during processing', () =>
     TRANSLATION_AI_API_KEY: KEY,
     TRANSLATION_AI_BATCH_SIZE: '2',
   });
-  const until = async (fn: () => Promise<boolean>, ms: number) => {
-    const end = Date.now() + ms;
-    while (!(await fn())) {
-      if (Date.now() > end) throw new Error('timed out waiting');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hf-tr-'));
@@ -48,24 +42,7 @@ describe('translation pipeline survives a worker crash during processing', () =>
   });
 
   test('killed in batch 4: batches 1-3 are not asked again, the pack is complete', async () => {
-    const root = path.resolve(__dirname, '..');
-    child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'fixtures', 'register-worker.ts')], {
-      cwd: root,
-      env: {
-        ...process.env,
-        ...env(),
-        DATABASE_URL: ctx.dbUrl,
-        TEMPORAL_ADDRESS: process.env.HF_TEST_TEMPORAL_ADDRESS,
-        TEMPORAL_TASK_QUEUE: ctx.config.TEMPORAL_TASK_QUEUE,
-        LOG_LEVEL: 'silent',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout!.on('data', (d) => (out += String(d)));
-    child.stderr!.on('data', (d) => (out += String(d)));
-    await until(async () => out.includes('worker ready') || child!.exitCode !== null, 60_000);
-    expect(out).toContain('worker ready');
+    child = await spawnWorkerProcess(ctx, env());
 
     const created = await ctx.http
       .post(`${BASE}/translations/projects`)
@@ -77,10 +54,9 @@ describe('translation pipeline survives a worker crash during processing', () =>
 
     // Batch 4 asked (three finished and stored), not yet answered: kill.
     await until(async () => ai.requests.length >= 4, 60_000).catch(async (err) => {
-      throw new Error(`${err.message}: ${out} ${JSON.stringify(first.body)} ${JSON.stringify(await ctx.db('translation_jobs').first('status', 'logs'))}`);
+      throw new Error(`${err.message}: ${JSON.stringify(first.body)} ${JSON.stringify(await ctx.db('translation_jobs').first('status', 'logs'))}`);
     });
-    child.kill('SIGKILL');
-    await until(async () => child!.exitCode !== null || child!.signalCode !== null, 10_000);
+    await killWorkerProcess(child);
     const atCrash = await ctx.db('translation_jobs').where({ id: jobId }).first('status', 'batches_done', 'remaining_strings');
     expect(atCrash).toEqual({ status: 'processing', batches_done: 3, remaining_strings: 14 });
     const progress = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'tcrash-plugin', type: 'plugin', locale: 'nl_NL' }).set('Authorization', ctx.basic);
