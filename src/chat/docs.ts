@@ -230,5 +230,16 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   op('PUT', '/chat/agent/agents/:agent_id', 'admin', { summary: 'Update or disable (active:false) an agent', body: S.updateAgentSchema, responses: { 200: ok('The agent.', agent) } });
   op('POST', '/chat/agent/agents/:agent_id/token', 'admin', { summary: "Replace an agent's token (the old one stops working)", responses: { 200: ok('The agent and its new token.', agentWithToken) } });
   op('GET', '/chat/agent/tickets/:ticket_id', 'agent', { summary: 'A ticket with its conversation and private staff notes', responses: { 200: ok('The ticket.', ticket) } });
+  for (const method of ['POST', 'PUT', 'PATCH'] as const) {
+    op(method, '/chat/agent/tickets/:ticket_id', 'agent', {
+      summary: "Work a ticket: change its status, priority, subject or category",
+      description:
+        'A partial body: only the fields given change (category null removes it). status: open, pending, resolved, closed; priority: low, normal, high, urgent. ' +
+        'Each change is recorded in the conversation as a system line naming the agent and the old and new values; a value equal to the current one changes nothing. ' +
+        'Any invalid field: 400 wu_rest_invalid_parameter naming it, and nothing changes. POST, PUT and PATCH do the same.',
+      body: S.updateTicketSchema,
+      responses: { 200: ok('The ticket.', ticket) },
+    });
+  }
   op('POST', '/chat/agent/tickets/:ticket_id/notes', 'agent', { summary: 'Add a private staff note to a ticket', body: S.ticketNoteSchema, responses: { 201: ok('The ticket.', ticket) } });
 }

@@ -24,7 +24,7 @@ import { ChatRealtime } from './realtime';
 import { chatReport } from './reports';
 import * as S from './schemas';
 import { assertOpen, attachmentRecord, insertMessage, lockSession, messageRecord, sessionListSpec, sessionRecord, SessionStore, sessionView, type MessageRow, type SessionRow } from './sessions';
-import { createTicketForSession, ticketDetail, type FallbackReason } from './tickets';
+import { createTicketForSession, ticketDetail, updateTicket, type FallbackReason } from './tickets';
 import { ChatSecret } from './tokens';
 
 export interface ChatDeps {
@@ -59,7 +59,7 @@ function chatCors(origins: string[]) {
     }
     if (req.method === 'OPTIONS') {
       if (allowed) {
-        res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE, OPTIONS');
+        res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE, OPTIONS');
         res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, X-Request-Id, X-HTTP-Method-Override');
         res.setHeader('Access-Control-Max-Age', '600');
       }
@@ -579,6 +579,17 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     requireAgent(req);
     res.json(await ticketDetail(db, idParam(req.params.ticket_id, 'ticket')));
   });
+  // Working a ticket: POST, PUT and PATCH (as WordPress' editable routes), partial bodies.
+  const workTicket = async (req: Request, res: Response) => {
+    const caller = requireAgent(req);
+    const id = idParam(req.params.ticket_id, 'ticket');
+    const input = parseOrThrow(S.updateTicketSchema, jsonBody(req));
+    await updateTicket(db, id, input, caller.name);
+    res.json(await ticketDetail(db, id));
+  };
+  router.post('/chat/agent/tickets/:ticket_id', workTicket);
+  router.put('/chat/agent/tickets/:ticket_id', workTicket);
+  router.patch('/chat/agent/tickets/:ticket_id', workTicket);
   router.post('/chat/agent/tickets/:ticket_id/notes', async (req, res) => {
     const caller = requireAgent(req);
     const id = idParam(req.params.ticket_id, 'ticket');
