@@ -104,7 +104,7 @@ const schema = z.object({
     .string()
     .regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'must be a lower-case slug, e.g. ultimate-multisite')
     .default('ultimate-multisite'),
-  /** Comma-separated origins allowed to call the chat routes from a browser (`*` for any). */
+  /** Comma-separated origins allowed to call the chat routes and open its WebSocket from a browser (`*` for any). */
   CHAT_ALLOWED_ORIGINS: z
     .string()
     .default('')

@@ -110,6 +110,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     connectionString: connection?.connectionString,
     enabled: config.CHAT_REALTIME_ENABLED,
     path: realtimePath,
+    allowedOrigins: config.CHAT_ALLOWED_ORIGINS,
     secret,
     loadMessage: async (id) => {
       const m = await sessions.message(id);
