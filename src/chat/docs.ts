@@ -55,7 +55,8 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     description:
       'The token (Bearer) gives access to this session only; it is shown once. customer_id from a browser needs customer_hash (identity verification). ' +
       'When support is offline, or the realtime channel is unavailable (server side, or realtime:false from the widget), the session gets a ticket holding the conversation at once ' +
-      '(fallback_reason offline / realtime_unavailable) and later messages are appended to it. Otherwise the chatFollowUp workflow turns it into a ticket when no agent takes it in time.',
+      '(fallback_reason offline / realtime_unavailable) and later messages are appended to it. Otherwise the chatFollowUp workflow turns it into a ticket when no agent takes it in time. ' +
+      'Callers other than agents (anonymous, customer tokens) may start at most CHAT_SESSION_CREATE_LIMIT sessions per CHAT_SESSION_CREATE_WINDOW_SECONDS from one address (default 20 per 60 s), then 429 chat_too_many_sessions with Retry-After.',
     body: S.createSessionSchema,
     responses: {
       201: ok(
@@ -70,6 +71,13 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
           messages: { type: 'array', items: message },
         }),
       ),
+      429: {
+        description:
+          'Too many sessions started from this address (`chat_too_many_sessions`: callers other than agents, at most CHAT_SESSION_CREATE_LIMIT per CHAT_SESSION_CREATE_WINDOW_SECONDS, every attempt counting), ' +
+          'or too many failed authentications (`rest_too_many_auth_failures`). Retry-After says when to try again.',
+        schema: { $ref: '#/components/schemas/Error' },
+        headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
+      },
     },
   });
   op('GET', '/chat/sessions/:session_id', 'session', {

@@ -4,7 +4,7 @@ import express, { Router, type NextFunction, type Request, type Response } from 
 import { z } from 'zod';
 import { chatNamespace, type Config } from '../config';
 import type { Db } from '../db/knex';
-import { AuthFailureLimiter } from '../http/auth';
+import { AddressLimiter, AuthFailureLimiter } from '../http/auth';
 import { ApiError, invalidParams, notFoundHandler, notFoundItem } from '../http/errors';
 import { parseListQuery, setPagingHeaders } from '../http/list';
 import type { Metrics } from '../http/metrics';
@@ -103,6 +103,9 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   const agents = new AgentStore(db);
   const canned = new CannedReplies(db);
   const storage = new AttachmentStorage(config.DATA_DIR);
+  // Session creation by non-agents, per client address (req.ip: TRUST_PROXY decides whether
+  // X-Forwarded-For counts). Bounded memory, as the failed-authentication limiter.
+  const sessionCreation = new AddressLimiter(config.CHAT_SESSION_CREATE_LIMIT, config.CHAT_SESSION_CREATE_WINDOW_SECONDS * 1000);
   const followUps = new ChatFollowUps(deps.temporal, deps.metrics, config.CHAT_WAIT_BEFORE_TICKET_SECONDS);
   const connection = (db.client.config as { connection?: { connectionString?: string } }).connection;
   const realtime = new ChatRealtime({
@@ -189,6 +192,20 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   // ---- sessions (customers) -------------------------------------------------------------
   router.post('/chat/sessions', async (req, res) => {
     const caller = callerOf(req);
+    // Every attempt of a non-agent counts (valid or not), before anything is read or written.
+    // A customer token is limited too: it is what any anonymous caller gets from a first session.
+    if (caller.kind !== 'agent') {
+      const wait = sessionCreation.take(req.ip ?? 'unknown');
+      if (wait > 0) {
+        throw new ApiError(
+          429,
+          'chat_too_many_sessions',
+          `Too many chat sessions started from this address. Try again in ${wait} seconds.`,
+          { retry_after: wait, limit: config.CHAT_SESSION_CREATE_LIMIT, window_seconds: config.CHAT_SESSION_CREATE_WINDOW_SECONDS },
+          { 'Retry-After': String(wait) },
+        );
+      }
+    }
     const input = parseOrThrow(S.createSessionSchema, jsonBody(req));
     if (input.customer_id !== undefined && caller.kind !== 'agent') {
       if (!input.customer_hash) throw invalidParams({ customer_hash: 'customer_hash is required with customer_id (identity verification).' });
