@@ -108,7 +108,8 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     summary: 'Upload a file (multipart/form-data, field "file", optional field "message")',
     description:
       'At most CHAT_ATTACHMENT_MAX_BYTES (default 10 MB; larger: 413 chat_attachment_too_large). The type is read from the bytes: PNG, JPEG, GIF, WebP, PDF or UTF-8 text; anything else is 415 chat_attachment_type_not_allowed. ' +
-      'PNG and JPEG images get a 250 px PNG thumbnail (thumbnail_url); render thumbnails defensively.',
+      'PNG and JPEG images get a 250 px PNG thumbnail (thumbnail_url); render thumbnails defensively. ' +
+      'A body cut off before its end is dropped (400 chat_attachment_aborted); a failed upload leaves no file and no row.',
     requestBody: {
       required: true,
       content: {

@@ -23,7 +23,7 @@ import { ChatFollowUps } from './followup';
 import { ChatRealtime } from './realtime';
 import { chatReport } from './reports';
 import * as S from './schemas';
-import { assertOpen, attachmentRecord, insertMessage, lockSession, messageRecord, sessionListSpec, sessionRecord, SessionStore, sessionView, type MessageRow, type SessionRow } from './sessions';
+import { assertOpen, attachmentRecord, insertMessage, lockSession, messageRecord, sessionListSpec, sessionRecord, SessionStore, sessionView, type AttachmentRow, type MessageRow, type SessionRow } from './sessions';
 import { createTicketForSession, ticketDetail, updateTicket, type FallbackReason } from './tickets';
 import { ChatSecret } from './tokens';
 
@@ -305,14 +305,23 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     }
     if (upload.caption !== null && upload.caption.length > 10_000) throw invalidParams({ message: 'message must be at most 10000 characters long.' });
     const name = cleanName(upload.name);
-    const storageName = AttachmentStorage.newName();
-    await storage.write(storageName, upload.bytes);
-    const thumb = thumbnail(upload.bytes, sniffed);
-    const thumbName = thumb ? AttachmentStorage.newName() : null;
-    if (thumb && thumbName) await storage.write(thumbName, thumb);
     const sender = senderOf(caller, session);
+    // Files are written first, then the rows in one transaction. Until that transaction has
+    // committed, any failure (a write, the thumbnail, the session closed meanwhile, the
+    // database) removes every file written so far: no file without a row, no row without a file.
+    const written: string[] = [];
+    const store = async (bytes: Buffer) => {
+      const storageName = AttachmentStorage.newName();
+      written.push(storageName); // before the write: a partial file is removed too
+      await storage.write(storageName, bytes);
+      return storageName;
+    };
+    let out: { att: AttachmentRow; message: MessageRow };
     try {
-      const out = await db.transaction(async (trx) => {
+      const storageName = await store(upload.bytes);
+      const thumb = thumbnail(upload.bytes, sniffed);
+      const thumbName = thumb ? await store(thumb) : null;
+      out = await db.transaction(async (trx) => {
         const s = await lockSession(trx, id);
         assertOpen(s);
         const [att] = await trx('chat_attachments')
@@ -332,13 +341,13 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
         const r = await insertMessage(trx, s, { ...sender, body: upload.caption?.trim() || `Sent a file: ${name}`, attachment_id: att.id });
         return { att, message: r.message };
       });
-      const message = await publishMessage(out.message);
-      res.status(201).json({ attachment: attachmentRecord(out.att, base), message });
     } catch (err) {
-      await storage.remove(storageName).catch(() => undefined);
-      if (thumbName) await storage.remove(thumbName).catch(() => undefined);
+      await Promise.all(written.map((n) => storage.remove(n).catch((e) => req.log.warn({ err: e, storage_name: n }, 'attachment cleanup failed'))));
       throw err;
     }
+    // Committed: from here on the files belong to the rows and are never removed.
+    const message = await publishMessage(out.message);
+    res.status(201).json({ attachment: attachmentRecord(out.att, base), message });
   });
 
   router.get('/chat/attachments/:attachment_id/download', async (req, res) => {
