@@ -135,7 +135,8 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     summary: 'A short-lived signed token for the realtime channel (and, for customers, a new session token)',
     description:
       'Connect a WebSocket to realtime.url (…/chat/realtime?token=…) before realtime.expires_at; it receives {"type":"message","message":{…}} and {"type":"session",…} events of this session. ' +
-      'realtime is null when the channel is turned off (CHAT_REALTIME_ENABLED=false): poll the messages instead.',
+      'realtime is null when the channel is turned off (CHAT_REALTIME_ENABLED=false): poll the messages instead. ' +
+      "A browser may open the socket only from an origin in CHAT_ALLOWED_ORIGINS (or any with *): another Origin is refused with HTTP 403 before the upgrade; clients sending no Origin are let through on the token.",
     body: S.tokenSchema,
     responses: {
       200: ok(
