@@ -48,7 +48,7 @@ async function main(): Promise<void> {
   try {
     const env = await startBenchEnv({ cleanup, log, tag: `chat_${RUN_TAG}`, pgDir: 'bench-chat-pg', temporalLog: 'temporal-bench-chat.log' });
     const { db, settings, temporal } = env;
-    const config = { ...env.config, AUTH_FAILURE_LIMIT: 1_000_000 };
+    const config = { ...env.config, AUTH_FAILURE_LIMIT: 1_000_000, CHAT_SESSION_CREATE_LIMIT: 1_000_000 };
     const http = await startHttp(config, db, settings, temporal);
     cleanup.push(['http', () => http.close()]);
     const base = `http://127.0.0.1:${config.PORT}${config.REST_PREFIX}/${chatNamespace(config)}`;

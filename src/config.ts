@@ -104,7 +104,7 @@ const schema = z.object({
     .string()
     .regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'must be a lower-case slug, e.g. ultimate-multisite')
     .default('ultimate-multisite'),
-  /** Comma-separated origins allowed to call the chat routes from a browser (`*` for any). */
+  /** Comma-separated origins allowed to call the chat routes and open its WebSocket from a browser (`*` for any). */
   CHAT_ALLOWED_ORIGINS: z
     .string()
     .default('')
@@ -120,6 +120,13 @@ const schema = z.object({
   CHAT_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(10).max(300).default(15),
   /** false turns the WebSocket channel off: new sessions then fall back to a ticket (polling still works). */
   CHAT_REALTIME_ENABLED: bool.default(true),
+  /**
+   * POST /chat/sessions by callers that are not agents (anonymous, or a customer token): at most
+   * this many per client address in the window, then 429 with Retry-After. Agents and the API
+   * credentials are not limited.
+   */
+  CHAT_SESSION_CREATE_LIMIT: z.coerce.number().int().min(1).default(20),
+  CHAT_SESSION_CREATE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
 });
 
 export type Config = z.infer<typeof schema>;

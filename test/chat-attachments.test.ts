@@ -1,9 +1,13 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
+import { readMultipart } from '../src/chat/attachments';
+import { ApiError } from '../src/http/errors';
 import { createTestContext, type TestContext } from './helpers';
 import { bearer, CHAT, expectError, makeAgent, makeSession } from './chat-helpers';
 
@@ -186,5 +190,114 @@ describe('support chat: attachments', () => {
     const tampered = await ctx.http.get(a.download_url).set(bearer(agent.token));
     expectError(tampered, 404, 'chat_attachment_missing');
     expect(tampered.text).not.toContain('root:');
+  });
+
+  describe('no orphaned files or rows', () => {
+    // Nothing in the service deletes chat sessions or attachments (no route, CLI command or
+    // workflow; deleting a customer or a site only unlinks its sessions), so files can only be
+    // orphaned by an upload that fails half-way. Each failure below leaves the folder and the
+    // table as they were.
+    const rowCount = async () => Number((await ctx.db('chat_attachments').count({ n: '*' }).first())!.n);
+    const messageCount = async () => Number((await ctx.db('chat_messages').count({ n: '*' }).first())!.n);
+
+    /** A multipart body announcing `total` bytes of file, of which only `sent` are sent before the client goes away. */
+    const abortedUpload = async (server: http.Server, path: string, token: string, total: number, sent: number) => {
+      const boundary = '----hostflowabort';
+      const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="partial.txt"\r\nContent-Type: text/plain\r\n\r\n`);
+      const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+      const port = (server.address() as AddressInfo).port;
+      await new Promise<void>((resolve) => {
+        const req = http.request({
+          host: '127.0.0.1',
+          port,
+          path,
+          method: 'POST',
+          headers: { Authorization: `Bearer ${token}`, 'Content-Type': `multipart/form-data; boundary=${boundary}`, 'Content-Length': head.length + total + tail.length },
+        });
+        req.on('error', () => resolve());
+        req.on('response', () => resolve());
+        req.write(head);
+        req.write(Buffer.alloc(sent, 'a'), () => setTimeout(() => {
+          req.destroy();
+          resolve();
+        }, 100));
+      });
+    };
+
+    test('too big, bad type, no file, closed session: refused before anything is written', async () => {
+      const s = await makeSession(ctx);
+      const files = storedFiles().length;
+      const rows = await rowCount();
+      expectError(await upload(s.id, s.token, Buffer.alloc(LIMIT + 1, 'a'), 'big.txt'), 413, 'chat_attachment_too_large');
+      expectError(await upload(s.id, s.token, elf, 'tool.png'), 415, 'chat_attachment_type_not_allowed');
+      expectError(await ctx.http.post(`${CHAT}/chat/sessions/${s.id}/attachments`).set(bearer(s.token)).field('message', 'no file'), 400);
+      await ctx.http.post(`${CHAT}/chat/sessions/${s.id}/status`).set(bearer(s.token)).send({ status: 'closed' });
+      expectError(await upload(s.id, s.token, png(30, 30), 'late.png'), 409, 'chat_session_closed');
+      expect(storedFiles().length).toBe(files);
+      expect(await rowCount()).toBe(rows);
+    });
+
+    test('the database failing after the files were written (original and thumbnail): both files removed, no row', async () => {
+      const s = await makeSession(ctx);
+      const files = storedFiles().length;
+      const rows = await rowCount();
+      const messages = await messageCount();
+      // The attachment row is inserted, then its message fails: the transaction rolls back.
+      await ctx.db.raw(`CREATE FUNCTION hf_test_fail_attachment_message() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'simulated failure'; END $$`);
+      await ctx.db.raw(`CREATE TRIGGER hf_test_fail_attachment_message BEFORE INSERT ON chat_messages FOR EACH ROW WHEN (NEW.attachment_id IS NOT NULL) EXECUTE FUNCTION hf_test_fail_attachment_message()`);
+      try {
+        const res = await upload(s.id, s.token, png(400, 300), 'screenshot.png');
+        expectError(res, 500, 'internal_error');
+        expect(storedFiles().length).toBe(files);
+        expect(await rowCount()).toBe(rows);
+        expect(await messageCount()).toBe(messages);
+      } finally {
+        await ctx.db.raw('DROP TRIGGER hf_test_fail_attachment_message ON chat_messages');
+        await ctx.db.raw('DROP FUNCTION hf_test_fail_attachment_message()');
+      }
+      // The same upload works once the database does.
+      const ok = await upload(s.id, s.token, png(400, 300), 'screenshot.png');
+      expect(ok.status).toBe(201);
+      expect(storedFiles().length).toBe(files + 2);
+      expect(await rowCount()).toBe(rows + 1);
+    });
+
+    test('a client that goes away mid-upload leaves nothing, and the parser gives up on it (no request left hanging)', async () => {
+      const s = await makeSession(ctx);
+      const server = http.createServer(ctx.app);
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+      try {
+        const files = storedFiles().length;
+        const rows = await rowCount();
+        await abortedUpload(server, `${CHAT}/chat/sessions/${s.id}/attachments`, s.token, 150_000, 60_000);
+        await abortedUpload(server, `${CHAT}/chat/sessions/${s.id}/attachments`, s.token, 150_000, 0);
+        await new Promise((r) => setTimeout(r, 300));
+        expect(storedFiles().length).toBe(files);
+        expect(await rowCount()).toBe(rows);
+        expect((await upload(s.id, s.token, png(10, 10), 'after.png')).status).toBe(201);
+      } finally {
+        server.closeAllConnections();
+        await new Promise((r) => server.close(r));
+      }
+
+      // The parser itself: an aborted body rejects (chat_attachment_aborted) instead of waiting forever.
+      const outcome: Promise<unknown>[] = [];
+      const parser = http.createServer((req, res) => {
+        outcome.push(readMultipart(req as never, LIMIT).then(() => 'resolved', (err) => err));
+        res.on('close', () => res.end());
+      });
+      await new Promise<void>((r) => parser.listen(0, '127.0.0.1', () => r()));
+      try {
+        await abortedUpload(parser, '/', 'x', 150_000, 60_000);
+        let timer: NodeJS.Timeout | undefined;
+        const err = await Promise.race([outcome[0], new Promise((r) => (timer = setTimeout(() => r('still waiting'), 3000)))]);
+        clearTimeout(timer);
+        expect(err).toBeInstanceOf(ApiError);
+        expect((err as ApiError).code).toBe('chat_attachment_aborted');
+      } finally {
+        parser.closeAllConnections();
+        await new Promise((r) => parser.close(r));
+      }
+    });
   });
 });

@@ -35,8 +35,9 @@ describe('support chat: realtime and follow-up', () => {
     startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
 
   /** A connected client that records every event it receives, with the time it arrived. */
-  const connect = async (url: string) => {
-    const ws = new WebSocket(url);
+  const connect = async (url: string, origin?: string) => {
+    // The ws client sends no Origin unless told to (as a non-browser client); browsers always do.
+    const ws = new WebSocket(url, origin === undefined ? {} : { origin });
     sockets.push(ws);
     const events: { at: number; data: any }[] = [];
     ws.on('message', (d) => events.push({ at: Date.now(), data: JSON.parse(String(d)) }));
@@ -186,6 +187,47 @@ describe('support chat: realtime and follow-up', () => {
     }
     expect(await rt.ready(10_000)).toBe(true);
     expect((await ctx.http.get(`${CHAT}/chat/availability`)).body.realtime_available).toBe(true);
+  });
+
+  test('a browser Origin must be in CHAT_ALLOWED_ORIGINS: a foreign one is refused (403) before the upgrade; no Origin (non-browser clients) is allowed', async () => {
+    const withOrigins = (origins: string[]) => {
+      const app = createApp({ config: { ...ctx.config, CHAT_ALLOWED_ORIGINS: origins }, db: ctx.db, settings: ctx.settings, temporal: ctx.temporal, metrics: ctx.metrics });
+      extraApps.push(app);
+      return app;
+    };
+    const shop = withOrigins(['https://shop.example.com', 'https://other.example.com']);
+    const shopServer = await listen(shop);
+    extraServers.push(shopServer);
+    expect(await shop.locals.chat.realtime.ready()).toBe(true);
+    const shopPort = (shopServer.address() as AddressInfo).port;
+    const s = await makeSession(ctx);
+    const url = wsUrl(s.body.realtime, shopPort);
+
+    // Foreign origins, the opaque "null" origin and a look-alike: 403, no socket registered.
+    for (const origin of ['https://evil.example.net', 'null', 'https://shop.example.com.evil.net', 'http://shop.example.com']) {
+      await expect(connect(url, origin)).rejects.toThrow('HTTP 403');
+    }
+    expect(shop.locals.chat.realtime.connections(s.id)).toBe(0);
+    // A foreign origin is refused even before the token is checked (no token at all: still 403).
+    await expect(connect(`ws://127.0.0.1:${shopPort}${CHAT}/chat/realtime`, 'https://evil.example.net')).rejects.toThrow('HTTP 403');
+
+    // An allowed origin and a client without Origin connect and receive the session's messages.
+    const fromShop = await connect(url, 'https://shop.example.com');
+    const noOrigin = await connect(url);
+    expect(shop.locals.chat.realtime.connections(s.id)).toBe(2);
+    await ctx.http.post(`${CHAT}/chat/sessions/${s.id}/messages`).set(bearer(s.token)).send({ body: 'From the shop page' });
+    await fromShop.next((d) => d.type === 'message' && d.message.body === 'From the shop page');
+    await noOrigin.next((d) => d.type === 'message' && d.message.body === 'From the shop page');
+    // The allowed origin still needs a valid token.
+    await expect(connect(`ws://127.0.0.1:${shopPort}${CHAT}/chat/realtime?token=nope`, 'https://shop.example.com')).rejects.toThrow('HTTP 401');
+
+    // `*` allows any origin; an empty list (the default, as in ctx's app) allows no browser origin.
+    const any = withOrigins(['*']);
+    const anyServer = await listen(any);
+    extraServers.push(anyServer);
+    await connect(wsUrl(s.body.realtime, (anyServer.address() as AddressInfo).port), 'https://evil.example.net');
+    await expect(connect(wsUrl(s.body.realtime), 'https://shop.example.com')).rejects.toThrow('HTTP 403');
+    await connect(wsUrl(s.body.realtime));
   });
 
   test('with the channel turned off (CHAT_REALTIME_ENABLED=false): no realtime token, sessions fall back to a ticket, polling keeps working', async () => {

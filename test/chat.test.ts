@@ -39,7 +39,7 @@ describe('support chat', () => {
     });
 
     type Who = 'session' | 'customer' | 'agent' | 'admin';
-    const routes: { method: 'get' | 'post' | 'put' | 'delete'; path: () => string; who: Who }[] = [
+    const routes: { method: 'get' | 'post' | 'put' | 'patch' | 'delete'; path: () => string; who: Who }[] = [
       { method: 'get', path: () => `/chat/sessions/${s1.id}`, who: 'session' },
       { method: 'get', path: () => `/chat/sessions/${s1.id}/messages`, who: 'session' },
       { method: 'post', path: () => `/chat/sessions/${s1.id}/messages`, who: 'session' },
@@ -68,6 +68,9 @@ describe('support chat', () => {
       { method: 'post', path: () => `/chat/agent/agents/1/token`, who: 'admin' },
       { method: 'get', path: () => `/chat/agent/tickets/1`, who: 'agent' },
       { method: 'post', path: () => `/chat/agent/tickets/1/notes`, who: 'agent' },
+      { method: 'post', path: () => `/chat/agent/tickets/1`, who: 'agent' },
+      { method: 'put', path: () => `/chat/agent/tickets/1`, who: 'agent' },
+      { method: 'patch', path: () => `/chat/agent/tickets/1`, who: 'agent' },
     ];
     const call = (r: (typeof routes)[number], headers: Record<string, string> = {}) =>
       ctx.http[r.method](`${CHAT}${r.path()}`).set(headers).send({ definitely_not_a_field: 1 });
@@ -363,6 +366,51 @@ describe('support chat', () => {
       expectError(await ctx.http.post(`${CHAT}/chat/sessions/${b.id}/link-ticket`).set(api()).send({ ticket_id: 999999 }), 400, 'wu_rest_invalid_parameter');
     });
 
+    test('work a ticket: agents change status, priority, subject and category (POST, PUT or PATCH); each change is a system line of the conversation', async () => {
+      const s = await makeSession(ctx, { message: 'My backups fail' });
+      const conv = await ctx.http.post(`${CHAT}/chat/sessions/${s.id}/convert-ticket`).set(bearer(agent.token)).send({ subject: 'Backups' });
+      const id = conv.body.ticket.id;
+      expect(conv.body.ticket).toMatchObject({ status: 'open', priority: 'normal', category: null });
+      const stored = async () => ctx.db('tickets').where({ id }).first();
+      const modifiedBefore = (await stored()).date_modified;
+
+      const patched = await ctx.http.patch(`${CHAT}/chat/agent/tickets/${id}`).set(bearer(agent.token)).send({ status: 'pending', priority: 'urgent' });
+      expect(patched.status).toBe(200);
+      expect(patched.body).toMatchObject({ id, subject: 'Backups', status: 'pending', priority: 'urgent', category: null, chat_session_ids: [s.id] });
+      expect(patched.body.messages.map((m: any) => [m.sender_type, m.body])).toEqual([
+        ['customer', 'My backups fail'],
+        ['system', 'Grace Hopper changed the status from "open" to "pending", the priority from "normal" to "urgent".'],
+      ]);
+      expect(patched.body.messages[1].chat_message_id).toBeNull();
+      expect(new Date((await stored()).date_modified).getTime()).toBeGreaterThan(new Date(modifiedBefore).getTime());
+
+      // The API credentials (an admin agent) with PUT; only the fields given change.
+      const put = await ctx.http.put(`${CHAT}/chat/agent/tickets/${id}`).set(api()).send({ subject: 'Nightly backups fail', category: 'backups' });
+      expect(put.status).toBe(200);
+      expect(put.body).toMatchObject({ subject: 'Nightly backups fail', category: 'backups', status: 'pending', priority: 'urgent' });
+      expect(put.body.messages.at(-1)).toMatchObject({ sender_type: 'system', body: 'Administrator changed the subject from "Backups" to "Nightly backups fail", the category from none to "backups".' });
+
+      // POST with the current values changes nothing and records nothing; null removes the category.
+      const same = await ctx.http.post(`${CHAT}/chat/agent/tickets/${id}`).set(bearer(admin.token)).send({ status: 'pending', priority: 'urgent' });
+      expect(same.status).toBe(200);
+      expect(same.body.messages).toHaveLength(3);
+      const resolved = await ctx.http.post(`${CHAT}/chat/agent/tickets/${id}`).set(bearer(admin.token)).send({ status: 'resolved', category: null });
+      expect(resolved.body).toMatchObject({ status: 'resolved', category: null });
+      expect(resolved.body.messages.at(-1).body).toBe('Root Admin changed the status from "pending" to "resolved", the category from "backups" to none.');
+      expect(await stored()).toMatchObject({ status: 'resolved', priority: 'urgent', category: null, subject: 'Nightly backups fail' });
+
+      // Invalid values: 400 naming each field, nothing changed; unknown ticket 404; customers 403.
+      const before = await snapshot();
+      const bad = await ctx.http.patch(`${CHAT}/chat/agent/tickets/${id}`).set(bearer(agent.token)).send({ status: 'done', priority: 'low' });
+      expectError(bad, 400, 'wu_rest_invalid_parameter');
+      expect(Object.keys(bad.body.data.params)).toEqual(['status']);
+      expectError(await ctx.http.put(`${CHAT}/chat/agent/tickets/999999`).set(bearer(agent.token)).send({ status: 'open' }), 404, 'wu_rest_ticket_invalid_id');
+      expectError(await ctx.http.put(`${CHAT}/chat/agent/tickets/abc`).set(bearer(agent.token)).send({ status: 'open' }), 404, 'wu_rest_ticket_invalid_id');
+      expectError(await ctx.http.patch(`${CHAT}/chat/agent/tickets/${id}`).set(bearer(s.token)).send({ status: 'open' }), 403, 'rest_forbidden');
+      expectError(await ctx.http.patch(`${CHAT}/chat/agent/tickets/${id}`).send({ status: 'open' }), 401, 'rest_forbidden');
+      expect(await snapshot()).toBe(before);
+    });
+
     test('unknown ids: 404 in the error shape', async () => {
       expectError(await ctx.http.get(`${CHAT}/chat/sessions/999999/messages`).set(bearer(agent.token)), 404, 'wu_rest_chat_session_invalid_id');
       expectError(await ctx.http.post(`${CHAT}/chat/sessions/999999/assign`).set(api()).send({ agent_id: agent.id }), 404);
@@ -412,6 +460,9 @@ describe('support chat', () => {
         { req: () => ctx.http.post(`${CHAT}/chat/agent/agents`).set(api()).send({ name: 'X', email: 'not-an-email', is_admin: 'yes' }), params: ['email', 'is_admin'] },
         { req: () => ctx.http.put(`${CHAT}/chat/agent/agents/${agent.id}`).set(api()).send({ active: 'no' }), params: ['active'] },
         { req: () => ctx.http.post(`${CHAT}/chat/agent/tickets/1/notes`).set(api()).send({ note: '' }), params: ['note'] },
+        { req: () => ctx.http.put(`${CHAT}/chat/agent/tickets/1`).set(api()).send({ status: 'done', priority: 'asap', subject: ' ', extra: 1 }), params: ['extra', 'priority', 'status', 'subject'] },
+        { req: () => ctx.http.patch(`${CHAT}/chat/agent/tickets/1`).set(bearer(agent.token)).send({}), params: ['body'] },
+        { req: () => ctx.http.post(`${CHAT}/chat/agent/tickets/1`).set(bearer(agent.token)).send({ category: 5, subject: 'x'.repeat(201) }), params: ['category', 'subject'] },
       ];
       for (const c of cases) {
         const res = await c.req();

@@ -53,7 +53,7 @@ describe('auth primitives', () => {
   test('the failure limiter stays bounded in memory', () => {
     const limiter = new AuthFailureLimiter(1, 60_000, 100);
     for (let i = 0; i < 1000; i++) limiter.recordFailure(`addr${i}`, 0);
-    expect((limiter as unknown as { failures: Map<string, unknown> }).failures.size).toBeLessThanOrEqual(100);
+    expect(limiter.tracked).toBeLessThanOrEqual(100);
   });
 });
 

@@ -62,6 +62,9 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     WU_API_KEY: API_KEY,
     WU_API_SECRET: API_SECRET,
     LOG_LEVEL: 'silent',
+    // Every test talks from 127.0.0.1 and many start chat sessions anonymously: the per-address
+    // creation limit is tested on its own (chat-limits.test.ts) with a low value.
+    CHAT_SESSION_CREATE_LIMIT: '1000000',
     ...env,
   });
   const db = createDb(dbUrl, 5);

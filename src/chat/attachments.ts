@@ -175,6 +175,7 @@ export function readMultipart(req: Request, maxBytes: number): Promise<UploadedF
       failed = true;
       req.unpipe(bb);
       req.resume();
+      if (file) file.chunks.length = 0;
       reject(err);
     };
     bb.on('file', (field, stream, info) => {
@@ -194,6 +195,13 @@ export function readMultipart(req: Request, maxBytes: number): Promise<UploadedF
       if (name === 'message') caption = value;
     });
     bb.on('error', () => fail(invalidParams({ file: 'The multipart body could not be read.' })));
+    // A client that goes away mid-body: busboy never sees the end, so give up here (nothing has
+    // been written yet; the chunks read so far are dropped with the request).
+    const aborted = () => {
+      if (!req.complete) fail(new ApiError(400, 'chat_attachment_aborted', 'The upload was interrupted before the whole file arrived.'));
+    };
+    req.on('close', aborted);
+    req.on('error', aborted);
     bb.on('close', () => {
       if (failed) return;
       const f = file as { name: string; chunks: Buffer[]; truncated: boolean } | null;

@@ -55,7 +55,8 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     description:
       'The token (Bearer) gives access to this session only; it is shown once. customer_id from a browser needs customer_hash (identity verification). ' +
       'When support is offline, or the realtime channel is unavailable (server side, or realtime:false from the widget), the session gets a ticket holding the conversation at once ' +
-      '(fallback_reason offline / realtime_unavailable) and later messages are appended to it. Otherwise the chatFollowUp workflow turns it into a ticket when no agent takes it in time.',
+      '(fallback_reason offline / realtime_unavailable) and later messages are appended to it. Otherwise the chatFollowUp workflow turns it into a ticket when no agent takes it in time. ' +
+      'Callers other than agents (anonymous, customer tokens) may start at most CHAT_SESSION_CREATE_LIMIT sessions per CHAT_SESSION_CREATE_WINDOW_SECONDS from one address (default 20 per 60 s), then 429 chat_too_many_sessions with Retry-After.',
     body: S.createSessionSchema,
     responses: {
       201: ok(
@@ -70,6 +71,13 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
           messages: { type: 'array', items: message },
         }),
       ),
+      429: {
+        description:
+          'Too many sessions started from this address (`chat_too_many_sessions`: callers other than agents, at most CHAT_SESSION_CREATE_LIMIT per CHAT_SESSION_CREATE_WINDOW_SECONDS, every attempt counting), ' +
+          'or too many failed authentications (`rest_too_many_auth_failures`). Retry-After says when to try again.',
+        schema: { $ref: '#/components/schemas/Error' },
+        headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
+      },
     },
   });
   op('GET', '/chat/sessions/:session_id', 'session', {
@@ -100,7 +108,8 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     summary: 'Upload a file (multipart/form-data, field "file", optional field "message")',
     description:
       'At most CHAT_ATTACHMENT_MAX_BYTES (default 10 MB; larger: 413 chat_attachment_too_large). The type is read from the bytes: PNG, JPEG, GIF, WebP, PDF or UTF-8 text; anything else is 415 chat_attachment_type_not_allowed. ' +
-      'PNG and JPEG images get a 250 px PNG thumbnail (thumbnail_url); render thumbnails defensively.',
+      'PNG and JPEG images get a 250 px PNG thumbnail (thumbnail_url); render thumbnails defensively. ' +
+      'A body cut off before its end is dropped (400 chat_attachment_aborted); a failed upload leaves no file and no row.',
     requestBody: {
       required: true,
       content: {
@@ -126,7 +135,8 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     summary: 'A short-lived signed token for the realtime channel (and, for customers, a new session token)',
     description:
       'Connect a WebSocket to realtime.url (…/chat/realtime?token=…) before realtime.expires_at; it receives {"type":"message","message":{…}} and {"type":"session",…} events of this session. ' +
-      'realtime is null when the channel is turned off (CHAT_REALTIME_ENABLED=false): poll the messages instead.',
+      'realtime is null when the channel is turned off (CHAT_REALTIME_ENABLED=false): poll the messages instead. ' +
+      "A browser may open the socket only from an origin in CHAT_ALLOWED_ORIGINS (or any with *): another Origin is refused with HTTP 403 before the upgrade; clients sending no Origin are let through on the token.",
     body: S.tokenSchema,
     responses: {
       200: ok(
@@ -230,5 +240,16 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   op('PUT', '/chat/agent/agents/:agent_id', 'admin', { summary: 'Update or disable (active:false) an agent', body: S.updateAgentSchema, responses: { 200: ok('The agent.', agent) } });
   op('POST', '/chat/agent/agents/:agent_id/token', 'admin', { summary: "Replace an agent's token (the old one stops working)", responses: { 200: ok('The agent and its new token.', agentWithToken) } });
   op('GET', '/chat/agent/tickets/:ticket_id', 'agent', { summary: 'A ticket with its conversation and private staff notes', responses: { 200: ok('The ticket.', ticket) } });
+  for (const method of ['POST', 'PUT', 'PATCH'] as const) {
+    op(method, '/chat/agent/tickets/:ticket_id', 'agent', {
+      summary: "Work a ticket: change its status, priority, subject or category",
+      description:
+        'A partial body: only the fields given change (category null removes it). status: open, pending, resolved, closed; priority: low, normal, high, urgent. ' +
+        'Each change is recorded in the conversation as a system line naming the agent and the old and new values; a value equal to the current one changes nothing. ' +
+        'Any invalid field: 400 wu_rest_invalid_parameter naming it, and nothing changes. POST, PUT and PATCH do the same.',
+      body: S.updateTicketSchema,
+      responses: { 200: ok('The ticket.', ticket) },
+    });
+  }
   op('POST', '/chat/agent/tickets/:ticket_id/notes', 'agent', { summary: 'Add a private staff note to a ticket', body: S.ticketNoteSchema, responses: { 201: ok('The ticket.', ticket) } });
 }

@@ -48,6 +48,11 @@ export class ChatRealtime {
       enabled: boolean;
       /** Path of the WebSocket endpoint, e.g. /wp-json/ultimate-multisite-support-tickets/v1/chat/realtime */
       path: string;
+      /**
+       * Browser origins allowed to open the socket (CHAT_ALLOWED_ORIGINS; `*` for any). A request
+       * without an Origin header (not a browser) is let through: the signed token authenticates it.
+       */
+      allowedOrigins: string[];
       secret: ChatSecret;
       /** Loads a message (for events too large to travel inline). */
       loadMessage: (id: number) => Promise<unknown>;
@@ -157,6 +162,10 @@ export class ChatRealtime {
       }
       const refuse = (status: string) => socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       if (!this.opts.enabled) return refuse('503 Service Unavailable');
+      // Cross-site WebSocket hijacking: browsers send Origin on every WebSocket handshake and
+      // CORS does not apply to it, so a page of another site is refused here, before the token
+      // is even looked at.
+      if (!this.originAllowed(req.headers.origin)) return refuse('403 Forbidden');
       const token = url.searchParams.get('token') ?? '';
       this.opts.secret
         .verifyRealtime(token)
@@ -166,6 +175,15 @@ export class ChatRealtime {
         })
         .catch(() => refuse('500 Internal Server Error'));
     });
+  }
+
+  /** No Origin (a non-browser client), `*` in the list, or an origin of the list (case-insensitive). */
+  originAllowed(origin: string | undefined): boolean {
+    if (origin === undefined) return true;
+    const list = this.opts.allowedOrigins;
+    if (list.includes('*')) return true;
+    const o = origin.trim().replace(/\/$/, '').toLowerCase();
+    return list.some((allowed) => allowed.toLowerCase() === o);
   }
 
   private register(ws: WebSocket, claims: RealtimeClaims): void {

@@ -4,7 +4,7 @@ import express, { Router, type NextFunction, type Request, type Response } from 
 import { z } from 'zod';
 import { chatNamespace, type Config } from '../config';
 import type { Db } from '../db/knex';
-import { AuthFailureLimiter } from '../http/auth';
+import { AddressLimiter, AuthFailureLimiter } from '../http/auth';
 import { ApiError, invalidParams, notFoundHandler, notFoundItem } from '../http/errors';
 import { parseListQuery, setPagingHeaders } from '../http/list';
 import type { Metrics } from '../http/metrics';
@@ -23,8 +23,8 @@ import { ChatFollowUps } from './followup';
 import { ChatRealtime } from './realtime';
 import { chatReport } from './reports';
 import * as S from './schemas';
-import { assertOpen, attachmentRecord, insertMessage, lockSession, messageRecord, sessionListSpec, sessionRecord, SessionStore, sessionView, type MessageRow, type SessionRow } from './sessions';
-import { createTicketForSession, ticketDetail, type FallbackReason } from './tickets';
+import { assertOpen, attachmentRecord, insertMessage, lockSession, messageRecord, sessionListSpec, sessionRecord, SessionStore, sessionView, type AttachmentRow, type MessageRow, type SessionRow } from './sessions';
+import { createTicketForSession, ticketDetail, updateTicket, type FallbackReason } from './tickets';
 import { ChatSecret } from './tokens';
 
 export interface ChatDeps {
@@ -59,7 +59,7 @@ function chatCors(origins: string[]) {
     }
     if (req.method === 'OPTIONS') {
       if (allowed) {
-        res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE, OPTIONS');
+        res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, PATCH, DELETE, OPTIONS');
         res.setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, X-Request-Id, X-HTTP-Method-Override');
         res.setHeader('Access-Control-Max-Age', '600');
       }
@@ -103,6 +103,9 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   const agents = new AgentStore(db);
   const canned = new CannedReplies(db);
   const storage = new AttachmentStorage(config.DATA_DIR);
+  // Session creation by non-agents, per client address (req.ip: TRUST_PROXY decides whether
+  // X-Forwarded-For counts). Bounded memory, as the failed-authentication limiter.
+  const sessionCreation = new AddressLimiter(config.CHAT_SESSION_CREATE_LIMIT, config.CHAT_SESSION_CREATE_WINDOW_SECONDS * 1000);
   const followUps = new ChatFollowUps(deps.temporal, deps.metrics, config.CHAT_WAIT_BEFORE_TICKET_SECONDS);
   const connection = (db.client.config as { connection?: { connectionString?: string } }).connection;
   const realtime = new ChatRealtime({
@@ -110,6 +113,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     connectionString: connection?.connectionString,
     enabled: config.CHAT_REALTIME_ENABLED,
     path: realtimePath,
+    allowedOrigins: config.CHAT_ALLOWED_ORIGINS,
     secret,
     loadMessage: async (id) => {
       const m = await sessions.message(id);
@@ -188,6 +192,20 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   // ---- sessions (customers) -------------------------------------------------------------
   router.post('/chat/sessions', async (req, res) => {
     const caller = callerOf(req);
+    // Every attempt of a non-agent counts (valid or not), before anything is read or written.
+    // A customer token is limited too: it is what any anonymous caller gets from a first session.
+    if (caller.kind !== 'agent') {
+      const wait = sessionCreation.take(req.ip ?? 'unknown');
+      if (wait > 0) {
+        throw new ApiError(
+          429,
+          'chat_too_many_sessions',
+          `Too many chat sessions started from this address. Try again in ${wait} seconds.`,
+          { retry_after: wait, limit: config.CHAT_SESSION_CREATE_LIMIT, window_seconds: config.CHAT_SESSION_CREATE_WINDOW_SECONDS },
+          { 'Retry-After': String(wait) },
+        );
+      }
+    }
     const input = parseOrThrow(S.createSessionSchema, jsonBody(req));
     if (input.customer_id !== undefined && caller.kind !== 'agent') {
       if (!input.customer_hash) throw invalidParams({ customer_hash: 'customer_hash is required with customer_id (identity verification).' });
@@ -287,14 +305,23 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     }
     if (upload.caption !== null && upload.caption.length > 10_000) throw invalidParams({ message: 'message must be at most 10000 characters long.' });
     const name = cleanName(upload.name);
-    const storageName = AttachmentStorage.newName();
-    await storage.write(storageName, upload.bytes);
-    const thumb = thumbnail(upload.bytes, sniffed);
-    const thumbName = thumb ? AttachmentStorage.newName() : null;
-    if (thumb && thumbName) await storage.write(thumbName, thumb);
     const sender = senderOf(caller, session);
+    // Files are written first, then the rows in one transaction. Until that transaction has
+    // committed, any failure (a write, the thumbnail, the session closed meanwhile, the
+    // database) removes every file written so far: no file without a row, no row without a file.
+    const written: string[] = [];
+    const store = async (bytes: Buffer) => {
+      const storageName = AttachmentStorage.newName();
+      written.push(storageName); // before the write: a partial file is removed too
+      await storage.write(storageName, bytes);
+      return storageName;
+    };
+    let out: { att: AttachmentRow; message: MessageRow };
     try {
-      const out = await db.transaction(async (trx) => {
+      const storageName = await store(upload.bytes);
+      const thumb = thumbnail(upload.bytes, sniffed);
+      const thumbName = thumb ? await store(thumb) : null;
+      out = await db.transaction(async (trx) => {
         const s = await lockSession(trx, id);
         assertOpen(s);
         const [att] = await trx('chat_attachments')
@@ -314,13 +341,13 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
         const r = await insertMessage(trx, s, { ...sender, body: upload.caption?.trim() || `Sent a file: ${name}`, attachment_id: att.id });
         return { att, message: r.message };
       });
-      const message = await publishMessage(out.message);
-      res.status(201).json({ attachment: attachmentRecord(out.att, base), message });
     } catch (err) {
-      await storage.remove(storageName).catch(() => undefined);
-      if (thumbName) await storage.remove(thumbName).catch(() => undefined);
+      await Promise.all(written.map((n) => storage.remove(n).catch((e) => req.log.warn({ err: e, storage_name: n }, 'attachment cleanup failed'))));
       throw err;
     }
+    // Committed: from here on the files belong to the rows and are never removed.
+    const message = await publishMessage(out.message);
+    res.status(201).json({ attachment: attachmentRecord(out.att, base), message });
   });
 
   router.get('/chat/attachments/:attachment_id/download', async (req, res) => {
@@ -579,6 +606,17 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     requireAgent(req);
     res.json(await ticketDetail(db, idParam(req.params.ticket_id, 'ticket')));
   });
+  // Working a ticket: POST, PUT and PATCH (as WordPress' editable routes), partial bodies.
+  const workTicket = async (req: Request, res: Response) => {
+    const caller = requireAgent(req);
+    const id = idParam(req.params.ticket_id, 'ticket');
+    const input = parseOrThrow(S.updateTicketSchema, jsonBody(req));
+    await updateTicket(db, id, input, caller.name);
+    res.json(await ticketDetail(db, id));
+  };
+  router.post('/chat/agent/tickets/:ticket_id', workTicket);
+  router.put('/chat/agent/tickets/:ticket_id', workTicket);
+  router.patch('/chat/agent/tickets/:ticket_id', workTicket);
   router.post('/chat/agent/tickets/:ticket_id/notes', async (req, res) => {
     const caller = requireAgent(req);
     const id = idParam(req.params.ticket_id, 'ticket');

@@ -3,6 +3,11 @@ import { fields } from '../http/validation';
 import { DAYS, validTimeZone } from './availability';
 
 /** Request bodies of the chat routes (strict: unknown keys are refused) and the records they answer. */
+
+/** The values the tickets table allows (CHECK constraints of the chat migration). */
+export const TICKET_STATUSES = ['open', 'pending', 'resolved', 'closed'] as const;
+export const TICKET_PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
+
 const shortText = (max: number) => z.string().trim().min(1).max(max);
 const url = () => z.string().max(2000).refine((v) => /^https?:\/\/\S+$/.test(v), { message: 'is not a valid http(s) URL.' });
 const metadataValues = z
@@ -68,7 +73,7 @@ export const linkTicketSchema = z.object({ ticket_id: fields.id() }).strict();
 export const convertTicketSchema = z
   .object({
     subject: shortText(200).optional(),
-    priority: z.enum(['low', 'normal', 'high', 'urgent']).optional(),
+    priority: z.enum(TICKET_PRIORITIES).optional(),
     category: shortText(100).optional(),
     note: shortText(10_000).optional().describe('A private staff note on the ticket.'),
   })
@@ -124,6 +129,16 @@ export const updateCannedSchema = z
   .strict();
 
 export const ticketNoteSchema = z.object({ note: shortText(10_000) }).strict();
+
+export const updateTicketSchema = z
+  .object({
+    status: z.enum(TICKET_STATUSES).optional(),
+    priority: z.enum(TICKET_PRIORITIES).optional(),
+    subject: shortText(200).optional(),
+    category: shortText(100).nullable().optional().describe('null removes the category.'),
+  })
+  .strict()
+  .refine((b) => Object.keys(b).length > 0, { message: 'give at least one of status, priority, subject and category.', path: ['body'] });
 
 // ---- records (documentation; the contract tests check every response against them) ----
 const iso = { type: 'string', format: 'date-time' };
@@ -275,8 +290,8 @@ export const realtimeJson = obj({
 export const ticketJson = obj({
   id: { type: 'integer' },
   subject: { type: 'string' },
-  status: { enum: ['open', 'pending', 'resolved', 'closed'] },
-  priority: { enum: ['low', 'normal', 'high', 'urgent'] },
+  status: { enum: [...TICKET_STATUSES] },
+  priority: { enum: [...TICKET_PRIORITIES] },
   category: strOrNull,
   source: { type: 'string' },
   customer_id: intOrNull,

@@ -8,6 +8,7 @@ import { isoDate } from '../http/validation';
  * most once) and private staff notes that customers never see.
  */
 export type TicketPriority = 'low' | 'normal' | 'high' | 'urgent';
+export type TicketStatus = 'open' | 'pending' | 'resolved' | 'closed';
 export type FallbackReason = 'offline' | 'realtime_unavailable' | 'wait_timeout' | 'follow_up_unavailable' | 'converted' | 'linked';
 
 export interface SessionForTicket {
@@ -91,4 +92,38 @@ export async function ticketDetail(db: Knex, id: number) {
     date_created: isoDate(t.date_created)!,
     date_modified: isoDate(t.date_modified)!,
   };
+}
+
+export interface TicketChanges {
+  status?: TicketStatus;
+  priority?: TicketPriority;
+  subject?: string;
+  category?: string | null;
+}
+
+const describeValue = (v: unknown) => (v === null || v === undefined || v === '' ? 'none' : `"${String(v)}"`);
+
+/**
+ * Works a ticket: changes its status, priority, subject and/or category (locked, in one
+ * transaction) and records what changed, and who changed it, as a system line of its
+ * conversation. Fields given with their current value change nothing and are not recorded.
+ * Answers the names of the fields that changed; throws 404 for an unknown ticket.
+ */
+export async function updateTicket(db: Knex, id: number, changes: TicketChanges, by: string): Promise<string[]> {
+  return db.transaction(async (trx) => {
+    const t = await trx('tickets').where({ id }).forUpdate().first();
+    if (!t) throw notFoundItem('ticket');
+    const update: Record<string, unknown> = {};
+    const lines: string[] = [];
+    for (const field of ['status', 'priority', 'subject', 'category'] as const) {
+      const value = changes[field];
+      if (value === undefined || value === t[field]) continue;
+      update[field] = value;
+      lines.push(`${field} from ${describeValue(t[field])} to ${describeValue(value)}`);
+    }
+    if (lines.length === 0) return [];
+    await trx('tickets').where({ id }).update({ ...update, date_modified: trx.fn.now() });
+    await trx('ticket_messages').insert({ ticket_id: id, sender_type: 'system', sender_name: 'System', body: `${by} changed the ${lines.join(', the ')}.`, chat_message_id: null });
+    return Object.keys(update);
+  });
 }

@@ -51,11 +51,12 @@ export function stripCredentialKeys(obj: unknown): void {
 }
 
 /**
- * Counts failed authentications per client address in a fixed window. Only failures are
- * counted and only failures are refused: a request with the right credentials always passes.
+ * Counts events per client address in a fixed window, with bounded memory: at most
+ * `maxTracked` addresses are kept (expired windows are swept first, then the oldest dropped).
+ * Used for failed authentications (AuthFailureLimiter) and for anonymous chat session creation.
  */
-export class AuthFailureLimiter {
-  private readonly failures = new Map<string, { count: number; resetAt: number }>();
+export class AddressLimiter {
+  private readonly counts = new Map<string, { count: number; resetAt: number }>();
 
   constructor(
     private readonly limit: number,
@@ -65,29 +66,56 @@ export class AuthFailureLimiter {
 
   /** Seconds until the address may try again, or 0 when it is not over the limit. */
   retryAfter(address: string, now = Date.now()): number {
-    const entry = this.failures.get(address);
+    const entry = this.counts.get(address);
     if (!entry || entry.resetAt <= now) return 0;
     return entry.count >= this.limit ? Math.ceil((entry.resetAt - now) / 1000) : 0;
   }
 
-  recordFailure(address: string, now = Date.now()): void {
-    let entry = this.failures.get(address);
+  /** Counts one event of the address. */
+  record(address: string, now = Date.now()): void {
+    let entry = this.counts.get(address);
     if (!entry || entry.resetAt <= now) {
-      if (this.failures.size >= this.maxTracked) this.sweep(now);
+      if (this.counts.size >= this.maxTracked) this.sweep(now);
       entry = { count: 0, resetAt: now + this.windowMs };
-      this.failures.set(address, entry);
+      this.counts.set(address, entry);
     }
     entry.count += 1;
   }
 
+  /**
+   * Admits one event: under the limit it is counted and 0 is answered; at the limit nothing is
+   * counted and the seconds to wait are answered (for Retry-After).
+   */
+  take(address: string, now = Date.now()): number {
+    const wait = this.retryAfter(address, now);
+    if (wait > 0) return wait;
+    this.record(address, now);
+    return 0;
+  }
+
+  /** How many addresses are tracked now (bounded by maxTracked). */
+  get tracked(): number {
+    return this.counts.size;
+  }
+
   private sweep(now: number): void {
-    for (const [k, v] of this.failures) if (v.resetAt <= now) this.failures.delete(k);
+    for (const [k, v] of this.counts) if (v.resetAt <= now) this.counts.delete(k);
     // Still full of live entries: drop the oldest rather than grow without bound.
-    while (this.failures.size >= this.maxTracked) {
-      const first = this.failures.keys().next().value;
+    while (this.counts.size >= this.maxTracked) {
+      const first = this.counts.keys().next().value;
       if (first === undefined) break;
-      this.failures.delete(first);
+      this.counts.delete(first);
     }
+  }
+}
+
+/**
+ * Counts failed authentications per client address in a fixed window. Only failures are
+ * counted and only failures are refused: a request with the right credentials always passes.
+ */
+export class AuthFailureLimiter extends AddressLimiter {
+  recordFailure(address: string, now = Date.now()): void {
+    this.record(address, now);
   }
 }
 
