@@ -87,6 +87,16 @@ export function createTenantActivities({ db, config }: TenantActivityDeps) {
     return [...users.values()].sort((a, b) => a.id - b.id);
   }
 
+  /** The tenant's users made exactly the expected ones; `users` push jobs up to now are done. */
+  async function provisionUsers(t: TenantRow, jobIds?: number[]): Promise<{ users: number }> {
+    // Jobs queued from here on are picked up by the next run: only those seen before the read count as done.
+    const jobs = jobIds ?? (await db('tenant_push_jobs').where({ tenant_id: t.id, kind: 'users' }).whereIn('status', ['queued', 'running', 'failed']).pluck('id'));
+    const users = await expectedUsers(t.site_id);
+    await withClient(hostOf(t), t.database_name!, (c) => syncUsers(c, users));
+    if (jobs.length) await db('tenant_push_jobs').whereIn('id', jobs).update({ status: 'done', rows_pushed: users.length, last_error: null, date_modified: db.fn.now() });
+    return { users: users.length };
+  }
+
   async function sharedRowCounts(siteId: number): Promise<Record<string, number>> {
     const out: Record<string, number> = {};
     for (const table of SITE_DATA_TABLES) out[table] = Number((await db(table).where({ site_id: siteId }).count({ n: '*' }))[0].n);
@@ -153,9 +163,26 @@ export function createTenantActivities({ db, config }: TenantActivityDeps) {
     /** Step 4: the site's users, copied into the tenant database (exactly those). */
     async tenantProvisionUsers(tenantId: number): Promise<{ users: number }> {
       const t = await load(tenantId, 'users');
-      const users = await expectedUsers(t.site_id);
-      await withClient(hostOf(t), t.database_name!, (c) => syncUsers(c, users));
-      return { users: users.length };
+      return provisionUsers(t);
+    },
+
+    /**
+     * The tenantPush workflow: queued `users` push jobs (a network change to the tenant's
+     * users, queued by the database triggers) are carried out. Only for a ready or not-ready
+     * tenant: during bootstrap the users step does it, during teardown nothing is needed.
+     */
+    async tenantSyncUsers(tenantId: number): Promise<{ synced: boolean; users?: number }> {
+      const t = await load(tenantId);
+      if (t.state !== 'ready' && t.state !== 'not_ready') return { synced: false };
+      const pending = await db('tenant_push_jobs').where({ tenant_id: tenantId, kind: 'users' }).whereIn('status', ['queued', 'running', 'failed']).pluck('id');
+      if (!pending.length) return { synced: false };
+      await db('tenant_push_jobs').whereIn('id', pending).update({ status: 'running', attempts: db.raw('attempts + 1'), date_modified: db.fn.now() });
+      try {
+        return { synced: true, ...(await provisionUsers(t, pending)) };
+      } catch (err) {
+        await db('tenant_push_jobs').whereIn('id', pending).update({ status: 'failed', last_error: (err as Error).message, date_modified: db.fn.now() });
+        throw err;
+      }
     },
 
     /**

@@ -12,6 +12,7 @@ import { logger, setLogLevel } from './logger';
 import { onShutdown, openDb, prepareDatabase, resolveDatabase, startHttp } from './runtime';
 import { connectTemporal } from './temporal/client';
 import { startWorker } from './temporal/worker';
+import { startTenantPushRelay } from './tenants/push-relay';
 
 async function main() {
   const config = loadConfig();
@@ -55,6 +56,8 @@ async function main() {
   steps.push(() => temporal.connection.close());
   const worker = await startWorker({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config });
   steps.push(() => worker.shutdown());
+  const relay = startTenantPushRelay({ db, temporal });
+  steps.push(() => relay.stop());
   const http = await startHttp(config, db, settings, temporal);
   steps.push(() => http.close());
 

@@ -2,7 +2,9 @@
 import { ConfigError, loadConfig } from './config';
 import { logger, setLogLevel } from './logger';
 import { onShutdown, openDb } from './runtime';
+import { connectTemporal } from './temporal/client';
 import { startWorker } from './temporal/worker';
+import { startTenantPushRelay } from './tenants/push-relay';
 
 async function main() {
   const config = loadConfig();
@@ -19,6 +21,11 @@ async function main() {
   steps.push(() => db.destroy());
   const worker = await startWorker({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config });
   steps.push(() => worker.shutdown());
+  // The tenant push outbox relay runs beside the worker (every replica; the workflow id dedups).
+  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  steps.push(() => temporal.connection.close());
+  const relay = startTenantPushRelay({ db, temporal });
+  steps.push(() => relay.stop());
   await worker.done;
 }
 

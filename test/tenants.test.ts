@@ -3,7 +3,9 @@ import path from 'node:path';
 import { decryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, type TestContext } from './helpers';
+import { waitFor } from './estate-helpers';
 import { makeSite, onServer, serverHas, settled, status, tenantEnv } from './tenant-helpers';
+import { startTenantPushRelay } from '../src/tenants/push-relay';
 
 /**
  * Isolated tenants against the real PostgreSQL server: real databases, roles and grants,
@@ -262,6 +264,39 @@ describe('isolated tenants', () => {
     expect((await verify(A.siteId)).ready).toBe(true);
     expect(await snapshot()).toEqual(before);
     expect(await sharedCount(A.siteId)).toBe(sharedBefore);
+  });
+
+  test("a network change to a tenant's users reaches the tenant database (outbox, relay, tenantPush)", async () => {
+    const relay = startTenantPushRelay({ db: ctx.db, temporal: ctx.temporal, intervalMs: 500 });
+    const t = await tenantRow(A.siteId);
+    const tenantUsers = () => onServer(t.database_name, async (c) => (await c.query('SELECT id::int, email, role FROM users ORDER BY id')).rows);
+    try {
+      const email = `moved${A.customerId}x${process.pid}@example.com`;
+      const changed = await ctx.http.put(`${BASE}/customers/${A.customerId}`).set(auth()).send({ email });
+      expect(changed.status).toBe(200);
+      // Queued in the same transaction as the change.
+      expect(await ctx.db('tenant_push_jobs').where({ tenant_id: t.id, kind: 'users' }).whereIn('status', ['queued', 'running', 'done']).count({ n: '*' })).not.toEqual([{ n: 0 }]);
+      const owner = await waitFor(tenantUsers, (rows) => rows.some((r) => r.id === A.userId && r.email === email), 30_000);
+      expect(owner.find((r) => r.id === A.userId)?.email).toBe(email);
+
+      const [extra] = await ctx.db('users').insert({ username: `late${A.siteId}x${process.pid}`, email: `late${A.siteId}x${process.pid}@example.com`, password_hash: 'scrypt$x' }).returning('id');
+      const extraId = Number(extra.id);
+      expect((await post(`/sites/${A.siteId}/users`, { user_id: extraId, role: 'author' })).status).toBe(200);
+      expect(await waitFor(tenantUsers, (rows) => rows.some((r) => r.id === extraId && r.role === 'author'), 30_000)).toContainEqual(expect.objectContaining({ id: extraId, role: 'author' }));
+      expect((await ctx.http.delete(`${BASE}/sites/${A.siteId}/users/${extraId}`).set(auth())).status).toBe(200);
+      const after = await waitFor(tenantUsers, (rows) => !rows.some((r) => r.id === extraId), 30_000);
+      expect(after.map((r) => r.id)).not.toContain(extraId);
+
+      // Nothing left queued or failed, and the tenant verifies.
+      await waitFor(
+        async () => Number((await ctx.db('tenant_push_jobs').where({ tenant_id: t.id }).whereIn('status', ['queued', 'running', 'failed']).count({ n: '*' }))[0].n),
+        (n) => n === 0,
+        30_000,
+      );
+      expect((await verify(A.siteId)).ready).toBe(true);
+    } finally {
+      await relay.stop();
+    }
   });
 
   test('Temporal unreachable on verify or teardown: 503 and the tenant stays as it was', async () => {

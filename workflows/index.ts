@@ -6,6 +6,6 @@
 export { domainCheck } from './domainCheck';
 export { register } from './register';
 export { benchNoop } from './benchNoop';
-export { tenantBootstrap, tenantVerifyWorkflow, tenantTeardown } from './tenants';
+export { tenantBootstrap, tenantVerifyWorkflow, tenantTeardown, tenantPush } from './tenants';
 export { translationPipeline } from './translationPipeline';
 export { chatFollowUp } from './chatFollowUp';

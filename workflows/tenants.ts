@@ -97,3 +97,17 @@ export async function tenantTeardown(input: TenantWorkflowInput): Promise<Tenant
   ]);
   return out.failed ?? { state: 'torn_down' };
 }
+
+/**
+ * Carries out a tenant's queued push work (workflow tenant-push-<uid>, started by the push
+ * relay; a running one is joined): today the `users` jobs the database queues when a
+ * tenant's users change in the network. A failure leaves the jobs failed, which verify's
+ * sovereign_push check reports.
+ */
+export async function tenantPush(input: TenantWorkflowInput): Promise<{ synced: boolean }> {
+  for (let round = 0; round < 10; round++) {
+    const out = await steps.tenantSyncUsers(input.tenantId);
+    if (!out.synced) return { synced: round > 0 };
+  }
+  return { synced: true };
+}

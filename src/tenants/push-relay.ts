@@ -1,0 +1,110 @@
+import { WorkflowIdConflictPolicy } from '@temporalio/client';
+import pg from 'pg';
+import type { Db } from '../db/knex';
+import { logger } from '../logger';
+import type { TemporalHandle } from '../temporal/client';
+import { SA_SITE_ID } from '../../workflows/register-search-attributes';
+import { mainDatabaseUrl } from './hosts';
+
+export const TENANT_PUSH_CHANNEL = 'hostflow_tenant_push';
+
+export interface PushRelay {
+  /** One pass now (tests, and the interval). Resolves with the tenants whose workflow was started or joined. */
+  sweep(): Promise<number[]>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The relay of the tenant push outbox: tenants with queued push jobs (queued by the database
+ * triggers of migration 20261126000004) get their tenantPush workflow (tenant-push-<uid>;
+ * a running one is joined). Woken by NOTIFY on commit, and a sweep every `intervalMs`
+ * catches what a lost connection missed. Every worker process runs one; the workflow id
+ * makes their starts one.
+ */
+export function startTenantPushRelay(opts: { db: Db; temporal: TemporalHandle; intervalMs?: number }): PushRelay {
+  const { db, temporal } = opts;
+  const log = logger.child({ component: 'tenant-push-relay' });
+  let stopped = false;
+  let listener: pg.Client | null = null;
+  let running: Promise<number[]> | null = null;
+  let again = false;
+
+  const pass = async (): Promise<number[]> => {
+    const due: { id: number; uid: string; site_id: number }[] = await db('tenants as t')
+      .whereIn('t.state', ['ready', 'not_ready'])
+      .whereExists(db('tenant_push_jobs as j').whereRaw('j.tenant_id = t.id').andWhere('j.status', 'queued'))
+      .select('t.id', 't.uid', 't.site_id');
+    for (const t of due) {
+      await temporal.client.workflow.start('tenantPush', {
+        taskQueue: temporal.taskQueue,
+        workflowId: `tenant-push-${t.uid}`,
+        args: [{ tenantId: Number(t.id), siteId: Number(t.site_id) }],
+        workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+        memo: { site_id: Number(t.site_id), tenant_uid: t.uid },
+        typedSearchAttributes: [{ key: SA_SITE_ID, value: Number(t.site_id) }],
+        staticSummary: `tenant push of site ${t.site_id}`,
+      });
+    }
+    return due.map((t) => Number(t.site_id));
+  };
+
+  // One pass at a time; a wake-up during a pass runs one more pass after it.
+  const sweep = async (): Promise<number[]> => {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      try {
+        let out = await pass();
+        while (again && !stopped) {
+          again = false;
+          out = await pass();
+        }
+        return out;
+      } finally {
+        running = null;
+      }
+    })();
+    return running;
+  };
+  const wake = () => {
+    sweep().catch((err) => log.warn({ err }, 'tenant push sweep failed; the next one retries'));
+  };
+
+  const listen = async () => {
+    if (stopped) return;
+    const client = new pg.Client({ connectionString: mainDatabaseUrl(db), application_name: 'hostflow-tenant-push-relay' });
+    client.on('notification', wake);
+    client.on('error', (err) => {
+      log.warn({ err }, 'tenant push listener lost; reconnecting');
+      listener = null;
+      client.end().catch(() => undefined);
+      if (!stopped) setTimeout(() => listen().catch(() => undefined), 1000).unref();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${TENANT_PUSH_CHANNEL}`);
+      listener = client;
+      wake();
+    } catch (err) {
+      log.warn({ err }, 'tenant push listener could not connect; retrying');
+      await client.end().catch(() => undefined);
+      if (!stopped) setTimeout(() => listen().catch(() => undefined), 2000).unref();
+    }
+  };
+  void listen();
+  const timer = setInterval(wake, opts.intervalMs ?? 30_000);
+  timer.unref();
+
+  return {
+    sweep,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running?.catch(() => undefined);
+      await listener?.end().catch(() => undefined);
+      listener = null;
+    },
+  };
+}
