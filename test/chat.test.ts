@@ -1,6 +1,7 @@
 import { createTestContext, type TestContext } from './helpers';
 import { bearer, CHAT, expectError, makeAgent, makeSession, uniqueEmail } from './chat-helpers';
 import { makeCustomer } from './estate-helpers';
+import { SA_CUSTOMER_ID } from '../workflows/register-search-attributes';
 
 /**
  * The support chat routes: callers (public, customer session token, agent token, API
@@ -211,6 +212,10 @@ describe('support chat', () => {
       expect(ok.body.session.customer_email).toMatch(/@example\.com$/);
       const byAgent = await ctx.http.post(`${CHAT}/chat/sessions`).set(bearer(agent.token)).send({ customer_id: customerId });
       expect(byAgent.status).toBe(201);
+      // Its follow-up workflow is found in the Temporal UI by the customer.
+      const followUp = (await ctx.db('chat_sessions').where({ id: byAgent.body.session.id }).first('follow_up_workflow_id')).follow_up_workflow_id;
+      const desc = await ctx.temporal.client.workflow.getHandle(followUp).describe();
+      expect(desc.typedSearchAttributes.get(SA_CUSTOMER_ID)).toBe(customerId);
       const unknown = await ctx.http.post(`${CHAT}/chat/sessions`).set(api()).send({ customer_id: 999999999, site_id: 999999999 });
       expectError(unknown, 400, 'wu_rest_invalid_parameter');
       expect(Object.keys(unknown.body.data.params).sort()).toEqual(['customer_id', 'site_id']);

@@ -2,6 +2,7 @@ import { startWorker, type RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, type TestContext } from './helpers';
 import { offsetDomainIds, waitFor, workflowStatus } from './estate-helpers';
 import { startDnsServer, startTlsServer, type DnsServer, type TlsServer } from './loopback-servers';
+import { SA_SITE_ID } from '../workflows/register-search-attributes';
 
 /**
  * The domain-check workflow end to end: a real worker, our own DNS server and TLS server on
@@ -100,6 +101,9 @@ describe('domain checks (Temporal workflow)', () => {
     const mapped = await post('/domains', { domain: SLOW[1], blog_id: site.id });
     expect(mapped.status).toBe(200);
     expect(await workflowStatus(ctx, mapped.body.workflow_id)).toBe('RUNNING');
+    // Found in the Temporal UI with the site's other workflows.
+    const mappedDesc = await ctx.temporal.client.workflow.getHandle(mapped.body.workflow_id).describe();
+    expect(mappedDesc.typedSearchAttributes.get(SA_SITE_ID)).toBe(site.id);
     expect((await ctx.http.delete(`${BASE}/sites/${site.id}`).set(auth())).status).toBe(200);
     expect(await workflowStatus(ctx, mapped.body.workflow_id)).toBe('TERMINATED');
     expect(await ctx.db('domains').where({ id: mapped.body.id })).toEqual([]);

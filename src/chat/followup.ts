@@ -4,6 +4,7 @@ import type { Metrics } from '../http/metrics';
 import { logger } from '../logger';
 import type { TemporalHandle } from '../temporal/client';
 import type { chatFollowUp, ChatFollowUpInput } from '../../workflows/chatFollowUp';
+import { SA_CUSTOMER_ID, SA_SITE_ID } from '../../workflows/register-search-attributes';
 
 export const CHAT_FOLLOW_UP_WORKFLOW = 'chatFollowUp';
 
@@ -25,7 +26,7 @@ export class ChatFollowUps {
   }
 
   /** Starts the follow-up; null when Temporal is not reachable (the caller falls back at once). */
-  async start(sessionId: number): Promise<string | null> {
+  async start(sessionId: number, context: { customerId?: number | null; siteId?: number | null } = {}): Promise<string | null> {
     if (!this.temporal) return null;
     const workflowId = `chat-follow-up-${sessionId}-${crypto.randomBytes(4).toString('hex')}`;
     const input: ChatFollowUpInput = { sessionId, waitSeconds: this.waitSeconds };
@@ -35,6 +36,12 @@ export class ChatFollowUps {
         workflowId,
         args: [input],
         memo: { session_id: sessionId },
+        // Found in the Temporal UI with the customer's or the site's other workflows.
+        typedSearchAttributes: [
+          ...(context.customerId ? [{ key: SA_CUSTOMER_ID, value: context.customerId }] : []),
+          ...(context.siteId ? [{ key: SA_SITE_ID, value: context.siteId }] : []),
+        ],
+        staticSummary: `chat follow-up of session ${sessionId}`,
       });
       this.metrics.workflowsStarted.inc({ workflow_type: CHAT_FOLLOW_UP_WORKFLOW });
       return workflowId;

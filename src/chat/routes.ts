@@ -220,7 +220,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     let session = created.session;
     const messages = created.messages;
     if (!fallback) {
-      const workflowId = await followUps.start(Number(session.id));
+      const workflowId = await followUps.start(Number(session.id), { customerId: session.customer_id, siteId: session.site_id });
       if (workflowId) session = await sessions.setFollowUp(Number(session.id), workflowId);
       else {
         const r = await fallBackNow(Number(session.id), 'follow_up_unavailable');

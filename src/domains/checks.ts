@@ -5,6 +5,7 @@ import type { Metrics } from '../http/metrics';
 import { logger } from '../logger';
 import type { TemporalHandle } from '../temporal/client';
 import type { domainCheck, DomainCheckInput } from '../../workflows/domainCheck';
+import { SA_CUSTOMER_ID, SA_SITE_ID } from '../../workflows/register-search-attributes';
 
 export const DOMAIN_CHECK_WORKFLOW = 'domainCheck';
 
@@ -50,6 +51,11 @@ export class DomainChecks {
       args: [input],
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.TERMINATE_EXISTING,
       memo: { domain: domain.domain, blog_id: domain.blog_id ?? null, customer_id: domain.customer_id ?? null },
+      typedSearchAttributes: [
+        ...(domain.blog_id ? [{ key: SA_SITE_ID, value: domain.blog_id }] : []),
+        ...(domain.customer_id ? [{ key: SA_CUSTOMER_ID, value: domain.customer_id }] : []),
+      ],
+      staticSummary: `domain check of ${domain.domain}`,
     });
     this.metrics.workflowsStarted.inc({ workflow_type: DOMAIN_CHECK_WORKFLOW });
     return workflowId;
