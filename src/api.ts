@@ -4,14 +4,15 @@ import { logger, setLogLevel } from './logger';
 import { onShutdown, openDb, prepareDatabase, startHttp } from './runtime';
 import { connectTemporal } from './temporal/client';
 
+const steps: (() => Promise<unknown>)[] = [];
+const shutdown = onShutdown(steps);
+
 async function main() {
   const config = loadConfig();
   setLogLevel(config.LOG_LEVEL);
   if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) {
     throw new ConfigError('start:api needs DATABASE_URL and TEMPORAL_ADDRESS (use `npm start` for the all-in-one service).');
   }
-  const steps: (() => Promise<unknown>)[] = [];
-  onShutdown(steps);
   const db = openDb(config.DATABASE_URL, config);
   steps.push(() => db.destroy());
   const settings = await prepareDatabase(db, config);
@@ -22,8 +23,9 @@ async function main() {
   logger.info({ host: config.HOST, port: config.PORT }, 'API listening');
 }
 
-main().catch((err) => {
+main().catch(async (err) => {
   if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
   else logger.fatal({ err }, 'start failed');
-  process.exit(1);
+  // Stop what was started before the failure, then exit 1.
+  await shutdown('start failed', 1);
 });

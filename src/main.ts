@@ -14,6 +14,9 @@ import { connectTemporal } from './temporal/client';
 import { startWorker } from './temporal/worker';
 import { startTenantPushRelay } from './tenants/push-relay';
 
+const steps: (() => Promise<unknown>)[] = [];
+const shutdown = onShutdown(steps);
+
 async function main() {
   const config = loadConfig();
   setLogLevel(config.LOG_LEVEL);
@@ -24,8 +27,6 @@ async function main() {
     if (!fs.existsSync(keyFile)) fs.writeFileSync(keyFile, crypto.randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
     config.TENANT_CREDENTIALS_KEY = fs.readFileSync(keyFile, 'utf8').trim();
   }
-  const steps: (() => Promise<unknown>)[] = [];
-  onShutdown(steps);
 
   const database = await resolveDatabase(config, true);
   if (database.embedded) steps.push(() => database.embedded!.stop());
@@ -73,8 +74,9 @@ async function main() {
   );
 }
 
-main().catch((err) => {
+main().catch(async (err) => {
   if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
   else logger.fatal({ err }, 'start failed');
-  process.exit(1);
+  // Stop what was started before the failure, then exit 1.
+  await shutdown('start failed', 1);
 });

@@ -86,12 +86,17 @@ export function openDb(url: string, config: Config): Db {
 }
 
 /** Runs `steps` in reverse order on SIGINT/SIGTERM, once; a second signal exits at once. */
-export function onShutdown(steps: (() => Promise<unknown>)[]): void {
+/**
+ * Stops what a process started, in reverse order, on SIGINT/SIGTERM (exit 0) or when the
+ * returned function is called (a start that failed half way: exit with its code), so a failed
+ * start never leaves a Temporal dev server or an embedded PostgreSQL running behind it.
+ */
+export function onShutdown(steps: (() => Promise<unknown>)[]): (reason: string, code?: number) => Promise<void> {
   let stopping = false;
-  const handler = async (signal: string) => {
-    if (stopping) process.exit(1);
+  const shutdown = async (reason: string, code = 0) => {
+    if (stopping) process.exit(code || 1);
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    logger.info({ reason }, 'shutting down');
     for (const step of [...steps].reverse()) {
       try {
         await step();
@@ -99,8 +104,9 @@ export function onShutdown(steps: (() => Promise<unknown>)[]): void {
         logger.error({ err }, 'shutdown step failed');
       }
     }
-    process.exit(0);
+    process.exit(code);
   };
-  process.on('SIGINT', (s) => void handler(s));
-  process.on('SIGTERM', (s) => void handler(s));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  return shutdown;
 }

@@ -6,6 +6,9 @@ import { connectTemporal } from './temporal/client';
 import { startWorker } from './temporal/worker';
 import { startTenantPushRelay } from './tenants/push-relay';
 
+const steps: (() => Promise<unknown>)[] = [];
+const shutdown = onShutdown(steps);
+
 async function main() {
   const config = loadConfig();
   setLogLevel(config.LOG_LEVEL);
@@ -15,8 +18,6 @@ async function main() {
   if (!config.TENANT_CREDENTIALS_KEY) {
     logger.warn('TENANT_CREDENTIALS_KEY is not set: tenant bootstraps on this worker will fail at the database step until it is');
   }
-  const steps: (() => Promise<unknown>)[] = [];
-  onShutdown(steps);
   const db = openDb(config.DATABASE_URL, config);
   steps.push(() => db.destroy());
   const worker = await startWorker({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config });
@@ -29,8 +30,9 @@ async function main() {
   await worker.done;
 }
 
-main().catch((err) => {
+main().catch(async (err) => {
   if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
   else logger.fatal({ err }, 'worker failed');
-  process.exit(1);
+  // Stop what was started before the failure, then exit 1.
+  await shutdown('worker failed', 1);
 });

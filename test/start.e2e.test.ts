@@ -115,4 +115,24 @@ describe('npm start (all in one)', () => {
     expect(list.body.map((c: { username: string }) => c.username)).toEqual(['e2euser']);
     expect(await stop(second)).toBe(0);
   });
+
+  test('a start that fails half way (the API port is taken) exits 1 and leaves nothing running', async () => {
+    const ports = { PORT: await freePort(), EMBEDDED_PG_PORT: await freePort(), TEMPORAL_DEV_PORT: await freePort(), TEMPORAL_UI_PORT: await freePort() };
+    const env = { DATA_DIR: `${dataDir}-failed`, ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])) };
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(ports.PORT, '127.0.0.1', resolve));
+    try {
+      const failed = await start(env).then(
+        () => null,
+        (err: Error) => err.message,
+      );
+      expect(failed).toMatch(/exited early with 1/);
+      expect(failed).toMatch(/EADDRINUSE/);
+      // PostgreSQL and the Temporal dev server it had started are stopped, not orphaned.
+      for (const p of [ports.EMBEDDED_PG_PORT, ports.TEMPORAL_DEV_PORT, ports.TEMPORAL_UI_PORT]) expect(await portOpen(p)).toBe(false);
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+      fs.rmSync(`${dataDir}-failed`, { recursive: true, force: true });
+    }
+  });
 });
