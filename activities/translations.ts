@@ -197,19 +197,19 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
     async translationBatch(jobId: number): Promise<{ remaining: number; batch: number }> {
       const j = await job(jobId);
       const entries = j.entries ?? [];
-      const todo: number[] = [];
+      const untranslated: number[] = [];
       for (const [i, e] of entries.entries()) {
-        if (!e.str) todo.push(i);
-        if (todo.length >= config.TRANSLATION_AI_BATCH_SIZE) break;
+        if (!e.str) untranslated.push(i);
+        if (untranslated.length >= config.TRANSLATION_AI_BATCH_SIZE) break;
       }
-      if (todo.length === 0) return { remaining: 0, batch: j.batches_done };
+      if (untranslated.length === 0) return { remaining: 0, batch: j.batches_done };
       const batchNo = j.batches_done + 1;
-      const label = `batch ${batchNo} (${todo.length} strings)`;
+      const label = `batch ${batchNo} (${untranslated.length} strings)`;
       const beat = setInterval(() => heartbeat({ batch: batchNo }), 1000);
       let translations: string[][];
       try {
         heartbeat({ batch: batchNo });
-        translations = await askProvider(config, j.locale, todo.map((i) => entries[i]), Context.current().cancellationSignal);
+        translations = await askProvider(config, j.locale, untranslated.map((i) => entries[i]), Context.current().cancellationSignal);
       } catch (err) {
         const attempt = Context.current().info.attempt;
         await db('translation_jobs').where({ id: jobId }).update({ logs: db.raw('logs || ?::jsonb', [logLine('processing', `${label}, try ${attempt}: ${(err as Error).message}`, 'warn')]) });
@@ -221,7 +221,7 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
       return db.transaction(async (trx) => {
         const row = await trx('translation_jobs').where({ id: jobId }).forUpdate().first('entries', 'batches_done');
         const current: Entry[] = row.entries ?? [];
-        todo.forEach((idx, k) => {
+        untranslated.forEach((idx, k) => {
           if (current[idx] && !current[idx].str) current[idx] = { ...current[idx], str: translations[k], origin: 'ai' };
         });
         const c = counts(current);

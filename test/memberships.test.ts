@@ -1,4 +1,5 @@
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
+import { expectGetOnBothPaths, expectUnknownIds } from './resource-helpers';
 
 describe('memberships', () => {
   let ctx: TestContext;
@@ -216,31 +217,11 @@ describe('memberships', () => {
 
   describe('get, update, delete', () => {
     test('get on the plural and the singular path, and through the list', async () => {
-      const m = await create({ gateway: 'manual' });
-      const plural = await ctx.http.get(`${BASE}/memberships/${m.id}`).set(auth());
-      const singular = await ctx.http.get(`${BASE}/membership/${m.id}`).set(auth());
-      expect(plural.status).toBe(200);
-      expect(plural.body).toEqual(m);
-      expect(singular.body).toEqual(m);
-      expect((await ctx.http.get(`${BASE}/membership`).set(auth()).query({ id: m.id })).body).toEqual([m]);
+      await expectGetOnBothPaths(ctx, { plural: 'memberships', singular: 'membership' }, await create({ gateway: 'manual' }));
     });
 
-    test('unknown ids: 404 wu_rest_membership_invalid_id on GET, PUT and DELETE; non-numeric id: rest_no_route', async () => {
-      for (const [method, path] of [
-        ['get', 'memberships/999999'],
-        ['put', 'memberships/999999'],
-        ['patch', 'membership/999999'],
-        ['post', 'membership/999999'],
-        ['delete', 'memberships/999999'],
-        ['delete', 'membership/999999'],
-      ] as const) {
-        const res = await ctx.http[method](`${BASE}/${path}`).set(auth()).send({});
-        expect(res.status).toBe(404);
-        expect(res.body).toMatchObject({ code: 'wu_rest_membership_invalid_id', message: 'Item not found.' });
-      }
-      const nonNumeric = await ctx.http.get(`${BASE}/memberships/abc`).set(auth());
-      expect(nonNumeric.status).toBe(404);
-      expect(nonNumeric.body.code).toBe('rest_no_route');
+    test('unknown ids: 404 wu_rest_membership_invalid_id on every method and path; non-numeric id: rest_no_route', async () => {
+      await expectUnknownIds(ctx, { plural: 'memberships', singular: 'membership' }, 'membership');
     });
 
     test('update with PUT, PATCH and POST on the id (both paths); date_modified moves', async () => {

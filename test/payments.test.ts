@@ -1,4 +1,5 @@
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
+import { expectGetOnBothPaths, expectUnknownIds } from './resource-helpers';
 
 describe('payments', () => {
   let ctx: TestContext;
@@ -184,29 +185,11 @@ describe('payments', () => {
 
   describe('get, update, delete', () => {
     test('get on the plural and the singular path, and through the list', async () => {
-      const p = await create({ gateway: 'manual' });
-      const plural = await ctx.http.get(`${BASE}/payments/${p.id}`).set(auth());
-      const singular = await ctx.http.get(`${BASE}/payment/${p.id}`).set(auth());
-      expect(plural.status).toBe(200);
-      expect(plural.body).toEqual(p);
-      expect(singular.body).toEqual(p);
-      expect((await ctx.http.get(`${BASE}/payment`).set(auth()).query({ id: p.id })).body).toEqual([p]);
+      await expectGetOnBothPaths(ctx, { plural: 'payments', singular: 'payment' }, await create({ gateway: 'manual' }));
     });
 
-    test('unknown ids: 404 wu_rest_payment_invalid_id on GET, PUT and DELETE; non-numeric id: rest_no_route', async () => {
-      for (const [method, path] of [
-        ['get', 'payments/999999'],
-        ['get', 'payment/999999'],
-        ['put', 'payments/999999'],
-        ['patch', 'payment/999999'],
-        ['post', 'payments/999999'],
-        ['delete', 'payments/999999'],
-      ] as const) {
-        const res = await ctx.http[method](`${BASE}/${path}`).set(auth()).send({});
-        expect(res.status).toBe(404);
-        expect(res.body).toMatchObject({ code: 'wu_rest_payment_invalid_id', message: 'Item not found.' });
-      }
-      expect((await ctx.http.get(`${BASE}/payments/1x`).set(auth())).body.code).toBe('rest_no_route');
+    test('unknown ids: 404 wu_rest_payment_invalid_id on every method and path; non-numeric id: rest_no_route', async () => {
+      await expectUnknownIds(ctx, { plural: 'payments', singular: 'payment' }, 'payment');
     });
 
     test('update with PUT, PATCH and POST on the id; total is not recomputed unless given', async () => {
