@@ -9,6 +9,7 @@ import { ApiError, invalidParams, notFoundHandler, notFoundItem } from '../http/
 import { parseListQuery, setPagingHeaders } from '../http/list';
 import type { Metrics } from '../http/metrics';
 import type { RouteRegistry } from '../http/routes';
+import { parseId } from '../http/resource';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import { logger } from '../logger';
 import type { SettingsStore } from '../settings/store';
@@ -69,12 +70,6 @@ function chatCors(origins: string[]) {
     next();
   };
 }
-
-const idParam = (raw: unknown, model: string): number => {
-  const s = String(raw);
-  if (!/^\d{1,15}$/.test(s) || Number(s) < 1) throw notFoundItem(model);
-  return Number(s);
-};
 
 /** Body of a JSON route, after the caller passed: a held-back parse error first. */
 function jsonBody(req: Request): Record<string, unknown> {
@@ -241,7 +236,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
 
   router.get('/chat/sessions/:session_id', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
-    res.json(sessionView(await sessions.get(idParam(req.params.session_id, 'chat_session')), caller));
+    res.json(sessionView(await sessions.get(parseId(req, 'chat_session', 'session_id')), caller));
   });
 
   const messagesQuery = z
@@ -252,7 +247,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     .strict();
   router.get('/chat/sessions/:session_id/messages', async (req, res) => {
     requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
-    const id = idParam(req.params.session_id, 'chat_session');
+    const id = parseId(req, 'chat_session', 'session_id');
     const q = parseOrThrow(messagesQuery, ownQuery(req));
     const session = await sessions.get(id);
     const after = q.after ?? 0;
@@ -268,7 +263,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
 
   router.post('/chat/sessions/:session_id/messages', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
-    const id = idParam(req.params.session_id, 'chat_session');
+    const id = parseId(req, 'chat_session', 'session_id');
     const input = parseOrThrow(S.postMessageSchema, jsonBody(req));
     const session = await sessions.get(id);
     const sender = senderOf(caller, session);
@@ -293,7 +288,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
 
   router.post('/chat/sessions/:session_id/attachments', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
-    const id = idParam(req.params.session_id, 'chat_session');
+    const id = parseId(req, 'chat_session', 'session_id');
     const session = await sessions.get(id);
     assertOpen(session);
     const upload = await readMultipart(req, config.CHAT_ATTACHMENT_MAX_BYTES);
@@ -353,7 +348,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.get('/chat/attachments/:attachment_id/download', async (req, res) => {
     const caller = callerOf(req);
     if (caller.kind === 'anonymous') throw unauthorized();
-    const id = idParam(req.params.attachment_id, 'chat_attachment');
+    const id = parseId(req, 'chat_attachment', 'attachment_id');
     const variant = req.query.variant;
     if (variant !== undefined && variant !== 'original' && variant !== 'thumbnail') throw invalidParams({ variant: 'variant is not one of original and thumbnail.' });
     const att = await db('chat_attachments').where({ id }).first();
@@ -385,7 +380,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
 
   router.post('/chat/sessions/:session_id/context', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
-    const id = idParam(req.params.session_id, 'chat_session');
+    const id = parseId(req, 'chat_session', 'session_id');
     const input = parseOrThrow(S.contextSchema, jsonBody(req));
     const s = await sessions.updateContext(id, input);
     void publishSession(s);
@@ -394,7 +389,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
 
   router.post('/chat/sessions/:session_id/token', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
-    const id = idParam(req.params.session_id, 'chat_session');
+    const id = parseId(req, 'chat_session', 'session_id');
     const input = parseOrThrow(S.tokenSchema, jsonBody(req));
     if (input.refresh_session_token && caller.kind !== 'customer') throw invalidParams({ refresh_session_token: 'refresh_session_token is for the customer of the session.' });
     const s = await sessions.get(id);
@@ -409,7 +404,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
 
   router.post('/chat/sessions/:session_id/status', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
-    const id = idParam(req.params.session_id, 'chat_session');
+    const id = parseId(req, 'chat_session', 'session_id');
     const input = parseOrThrow(S.statusSchema, jsonBody(req));
     if (caller.kind === 'customer' && input.status !== 'closed') throw forbidden('Customers can only close their session.');
     const r = await sessions.setStatus(id, input.status);
@@ -420,7 +415,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
 
   router.post('/chat/sessions/:session_id/satisfaction', async (req, res) => {
     requireSessionCaller(req, req.params.session_id, { customer: true, agent: false });
-    const id = idParam(req.params.session_id, 'chat_session');
+    const id = parseId(req, 'chat_session', 'session_id');
     const input = parseOrThrow(S.satisfactionSchema, jsonBody(req));
     res.status(201).json(await sessions.rate(id, input.rating, input.comment || null));
   });
@@ -428,7 +423,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   // ---- session actions (agents) ---------------------------------------------------------
   router.post('/chat/sessions/:session_id/assign', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: false, agent: true }) as Extract<ChatCaller, { kind: 'agent' }>;
-    const id = idParam(req.params.session_id, 'chat_session');
+    const id = parseId(req, 'chat_session', 'session_id');
     const input = parseOrThrow(S.assignSchema, jsonBody(req));
     const targetId = input.agent_id === undefined ? caller.agentId : input.agent_id;
     if (input.agent_id === undefined && targetId === null) throw invalidParams({ agent_id: 'agent_id is required with the API credentials.' });
@@ -447,14 +442,14 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
 
   router.post('/chat/sessions/:session_id/metadata', async (req, res) => {
     requireSessionCaller(req, req.params.session_id, { customer: false, agent: true });
-    const id = idParam(req.params.session_id, 'chat_session');
+    const id = parseId(req, 'chat_session', 'session_id');
     const input = parseOrThrow(S.metadataSchema, jsonBody(req));
     res.json(sessionRecord(await sessions.mergeMetadata(id, input.metadata)));
   });
 
   router.post('/chat/sessions/:session_id/link-ticket', async (req, res) => {
     requireSessionCaller(req, req.params.session_id, { customer: false, agent: true });
-    const id = idParam(req.params.session_id, 'chat_session');
+    const id = parseId(req, 'chat_session', 'session_id');
     const input = parseOrThrow(S.linkTicketSchema, jsonBody(req));
     const r = await sessions.linkTicket(id, input.ticket_id);
     void publishSession(r.session);
@@ -463,7 +458,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
 
   router.post('/chat/sessions/:session_id/convert-ticket', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: false, agent: true }) as Extract<ChatCaller, { kind: 'agent' }>;
-    const id = idParam(req.params.session_id, 'chat_session');
+    const id = parseId(req, 'chat_session', 'session_id');
     const input = parseOrThrow(S.convertTicketSchema, jsonBody(req));
     const r = await sessions.convertToTicket(id, input, caller.agentId);
     void publishSession(r.session);
@@ -472,7 +467,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
 
   router.post('/chat/sessions/:session_id/agent-time', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: false, agent: true }) as Extract<ChatCaller, { kind: 'agent' }>;
-    const id = idParam(req.params.session_id, 'chat_session');
+    const id = parseId(req, 'chat_session', 'session_id');
     const input = parseOrThrow(S.agentTimeSchema, jsonBody(req));
     if (input.agent_id !== undefined && input.agent_id !== caller.agentId && !caller.admin) throw forbidden('Only administrators log time for another agent.');
     const agentId = input.agent_id ?? caller.agentId;
@@ -568,13 +563,13 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   });
   router.put('/chat/agent/canned-replies/:reply_id', async (req, res) => {
     requireAdmin(req);
-    const id = idParam(req.params.reply_id, 'chat_canned_reply');
+    const id = parseId(req, 'chat_canned_reply', 'reply_id');
     const input = parseOrThrow(S.updateCannedSchema, jsonBody(req));
     res.json(cannedRecord(await canned.update(id, input)));
   });
   router.delete('/chat/agent/canned-replies/:reply_id', async (req, res) => {
     requireAdmin(req);
-    const id = idParam(req.params.reply_id, 'chat_canned_reply');
+    const id = parseId(req, 'chat_canned_reply', 'reply_id');
     res.json(cannedRecord(await canned.remove(id)));
   });
 
@@ -590,13 +585,13 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   });
   router.put('/chat/agent/agents/:agent_id', async (req, res) => {
     requireAdmin(req);
-    const id = idParam(req.params.agent_id, 'chat_agent');
+    const id = parseId(req, 'chat_agent', 'agent_id');
     const input = parseOrThrow(S.updateAgentSchema, jsonBody(req));
     res.json(agentRecord(await agents.update(id, input)));
   });
   router.post('/chat/agent/agents/:agent_id/token', async (req, res) => {
     requireAdmin(req);
-    const id = idParam(req.params.agent_id, 'chat_agent');
+    const id = parseId(req, 'chat_agent', 'agent_id');
     jsonBody(req);
     const r = await agents.rotateToken(id);
     res.json({ agent: agentRecord(r.agent), token: r.token });
@@ -604,12 +599,12 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
 
   router.get('/chat/agent/tickets/:ticket_id', async (req, res) => {
     requireAgent(req);
-    res.json(await ticketDetail(db, idParam(req.params.ticket_id, 'ticket')));
+    res.json(await ticketDetail(db, parseId(req, 'ticket', 'ticket_id')));
   });
   // Working a ticket: POST, PUT and PATCH (as WordPress' editable routes), partial bodies.
   const workTicket = async (req: Request, res: Response) => {
     const caller = requireAgent(req);
-    const id = idParam(req.params.ticket_id, 'ticket');
+    const id = parseId(req, 'ticket', 'ticket_id');
     const input = parseOrThrow(S.updateTicketSchema, jsonBody(req));
     await updateTicket(db, id, input, caller.name);
     res.json(await ticketDetail(db, id));
@@ -619,7 +614,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.patch('/chat/agent/tickets/:ticket_id', workTicket);
   router.post('/chat/agent/tickets/:ticket_id/notes', async (req, res) => {
     const caller = requireAgent(req);
-    const id = idParam(req.params.ticket_id, 'ticket');
+    const id = parseId(req, 'ticket', 'ticket_id');
     const input = parseOrThrow(S.ticketNoteSchema, jsonBody(req));
     await ticketDetail(db, id);
     await db('ticket_notes').insert({ ticket_id: id, agent_id: caller.agentId, note: input.note });
