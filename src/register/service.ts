@@ -14,7 +14,7 @@ import { ApiError, conflict } from '../http/errors';
 import type { Metrics } from '../http/metrics';
 import type { Logger } from '../logger';
 import type { SettingsStore } from '../settings/store';
-import type { TemporalHandle } from '../temporal/client';
+import { temporalUnavailable as temporalUnavailableError, type TemporalHandle } from '../temporal/client';
 import type { ErrorBody, RegisterResult } from '../../activities/register';
 import { SA_CUSTOMER_ID, SA_EMAIL, SA_PRODUCTS } from '../../workflows/register-search-attributes';
 import type { register } from '../../workflows/register';
@@ -27,12 +27,7 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 export type RegisterOutcome = { status: 200; body: RegisterResult } | { status: 202; workflowId: string };
 
 export function temporalUnavailable(detail?: string): ApiError {
-  return new ApiError(
-    503,
-    'wu_rest_temporal_unavailable',
-    'Registrations cannot be processed right now (the workflow service is unreachable). Try again later; with the same Idempotency-Key a retry never registers twice.',
-    detail ? { detail } : {},
-  );
+  return temporalUnavailableError('Registrations cannot be processed right now', detail, 'With the same Idempotency-Key a retry never registers twice.');
 }
 
 export function workflowIdFor(idempotencyKey: string | undefined): string {

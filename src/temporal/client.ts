@@ -1,4 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
+import { ApiError } from '../http/errors';
 
 export interface TemporalHandle {
   connection: Connection;
@@ -27,4 +28,13 @@ export async function temporalReadiness(t: TemporalHandle): Promise<{ reachable:
   } catch (err) {
     return { reachable: false, pollers: 0, error: (err as Error).message };
   }
+}
+
+/**
+ * 503 wu_rest_temporal_unavailable: the workflow service could not be reached. `what` says
+ * what could not be done, `advice` what else the caller should know; `detail` is what the
+ * client library said.
+ */
+export function temporalUnavailable(what: string, detail?: string, advice = ''): ApiError {
+  return new ApiError(503, 'wu_rest_temporal_unavailable', `${what} (the workflow service is unreachable). Try again later.${advice ? ` ${advice}` : ''}`, detail ? { detail } : {});
 }

@@ -6,7 +6,7 @@ import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
 import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors';
 import type { Metrics } from '../http/metrics';
 import type { Logger } from '../logger';
-import type { TemporalHandle } from '../temporal/client';
+import { temporalUnavailable as temporalUnavailableError, type TemporalHandle } from '../temporal/client';
 import type { TenantWorkflowInput, TenantWorkflowResult } from '../../workflows/tenants';
 import { SA_SITE_ID } from '../../workflows/register-search-attributes';
 import { tenantHosts } from './hosts';
@@ -22,12 +22,7 @@ function workflowId(op: Operation, t: Pick<TenantRow, 'uid'>): string {
 }
 
 function temporalUnavailable(detail?: string): ApiError {
-  return new ApiError(
-    503,
-    'wu_rest_temporal_unavailable',
-    'Tenant operations cannot be started right now (the workflow service is unreachable); nothing was changed. Try again later.',
-    detail ? { detail } : {},
-  );
+  return temporalUnavailableError('Tenant operations cannot be started right now', detail, 'Nothing was changed.');
 }
 
 const notATenant = (siteId: number) =>

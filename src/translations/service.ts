@@ -9,7 +9,7 @@ import { runList, type ListQuery, type ListSpec } from '../http/list';
 import type { Metrics } from '../http/metrics';
 import { isoDate, zodParams } from '../http/validation';
 import type { Logger } from '../logger';
-import type { TemporalHandle } from '../temporal/client';
+import { temporalUnavailable as temporalUnavailableError, type TemporalHandle } from '../temporal/client';
 import { assertParsable, GettextError } from './gettext';
 import { packagesDir } from './package';
 import { checkSchema, type CheckInput, type CreateProject, type UpdateProject } from './schema';
@@ -77,7 +77,7 @@ const JOB_COLUMNS = [
 ].map((c) => `translation_jobs.${c}`);
 
 export function temporalUnavailable(detail?: string): ApiError {
-  return new ApiError(503, 'wu_rest_temporal_unavailable', 'The translation pipeline cannot be reached right now (the workflow service is unreachable). Try again later.', detail ? { detail } : {});
+  return temporalUnavailableError('The translation pipeline cannot be reached right now', detail);
 }
 
 /**
