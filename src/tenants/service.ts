@@ -15,7 +15,12 @@ import { liveTenant, tenantStatus, type TenantRow, type TenantState, type Tenant
 export const TENANT_WORKFLOWS = { bootstrap: 'tenantBootstrap', verify: 'tenantVerifyWorkflow', teardown: 'tenantTeardown' } as const;
 type Operation = keyof typeof TENANT_WORKFLOWS;
 
-export type TenantOutcome = { status: 200 | 202; body: TenantStatus & { message: string }; poll: boolean } | { status: 200 | 202; body: Record<string, unknown>; poll: boolean };
+/** What a route answers: the status (with a message) or, after a teardown, the deletion; `poll` adds Location and Retry-After. */
+export interface TenantOutcome {
+  status: 200 | 202;
+  body: (TenantStatus & { message: string }) | { site_id: number; deleted: true; state: 'torn_down'; message: string };
+  poll: boolean;
+}
 
 function workflowId(op: Operation, t: Pick<TenantRow, 'uid'>): string {
   return `tenant-${op}-${t.uid}`;
