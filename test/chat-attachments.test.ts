@@ -467,4 +467,137 @@ describe('support chat: attachments', () => {
       expect('png' in (await t.make(small.path, small.size, pngOf(40, 40)))).toBe(true);
     });
   });
+
+  describe('quotas (per session and per client address, rolling window, counted in PostgreSQL)', () => {
+    let q: TestContext;
+    let qAgent: { id: number; token: string };
+    const WINDOW = 3600;
+    beforeAll(async () => {
+      // TRUST_PROXY: the client address comes from X-Forwarded-For, so each test is its own client.
+      q = await createTestContext({
+        DATA_DIR: dataDir,
+        TRUST_PROXY: 'true',
+        CHAT_ATTACHMENT_MAX_BYTES: '40000',
+        CHAT_ATTACHMENT_QUOTA_WINDOW_SECONDS: String(WINDOW),
+        CHAT_ATTACHMENT_SESSION_MAX_FILES: '3',
+        CHAT_ATTACHMENT_SESSION_MAX_TOTAL_BYTES: '30000',
+        CHAT_ATTACHMENT_ADDRESS_MAX_FILES: '5',
+        CHAT_ATTACHMENT_ADDRESS_MAX_TOTAL_BYTES: '60000',
+      });
+      qAgent = await makeAgent(q, { online: true });
+    });
+    afterAll(async () => {
+      await q?.close();
+    });
+    const from = (address: string) => ({ 'X-Forwarded-For': address });
+    const send = (sessionId: number, token: string, address: string, bytes = 1000) =>
+      q.http.post(`${CHAT}/chat/sessions/${sessionId}/attachments`).set(bearer(token)).set(from(address)).attach('file', Buffer.alloc(bytes, 'q'), { filename: 'notes.txt', contentType: 'text/plain' });
+    const state = async () => ({
+      files: storedFiles().length,
+      rows: Number((await q.db('chat_attachments').count({ n: '*' }).first())!.n),
+      messages: Number((await q.db('chat_messages').count({ n: '*' }).first())!.n),
+    });
+    const rowsFrom = async (address: string) => Number((await q.db('chat_attachments').where({ uploader_address: address }).count({ n: '*' }).first())!.n);
+    /** Moves the oldest upload of the session `age` seconds into the past. */
+    const age = async (sessionId: number, seconds: number) => {
+      const oldest = await q.db('chat_attachments').where({ session_id: sessionId }).orderBy('id').first('id');
+      await q.db('chat_attachments').where({ id: oldest.id }).update({ date_created: q.db.raw(`now() - make_interval(secs => ?)`, [seconds]) });
+    };
+    const expectQuota = (res: { status: number; body: any; headers: any }, quota: string, limit: number, usage: number) => {
+      expectError(res, 429, 'chat_attachment_quota_exceeded');
+      expect(res.body.data).toEqual({ status: 429, quota, limit, usage, window_seconds: WINDOW, retry_after: expect.any(Number) });
+      expect(res.headers['retry-after']).toBe(String(res.body.data.retry_after));
+      return res.body.data.retry_after as number;
+    };
+
+    test('files per session: the fourth upload in the window is 429 with Retry-After (when the oldest ages out), nothing written; agents and other sessions are not held back', async () => {
+      const ip = '203.0.113.1';
+      const s = await makeSession(q);
+      for (let i = 0; i < 3; i++) expect((await send(s.id, s.token, ip)).status).toBe(201);
+      // The oldest upload leaves the window in about 100 seconds: that is when one more fits.
+      await age(s.id, WINDOW - 100);
+      const before = await state();
+      const wait = expectQuota(await send(s.id, s.token, ip), 'session_files', 3, 3);
+      expect(wait).toBeGreaterThanOrEqual(98);
+      expect(wait).toBeLessThanOrEqual(101);
+      expect(await state()).toEqual(before);
+      expect((await send(s.id, qAgent.token, ip)).status).toBe(201);
+      const other = await makeSession(q);
+      expect((await send(other.id, other.token, ip)).status).toBe(201);
+      // Once the oldest is out of the window, the session may upload again.
+      await age(s.id, WINDOW + 1);
+      expect((await send(s.id, s.token, ip)).status).toBe(201);
+    });
+
+    test('bytes per session: a file that would pass the total is 429 (usage in bytes, Retry-After until enough bytes age out); one that fits is taken; a file larger than the whole quota is 413', async () => {
+      const ip = '203.0.113.2';
+      const s = await makeSession(q);
+      expect((await send(s.id, s.token, ip, 12_000)).status).toBe(201);
+      expect((await send(s.id, s.token, ip, 12_000)).status).toBe(201);
+      await age(s.id, WINDOW - 200);
+      const before = await state();
+      const wait = expectQuota(await send(s.id, s.token, ip, 12_000), 'session_bytes', 30_000, 24_000);
+      expect(wait).toBeGreaterThanOrEqual(198);
+      expect(wait).toBeLessThanOrEqual(201);
+      expect(await state()).toEqual(before);
+      expect((await send(s.id, s.token, ip, 6000)).status).toBe(201); // exactly 30000
+      const fresh = await makeSession(q);
+      const huge = await send(fresh.id, fresh.token, ip, 35_000);
+      expectError(huge, 413, 'chat_attachment_too_large');
+      expect(huge.body.data.limit).toBe(30_000);
+      expect(await q.db('chat_attachments').where({ session_id: fresh.id })).toEqual([]);
+    });
+
+    test('files per address, across sessions: 429 address_files; another address is unaffected, even for the same session', async () => {
+      const ip = '198.51.100.3';
+      const a = await makeSession(q);
+      const b = await makeSession(q);
+      for (let i = 0; i < 3; i++) expect((await send(a.id, a.token, ip)).status).toBe(201);
+      for (let i = 0; i < 2; i++) expect((await send(b.id, b.token, ip)).status).toBe(201);
+      const before = await state();
+      expectQuota(await send(b.id, b.token, ip), 'address_files', 5, 5);
+      expect(await state()).toEqual(before);
+      expect((await send(b.id, b.token, '198.51.100.4')).status).toBe(201);
+      expect(await rowsFrom(ip)).toBe(5);
+    });
+
+    test('bytes per address: once no byte is left, the upload is refused before its body is read', async () => {
+      const ip = '198.51.100.5';
+      for (let i = 0; i < 3; i++) {
+        const s = await makeSession(q);
+        expect((await send(s.id, s.token, ip, 20_000)).status).toBe(201);
+      }
+      const s = await makeSession(q);
+      const server = await listen(q.app);
+      try {
+        const before = await state();
+        // Only the headers and the start of the multipart body are sent: the answer comes anyway.
+        const res = await rawUpload(server, `${CHAT}/chat/sessions/${s.id}/attachments`, { ...bearer(s.token), ...from(ip) }, 10_000, 0, 5000);
+        expect(res).not.toBeNull();
+        expectQuota(res!, 'address_bytes', 60_000, 60_000);
+        expect(await state()).toEqual(before);
+      } finally {
+        await closeServer(server);
+      }
+    });
+
+    test('a concurrent burst cannot overshoot: 8 uploads at once into a session with room for 3, and 8 from 4 sessions of an address with room for 5', async () => {
+      const s = await makeSession(q);
+      const before = await state();
+      const one = await Promise.all(Array.from({ length: 8 }, () => send(s.id, s.token, '192.0.2.7')));
+      expect(one.map((r) => r.status).sort()).toEqual([201, 201, 201, 429, 429, 429, 429, 429]);
+      for (const r of one.filter((x) => x.status === 429)) expect(r.body.data.quota).toBe('session_files');
+      expect((await state()).rows).toBe(before.rows + 3);
+      expect(storedFiles().length).toBe(before.files + 3);
+
+      const ip = '192.0.2.8';
+      const sessions = await Promise.all(Array.from({ length: 4 }, () => makeSession(q)));
+      const many = await Promise.all(sessions.flatMap((x) => [send(x.id, x.token, ip), send(x.id, x.token, ip)]));
+      expect(many.filter((r) => r.status === 201).length).toBe(5);
+      for (const r of many.filter((x) => x.status !== 201)) expectQuota(r, 'address_files', 5, 5);
+      expect(await rowsFrom(ip)).toBe(5);
+      expect((await state()).rows).toBe(before.rows + 8);
+      expect(storedFiles().length).toBe(before.files + 8);
+    });
+  });
 });

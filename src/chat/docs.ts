@@ -120,6 +120,7 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
       'At most CHAT_ATTACHMENT_MAX_BYTES (default 10 MB; larger: 413 chat_attachment_too_large), streamed to disk. The type is read from the bytes: PNG, JPEG, GIF, WebP, PDF or UTF-8 text; anything else is 415 chat_attachment_type_not_allowed. ' +
       'Images get a 250 px PNG thumbnail (thumbnail_url) within a budget (CHAT_THUMBNAIL_MAX_BYTES, CHAT_THUMBNAIL_MAX_PIXELS, CHAT_THUMBNAIL_TIMEOUT_SECONDS, CHAT_THUMBNAIL_CONCURRENCY at once); ' +
       'an image over it, unreadable, interlaced (Adam7 PNG) or arriving while all thumbnail slots are busy is stored with thumbnail_url null. Render thumbnails defensively. ' +
+      'Customers (not agents) have quotas of files and bytes per session and per client address within a rolling window (CHAT_ATTACHMENT_QUOTA_WINDOW_SECONDS, default 24 h): over one, 429 chat_attachment_quota_exceeded with Retry-After, and nothing is written. ' +
       'A body cut off before its end is dropped (400 chat_attachment_aborted); a failed upload leaves no file and no row.',
     requestBody: {
       required: true,
@@ -137,12 +138,25 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
       },
       409: { description: 'The session is closed (`chat_session_closed`).', schema: { $ref: '#/components/schemas/Error' } },
       413: {
-        description: 'The file is over CHAT_ATTACHMENT_MAX_BYTES (`chat_attachment_too_large`, with data.limit).',
+        description: 'The file is over CHAT_ATTACHMENT_MAX_BYTES, or larger than a whole bytes quota (`chat_attachment_too_large`); data.limit is the limit it broke.',
         schema: errorWith('chat_attachment_too_large', { limit: { type: 'integer' } }),
       },
       415: {
         description: 'Not multipart/form-data (`chat_attachment_not_multipart`), or content of a type not allowed (`chat_attachment_type_not_allowed`, with data.allowed_types).',
         schema: errorWith('chat_attachment_not_multipart or chat_attachment_type_not_allowed', { allowed_types: { type: 'array', items: { type: 'string' } } }),
+      },
+      429: {
+        description:
+          'An attachment quota is reached (`chat_attachment_quota_exceeded`): data.quota says which (session_files, session_bytes, address_files, address_bytes), with its limit, the usage in the window, the window and retry_after, the seconds until enough of the window\'s uploads age out. ' +
+          'Or too many failed authentications (`rest_too_many_auth_failures`). Retry-After says when to try again.',
+        schema: errorWith('chat_attachment_quota_exceeded or rest_too_many_auth_failures', {
+          quota: { enum: ['session_files', 'session_bytes', 'address_files', 'address_bytes'] },
+          limit: { type: 'integer', description: 'Files, or bytes.' },
+          usage: { type: 'integer', description: 'Files, or bytes, uploaded in the window before this upload.' },
+          window_seconds: { type: 'integer' },
+          retry_after: { type: 'integer', minimum: 1 },
+        }),
+        headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
       },
     },
   });

@@ -292,7 +292,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     const id = parseId(req, 'chat_session', 'session_id');
     const session = await sessions.get(id);
     assertOpen(session);
-    const out = await uploads.upload(req, { sessionId: id, sender: senderOf(caller, session) });
+    const out = await uploads.upload(req, { sessionId: id, sender: senderOf(caller, session), address: req.ip ?? 'unknown' });
     // Committed: from here on the files belong to the rows and are never removed.
     const message = await publishMessage(out.message);
     res.status(201).json({ attachment: attachmentRecord(out.att, base), message });
