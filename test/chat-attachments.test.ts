@@ -156,11 +156,32 @@ describe('support chat: attachments', () => {
     expect(pdf.body.attachment).toMatchObject({ type: 'application/pdf', width: null, height: null, thumbnail_url: null });
     expect(pdf.body.message).toMatchObject({ sender_type: 'agent', agent_id: agent.id, body: 'Sent a file: invoice.pdf' });
     const txt = await upload(s.id, s.token, Buffer.from('<script>alert(1)</script> héllo\n'), 'page.html');
-    expect(txt.body.attachment.type).toBe('text/plain');
+    expect(txt.body.attachment).toMatchObject({ type: 'text/plain', name: 'page.txt' });
     const dl = await ctx.http.get(txt.body.attachment.download_url).set(bearer(s.token));
     expect(dl.headers['content-type']).toBe('text/plain; charset=utf-8');
-    expect(dl.headers['content-disposition']).toMatch(/^attachment;/);
+    expect(dl.headers['content-disposition']).toBe(`attachment; filename="page.txt"; filename*=UTF-8''page.txt`);
     expect(dl.headers['content-security-policy']).toContain("default-src 'none'");
+  });
+
+  test('the name takes the extension of the detected type: a GIF-prefixed HTML page named invoice.html is stored and served as invoice.gif', async () => {
+    const s = await makeSession(ctx);
+    const polyglot = Buffer.from('GIF89a<html><body><script>fetch("/steal?c="+document.cookie)</script></body></html>\n');
+    const res = await upload(s.id, s.token, polyglot, 'invoice.html');
+    expect(res.status).toBe(201);
+    expect(res.body.attachment).toMatchObject({ type: 'image/gif', name: 'invoice.gif' });
+    expect(res.body.message.body).toBe('Sent a file: invoice.gif');
+    const dl = await ctx.http.get(res.body.attachment.download_url).set(bearer(s.token)).buffer(true).parse(binary);
+    expect(dl.headers['content-type']).toBe('image/gif');
+    expect(dl.headers['content-disposition']).toBe(`attachment; filename="invoice.gif"; filename*=UTF-8''invoice.gif`);
+    // No extension: one is added; a name only of dots and spaces falls back to "file"; an alias of the type is kept.
+    expect((await upload(s.id, s.token, polyglot, 'invoice')).body.attachment.name).toBe('invoice.gif');
+    expect((await upload(s.id, s.token, polyglot, 'invoice.html. ')).body.attachment.name).toBe('invoice.gif');
+    expect((await upload(s.id, s.token, Buffer.from('%PDF-1.4\n'), '. .')).body.attachment.name).toBe('file.pdf');
+    expect((await upload(s.id, s.token, await jpg(4, 4), 'SCAN.JPG')).body.attachment.name).toBe('SCAN.JPG');
+    // A row stored before this rule keeps its name, but is served with the detected type's extension.
+    await ctx.db('chat_attachments').where({ id: res.body.attachment.id }).update({ name: 'legacy.html' });
+    const old = await ctx.http.get(res.body.attachment.download_url).set(bearer(s.token)).buffer(true).parse(binary);
+    expect(old.headers['content-disposition']).toBe(`attachment; filename="legacy.gif"; filename*=UTF-8''legacy.gif`);
   });
 
   test('the type comes from the bytes, not the name: an executable named .png is 415; a PNG named .exe is a PNG', async () => {
@@ -174,7 +195,7 @@ describe('support chat: attachments', () => {
     expect(storedFiles().length).toBe(before);
     expect(await ctx.db('chat_attachments').where({ session_id: s.id })).toEqual([]);
     const renamed = await upload(s.id, s.token, await png(10, 10), 'setup.exe');
-    expect(renamed.body.attachment).toMatchObject({ type: 'image/png', name: 'setup.exe' });
+    expect(renamed.body.attachment).toMatchObject({ type: 'image/png', name: 'setup.png' });
   });
 
   test('sniffing a streamed file: text is checked to its last byte, characters split across chunks pass; a JPEG whose size lies past the first 64 KiB is sized from the file', async () => {

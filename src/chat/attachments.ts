@@ -28,6 +28,16 @@ export interface Sniffed {
 
 export const ALLOWED_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'application/pdf', 'text/plain'] as const;
 
+/** The extensions a stored name may keep for each type; the first is the one given otherwise. */
+const EXTENSIONS: Record<string, string[]> = {
+  'image/png': ['png'],
+  'image/jpeg': ['jpg', 'jpeg'],
+  'image/gif': ['gif'],
+  'image/webp': ['webp'],
+  'application/pdf': ['pdf'],
+  'text/plain': ['txt', 'log'],
+};
+
 export const typeNotAllowed = () =>
   new ApiError(415, 'chat_attachment_type_not_allowed', `The file's content is not one of the allowed types: ${ALLOWED_TYPES.join(', ')} (the type is read from the bytes, not the name).`, {
     allowed_types: [...ALLOWED_TYPES],
@@ -263,10 +273,28 @@ export function receiveFile(req: Request, storage: AttachmentStorage, maxBytes: 
 }
 
 /** A file name that is safe to show and to put in Content-Disposition. */
-export function cleanName(name: string): string {
+function cleanName(name: string): string {
   const base = name.split(/[\\/]/).pop() ?? '';
-  const cleaned = base.replace(/[\u0000-\u001f\u007f"]/g, '').trim().slice(0, 200);
+  const cleaned = base
+    .replace(/[\u0000-\u001f\u007f"]/g, '')
+    .replace(/[\s.]+$/, '')
+    .trim()
+    .slice(0, 200);
   return cleaned || 'file';
+}
+
+/**
+ * The name a file is stored and served under: its extension is the detected type's, whatever the
+ * uploader called it (a GIF-prefixed page named invoice.html becomes invoice.gif), so saving it
+ * never makes the system open it as something else.
+ */
+export function fileName(name: string, mime: string): string {
+  const clean = cleanName(name);
+  const allowed = EXTENSIONS[mime] ?? ['bin'];
+  const dot = clean.lastIndexOf('.');
+  const ext = dot > 0 ? clean.slice(dot + 1).toLowerCase() : '';
+  if (allowed.includes(ext)) return clean;
+  return `${dot > 0 ? clean.slice(0, dot) : clean}.${allowed[0]}`;
 }
 
 export class AttachmentStorage {

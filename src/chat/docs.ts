@@ -118,6 +118,7 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     summary: 'Upload a file (multipart/form-data, field "file", optional field "message")',
     description:
       'At most CHAT_ATTACHMENT_MAX_BYTES (default 10 MB; larger: 413 chat_attachment_too_large), streamed to disk. The type is read from the bytes: PNG, JPEG, GIF, WebP, PDF or UTF-8 text; anything else is 415 chat_attachment_type_not_allowed. ' +
+      "The stored name takes the detected type's extension (invoice.html holding a GIF is invoice.gif). " +
       'Images get a 250 px PNG thumbnail (thumbnail_url) within a budget (CHAT_THUMBNAIL_MAX_BYTES, CHAT_THUMBNAIL_MAX_PIXELS, CHAT_THUMBNAIL_TIMEOUT_SECONDS, CHAT_THUMBNAIL_CONCURRENCY at once); ' +
       'an image over it, unreadable, interlaced (Adam7 PNG) or arriving while all thumbnail slots are busy is stored with thumbnail_url null. Render thumbnails defensively. ' +
       'Customers (not agents) have quotas of files and bytes per session and per client address within a rolling window (CHAT_ATTACHMENT_QUOTA_WINDOW_SECONDS, default 24 h): over one, 429 chat_attachment_quota_exceeded with Retry-After, and nothing is written. ' +

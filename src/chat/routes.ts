@@ -14,7 +14,7 @@ import { logger } from '../logger';
 import type { SettingsStore } from '../settings/store';
 import type { TemporalHandle } from '../temporal/client';
 import { agentRecord, AgentStore } from './agents';
-import { AttachmentStorage } from './attachments';
+import { AttachmentStorage, fileName } from './attachments';
 import { callerOf, chatAuth, forbidden, requireAdmin, requireAgent, requireSessionCaller, unauthorized, type ChatCaller } from './auth';
 import { Availability } from './availability';
 import { cannedRecord, CannedReplies, fillPlaceholders } from './canned';
@@ -321,7 +321,8 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
       req.log.warn({ err, attachment_id: id }, 'attachment read failed');
       res.destroy(err);
     });
-    const filename = thumb ? `thumbnail-${att.name.replace(/\.[^.]*$/, '')}.png` : att.name;
+    // fileName: rows stored before names took the detected type's extension are served with it too.
+    const filename = thumb ? `thumbnail-${att.name.replace(/\.[^.]*$/, '')}.png` : fileName(att.name, att.mime_type);
     const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
     res.setHeader('Content-Type', thumb ? 'image/png' : att.mime_type === 'text/plain' ? 'text/plain; charset=utf-8' : att.mime_type);
     res.setHeader('Content-Disposition', `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`);

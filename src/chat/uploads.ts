@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { ApiError, invalidParams } from '../http/errors';
-import { AttachmentStorage, cleanName, imageSize, receiveFile, Thumbnailer, typeNotAllowed, type ReceivedFile, type Sniffed } from './attachments';
+import { AttachmentStorage, fileName, imageSize, receiveFile, Thumbnailer, typeNotAllowed, type ReceivedFile, type Sniffed } from './attachments';
 import { assertOpen, insertMessage, lockSession, type AttachmentRow, type MessageRow, type SenderType } from './sessions';
 
 export interface UploadTarget {
@@ -64,7 +64,7 @@ export class AttachmentUploads {
         written.push(thumbName); // before the write: a partial file is removed too
         await this.storage.write(thumbName, thumb.png);
       } else if (thumb.skipped !== 'type') req.log.info({ reason: thumb.skipped, size: file.size, width: sniffed.width, height: sniffed.height }, 'attachment stored without a thumbnail');
-      const name = cleanName(file.name);
+      const name = fileName(file.name, sniffed.mime);
       return await this.db.transaction(async (trx) => {
         const s = await lockSession(trx, to.sessionId);
         assertOpen(s);
