@@ -26,7 +26,8 @@ export function fillPlaceholders(body: string, v: PlaceholderValues): string {
     session_id: String(v.session_id),
     ticket_id: v.ticket_id === null ? '' : String(v.ticket_id),
   };
-  return body.replace(/\{\{\s*([a-z_]+)\s*\}\}/g, (m, name: string) => (name in values ? values[name] : m));
+  // Own properties only: `in` would also find Object.prototype's (constructor, __proto__, ...).
+  return body.replace(/\{\{\s*([a-z_]+)\s*\}\}/g, (m, name: string) => (Object.hasOwn(values, name) ? values[name] : m));
 }
 
 interface Row {
