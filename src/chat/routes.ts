@@ -94,7 +94,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   const base = `${config.REST_PREFIX}/${namespace}`;
   const realtimePath = `${base}/chat/realtime`;
   const secret = new ChatSecret(db, config);
-  const sessions = new SessionStore(db, config.CHAT_SESSION_TOKEN_TTL_SECONDS);
+  const sessions = new SessionStore(db, config.CHAT_SESSION_TOKEN_TTL_SECONDS, config.CHAT_SESSION_TOKEN_MAX_AGE_SECONDS);
   const agents = new AgentStore(db);
   const canned = new CannedReplies(db);
   const storage = new AttachmentStorage(config.DATA_DIR);
@@ -171,7 +171,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
       next();
     }),
   );
-  router.use(chatAuth(db, settings, new AuthFailureLimiter(config.AUTH_FAILURE_LIMIT, config.AUTH_FAILURE_WINDOW_SECONDS * 1000)));
+  router.use(chatAuth(db, settings, new AuthFailureLimiter(config.AUTH_FAILURE_LIMIT, config.AUTH_FAILURE_WINDOW_SECONDS * 1000), config.CHAT_SESSION_TOKEN_MAX_AGE_SECONDS));
 
   // ---- public ---------------------------------------------------------------------------
   // The namespace index, as WordPress serves one per namespace.
@@ -202,16 +202,19 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
       }
     }
     const input = parseOrThrow(S.createSessionSchema, jsonBody(req));
-    if (input.customer_id !== undefined && caller.kind !== 'agent') {
+    const byAgent = caller.kind === 'agent';
+    if (input.customer_id !== undefined && !byAgent) {
       if (!input.customer_hash) throw invalidParams({ customer_hash: 'customer_hash is required with customer_id (identity verification).' });
       if (!(await secret.identityMatches(input.customer_id, input.customer_hash))) throw forbidden('customer_hash does not match customer_id.');
     }
+    // Past the check above, a customer_id from a non-agent came with its matching hash.
+    const verified = byAgent || input.customer_id !== undefined;
     const status = await availability.status();
     const realtimeOk = realtime.available() && input.realtime !== false;
     let fallback: { reason: FallbackReason; notice: string } | null = null;
     if (!status.online) fallback = { reason: 'offline', notice: `${status.message} ${OFFLINE_NOTICE}`.trim() };
     else if (!realtimeOk) fallback = { reason: 'realtime_unavailable', notice: `Live chat is not available right now. ${OFFLINE_NOTICE}` };
-    const created = await sessions.create(input, fallback);
+    const created = await sessions.create(input, fallback, { agent: byAgent, verified });
     let session = created.session;
     const messages = created.messages;
     if (!fallback) {
@@ -352,8 +355,8 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     const variant = req.query.variant;
     if (variant !== undefined && variant !== 'original' && variant !== 'thumbnail') throw invalidParams({ variant: 'variant is not one of original and thumbnail.' });
     const att = await db('chat_attachments').where({ id }).first();
-    if (!att) throw notFoundItem('chat_attachment');
-    if (caller.kind === 'customer' && Number(att.session_id) !== caller.sessionId) throw forbidden('This attachment belongs to another session.');
+    // Another session's attachment answers exactly as a missing one: ids tell nothing.
+    if (!att || (caller.kind === 'customer' && Number(att.session_id) !== caller.sessionId)) throw notFoundItem('chat_attachment');
     const thumb = variant === 'thumbnail';
     const storageName: string | null = thumb ? att.thumbnail_storage_name : att.storage_name;
     if (!storageName) throw new ApiError(404, 'chat_attachment_no_thumbnail', 'This attachment has no thumbnail.');

@@ -160,6 +160,10 @@ const sessionProperties = {
   customer_name: { type: 'string' },
   customer_email: { type: 'string' },
   site_id: intOrNull,
+  identity_verified: {
+    type: 'boolean',
+    description: 'true when the customer is proven (customer_id with a matching customer_hash, or a session an agent started); false: customer_name, customer_email and site_id are what the visitor typed, unverified.',
+  },
   context: obj({ page_url: strOrNull, page_title: strOrNull, referrer: strOrNull, locale: strOrNull }),
   metadata: { type: 'object', additionalProperties: { type: 'string' } },
   assigned_agent_id: intOrNull,
@@ -174,10 +178,11 @@ const sessionProperties = {
   date_created: iso,
   date_modified: iso,
 };
+const AGENT_ONLY = ['metadata', 'follow_up_workflow_id', 'site_id', 'identity_verified'];
 export const sessionJson = {
   ...obj(sessionProperties),
-  required: Object.keys(sessionProperties).filter((k) => k !== 'metadata' && k !== 'follow_up_workflow_id'),
-  description: 'A chat session. metadata and follow_up_workflow_id are shown to agents only.',
+  required: Object.keys(sessionProperties).filter((k) => !AGENT_ONLY.includes(k)),
+  description: `A chat session. ${AGENT_ONLY.join(', ')} are shown to agents only.`,
 };
 
 export const attachmentJson = obj({
@@ -298,6 +303,7 @@ export const ticketJson = obj({
   customer_name: { type: 'string' },
   customer_email: { type: 'string' },
   site_id: intOrNull,
+  identity_verified: { type: 'boolean', description: 'Copied from the session it was made from: false when its customer name and e-mail are unverified claims.' },
   chat_session_ids: { type: 'array', items: { type: 'integer' } },
   messages: {
     type: 'array',
