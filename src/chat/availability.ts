@@ -21,6 +21,9 @@ export interface BusinessHours {
 
 export type OfflineReason = 'agents_available' | 'holiday' | 'outside_business_hours' | 'no_agent_online';
 
+/** The canonical IANA names the runtime knows, and UTC (the default, which Intl lists as an alias). */
+export const TIME_ZONES: readonly string[] = [...new Set(['UTC', ...Intl.supportedValuesOf('timeZone')])];
+
 export function validTimeZone(tz: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: tz });

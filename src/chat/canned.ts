@@ -81,8 +81,10 @@ export class CannedReplies {
     return r;
   }
 
+  /** An empty patch answers the reply untouched (as wu/v2's updates). */
   async update(id: number, patch: { shortcut?: string; title?: string; body?: string }): Promise<Row> {
-    await this.get(id);
+    const current = await this.get(id);
+    if (Object.keys(patch).length === 0) return current;
     if (patch.shortcut) await this.assertFree(patch.shortcut, id);
     const [r] = await this.db('chat_canned_replies').where({ id }).update({ ...patch, date_modified: this.db.fn.now() }).returning('*');
     return r;

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import crypto from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
-import { z } from 'zod';
 import { chatNamespace, type Config } from '../config';
 import type { Db } from '../db/knex';
 import { AddressLimiter, AuthFailureLimiter } from '../http/auth';
@@ -71,9 +70,13 @@ function chatCors(origins: string[]) {
   };
 }
 
-/** Body of a JSON route, after the caller passed: a held-back parse error first. */
-function jsonBody(req: Request): Record<string, unknown> {
+/**
+ * Body of a JSON route, after the caller passed: a held-back parse error first. No body at all
+ * is 400 where the document says the body is required, {} where it says `optional`.
+ */
+function jsonBody(req: Request, opts: { optional?: boolean } = {}): Record<string, unknown> {
   if (req.bodyError) throw req.bodyError;
+  if (req.body === undefined && !opts.optional) throw invalidParams({ body: 'body is required: a JSON object (Content-Type: application/json), {} for no fields.' });
   return bodyObject(req.body);
 }
 
@@ -242,19 +245,13 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     res.json(sessionView(await sessions.get(parseId(req, 'chat_session', 'session_id')), caller));
   });
 
-  const messagesQuery = z
-    .object({
-      after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-      limit: z.coerce.number().int().min(1).max(100).optional(),
-    })
-    .strict();
   router.get('/chat/sessions/:session_id/messages', async (req, res) => {
     requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
     const id = parseId(req, 'chat_session', 'session_id');
-    const q = parseOrThrow(messagesQuery, ownQuery(req));
+    const q = parseOrThrow(S.messagesQuery, ownQuery(req));
     const session = await sessions.get(id);
-    const after = q.after ?? 0;
-    const page = await sessions.messages(id, after, q.limit ?? 50);
+    const after = q.after;
+    const page = await sessions.messages(id, after, q.limit);
     res.json({
       messages: page.rows.map((m) => messageRecord(m, page.attachments.get(Number(m.attachment_id)), base)),
       next_after: page.rows.length ? Number(page.rows[page.rows.length - 1].id) : after,
@@ -393,7 +390,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.post('/chat/sessions/:session_id/token', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
     const id = parseId(req, 'chat_session', 'session_id');
-    const input = parseOrThrow(S.tokenSchema, jsonBody(req));
+    const input = parseOrThrow(S.tokenSchema, jsonBody(req, { optional: true }));
     if (input.refresh_session_token && caller.kind !== 'customer') throw invalidParams({ refresh_session_token: 'refresh_session_token is for the customer of the session.' });
     const s = await sessions.get(id);
     const out: Record<string, unknown> = { session_id: id, realtime: await realtimeFor(req, id, caller), poll_interval_seconds: config.CHAT_POLL_INTERVAL_SECONDS };
@@ -427,7 +424,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.post('/chat/sessions/:session_id/assign', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: false, agent: true }) as Extract<ChatCaller, { kind: 'agent' }>;
     const id = parseId(req, 'chat_session', 'session_id');
-    const input = parseOrThrow(S.assignSchema, jsonBody(req));
+    const input = parseOrThrow(S.assignSchema, jsonBody(req, { optional: true }));
     const targetId = input.agent_id === undefined ? caller.agentId : input.agent_id;
     if (input.agent_id === undefined && targetId === null) throw invalidParams({ agent_id: 'agent_id is required with the API credentials.' });
     let target: { id: number; name: string } | null = null;
@@ -462,7 +459,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.post('/chat/sessions/:session_id/convert-ticket', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: false, agent: true }) as Extract<ChatCaller, { kind: 'agent' }>;
     const id = parseId(req, 'chat_session', 'session_id');
-    const input = parseOrThrow(S.convertTicketSchema, jsonBody(req));
+    const input = parseOrThrow(S.convertTicketSchema, jsonBody(req, { optional: true }));
     const r = await sessions.convertToTicket(id, input, caller.agentId);
     void publishSession(r.session);
     res.status(201).json({ session: sessionRecord(r.session), ticket: await ticketDetail(db, r.ticketId) });
@@ -528,20 +525,18 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     res.json(await agentAvailability());
   });
 
-  const reportQuery = z.object({ from: z.iso.datetime({ offset: true }).or(z.iso.date()).optional(), to: z.iso.datetime({ offset: true }).or(z.iso.date()).optional() }).strict();
   router.get('/chat/agent/reports', async (req, res) => {
     requireAgent(req);
-    const q = parseOrThrow(reportQuery, ownQuery(req));
+    const q = parseOrThrow(S.reportQuery, ownQuery(req));
     const to = q.to ? new Date(q.to) : new Date();
     const from = q.from ? new Date(q.from) : new Date(to.getTime() - 30 * 86_400_000);
     if (from > to) throw invalidParams({ from: 'from must not be later than to.' });
     res.json(await chatReport(db, from, to));
   });
 
-  const cannedQuery = z.object({ search: z.string().max(200).optional(), session_id: z.coerce.number().int().positive().optional() }).strict();
   router.get('/chat/agent/canned-replies', async (req, res) => {
     const caller = requireAgent(req);
-    const q = parseOrThrow(cannedQuery, ownQuery(req));
+    const q = parseOrThrow(S.cannedQuery, ownQuery(req));
     let session: SessionRow | undefined;
     if (q.session_id !== undefined) {
       session = await db('chat_sessions').where({ id: q.session_id }).first();
@@ -595,7 +590,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.post('/chat/agent/agents/:agent_id/token', async (req, res) => {
     requireAdmin(req);
     const id = parseId(req, 'chat_agent', 'agent_id');
-    jsonBody(req);
+    jsonBody(req, { optional: true });
     const r = await agents.rotateToken(id);
     res.json({ agent: agentRecord(r.agent), token: r.token });
   });

@@ -118,8 +118,9 @@ function operationObject(op: Operation, prefix: string): Record<string, unknown>
     parameters.push({ name: m[1], in: 'path', required: true, schema: m[1].endsWith('id') ? { type: 'integer', minimum: 1 } : { type: 'string' } });
   }
   for (const q of d.query ?? []) {
-    const isArray = q.schema.type === 'array';
-    parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema: q.schema, ...(isArray ? { style: 'form', explode: true } : {}) });
+    const schema = toJsonSchema(q.schema, 'input');
+    const isArray = schema.type === 'array';
+    parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema, ...(isArray ? { style: 'form', explode: true } : {}) });
   }
   const responses: Record<string, unknown> = {};
   for (const [status, r] of Object.entries(d.responses)) responses[status] = response(r, 'output');
@@ -140,7 +141,7 @@ function operationObject(op: Operation, prefix: string): Record<string, unknown>
     tags: d.tags,
     ...(d.security ? { security: d.security } : d.public ? { security: [] } : {}),
     ...(parameters.length ? { parameters } : {}),
-    ...(d.body ? { requestBody: { required: true, content: { 'application/json': { schema: toJsonSchema(d.body, 'input') } } } } : {}),
+    ...(d.body ? { requestBody: { required: d.bodyRequired ?? true, content: { 'application/json': { schema: toJsonSchema(d.body, 'input') } } } } : {}),
     ...(d.requestBody ? { requestBody: d.requestBody } : {}),
     responses,
   };
