@@ -1,3 +1,6 @@
+import { z } from 'zod';
+import { money } from '../src/http/money';
+import { coerceFormValues, fields } from '../src/http/validation';
 import { CHAT, bearer, expectError, makeSession, uniqueEmail } from './chat-helpers';
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 
@@ -169,6 +172,25 @@ describe('request input', () => {
       expectError(nul, 400, 'wu_rest_invalid_parameter');
       expect(Object.keys(nul.body.data.params)).toEqual(['name']);
       expect(await count('products')).toBe(before);
+    });
+
+    test('the coercion follows the schema: numbers, booleans, literals, null for an empty nullable non-string, strings left where a string is taken', () => {
+      const schema = z.strictObject({
+        n: z.number(),
+        i: fields.int().optional(),
+        b: z.boolean(),
+        flag: fields.flag(),
+        lit: z.literal(2),
+        maybe: fields.int().nullable(),
+        text: z.string().nullable(),
+        amount: money(),
+        ids: z.array(fields.int()),
+        nested: z.object({ on: z.boolean().default(false) }),
+        counts: z.record(z.string(), z.number()),
+      });
+      const form = { n: '1.5', i: '-3', b: 'FALSE', flag: '1', lit: '2', maybe: '', text: '', amount: '007', ids: ['1', '2'], nested: { on: 'true' }, counts: { a: '4' } };
+      expect(coerceFormValues(schema, form)).toEqual({ n: 1.5, i: -3, b: false, flag: true, lit: 2, maybe: null, text: '', amount: '007', ids: [1, 2], nested: { on: true }, counts: { a: 4 } });
+      expect(coerceFormValues(schema, { n: 'x', b: 'yes', i: '1e400x' })).toEqual({ n: 'x', b: 'yes', i: '1e400x' });
     });
 
     test('bounds: more than 1000 parameters is 413, keys nested more than 32 levels is 400', async () => {
