@@ -73,7 +73,7 @@ export function zodParams(error: z.ZodError, input: unknown, prefix = ''): Recor
 }
 
 const NUMBER = /^\s*-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/;
-const BOOLEANS: Record<string, boolean> = { true: true, '1': true, false: false, '0': false };
+const BOOLEANS = new Map([['true', true], ['1', true], ['false', false], ['0', false]]);
 
 /** Whether a schema takes a string as it is (then a form string is left alone). */
 function takesString(schema: z.ZodType): boolean {
@@ -85,6 +85,8 @@ function takesString(schema: z.ZodType): boolean {
     case 'enum':
     case 'template_literal':
       return true;
+    case 'literal':
+      return (def.values as unknown[]).some((v) => typeof v === 'string');
     case 'optional':
     case 'nullable':
     case 'default':
@@ -116,7 +118,7 @@ export function coerceFormValues(schema: z.ZodType, value: unknown): unknown {
     case 'number':
       return typeof value === 'string' && NUMBER.test(value) ? Number(value) : value;
     case 'boolean':
-      return typeof value === 'string' && value.trim().toLowerCase() in BOOLEANS ? BOOLEANS[value.trim().toLowerCase()] : value;
+      return typeof value === 'string' ? (BOOLEANS.get(value.trim().toLowerCase()) ?? value) : value;
     case 'literal': {
       const hit = (def.values as unknown[]).find((v) => typeof v !== 'string' && String(v) === value);
       return hit === undefined ? value : hit;
@@ -147,12 +149,12 @@ export function coerceFormValues(schema: z.ZodType, value: unknown): unknown {
     case 'object': {
       if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
       const shape = def.shape as Record<string, z.ZodType>;
-      const out: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(value)) {
-        const field = Object.hasOwn(shape, k) ? shape[k] : def.catchall;
-        out[k] = field ? coerceFormValues(field, v) : v;
-      }
-      return out;
+      return Object.fromEntries(
+        Object.entries(value).map(([k, v]) => {
+          const field = Object.hasOwn(shape, k) ? shape[k] : def.catchall;
+          return [k, field ? coerceFormValues(field, v) : v];
+        }),
+      );
     }
     case 'record': {
       if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;

@@ -45,6 +45,9 @@ const ERROR_STATUSES: Record<number, string> = {
   503: 'A backing service (database, Temporal) is unavailable.',
 };
 
+/** Answers after authentication hold the caller's data: never cached. */
+const NO_STORE = { 'Cache-Control': { description: 'no-store (answers after authentication are not to be cached).', schema: { type: 'string' } } };
+
 function toJsonSchema(schema: z.ZodType | Record<string, unknown>, io: 'input' | 'output'): Record<string, unknown> {
   if (!(schema instanceof z.ZodType)) return schema;
   const json = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any', reused: 'inline' }) as Record<string, unknown>;
@@ -142,7 +145,7 @@ function operationObject(op: Operation, prefix: string, formBodies: boolean): Re
     parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema: q.schema, ...(isArray ? { style: 'form', explode: true } : {}) });
   }
   const responses: Record<string, unknown> = {};
-  for (const [status, r] of Object.entries(d.responses)) responses[status] = response(r, 'output');
+  for (const [status, r] of Object.entries(d.responses)) responses[status] = response(d.public ? r : { ...r, headers: { ...NO_STORE, ...r.headers } }, 'output');
   // Any request can be too long for the server (431), public ones included.
   const errorStatuses = d.public ? [431, 500] : Object.keys(ERROR_STATUSES).map(Number);
   for (const status of errorStatuses) {
