@@ -193,6 +193,15 @@ describe('request input', () => {
       expect(coerceFormValues(schema, { n: 'x', b: 'yes', i: '1e400x' })).toEqual({ n: 'x', b: 'yes', i: '1e400x' });
     });
 
+    test('the register body too (validated outside parseOrThrow): a form duration is an integer', async () => {
+      const body = 'customer[username]=formuser&customer[password]=secret123&customer[email]=formuser%40example.com&products[]=no-such-plan&duration=2&auto_renew=true';
+      const res = await form('post', `${BASE}/register`, body);
+      expectError(res, 400, 'wu_rest_invalid_parameter');
+      expect(res.body.data.params).toEqual({ products: 'products: no-such-plan does not match any product.' });
+      const notInt = await form('post', `${BASE}/register`, body.replace('duration=2', 'duration=two'));
+      expect(notInt.body.data.params.duration).toBe('duration is not of type integer.');
+    });
+
     test('bounds: more than 1000 parameters is 413, keys nested more than 32 levels is 400', async () => {
       const many = await form('post', `${BASE}/products`, Array.from({ length: 1001 }, (_, i) => `p${i}=1`).join('&'));
       expectError(many, 413, 'rest_request_too_large');
