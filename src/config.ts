@@ -21,6 +21,18 @@ const schema = z.object({
     .regex(/^\/[A-Za-z0-9_\-/]*[A-Za-z0-9_-]$/, 'must start with "/" and not end with "/", e.g. /wp-json')
     .default('/wp-json'),
   PUBLIC_URL: z.string().url().optional(),
+  /**
+   * Host names (optional :port; `*.example.com` for subdomains) whose Host header may build
+   * absolute links when PUBLIC_URL is unset. Default: the loopback names, any port.
+   */
+  ALLOWED_HOSTS: z
+    .string()
+    .default('localhost,127.0.0.1,[::1]')
+    .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
+    .refine(
+      (list) => list.every((h) => /^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])(:\d{1,5})?$/.test(h)),
+      'must be a comma-separated list of host names with an optional port, e.g. api.example.com,*.example.org,localhost:8080',
+    ),
   DATA_DIR: z.string().min(1).default(path.resolve(process.cwd(), 'data')),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   BODY_LIMIT: z

@@ -6,6 +6,7 @@ import type { Db } from '../db/knex';
 import { ApiError, invalidParams, noRoute, notFoundItem } from '../http/errors';
 import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders } from '../http/list';
 import type { Metrics } from '../http/metrics';
+import { publicBase } from '../http/public-url';
 import type { RouteRegistry } from '../http/routes';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import type { TemporalHandle } from '../temporal/client';
@@ -39,9 +40,8 @@ const TAGS = ['translations'];
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
 const RETRY_AFTER = { 'Retry-After': { description: 'While a package is not ready (nor failed): seconds before polling again; grows with the time the package has spent in its state.', schema: { type: 'integer' } } };
 
-function namespaceUrl(req: Request, config: Config): string {
-  const site = config.PUBLIC_URL?.replace(/\/$/, '') ?? `${req.protocol}://${req.get('host')}`;
-  return `${site}${req.baseUrl}`;
+function namespaceUrl(req: Request): string {
+  return `${publicBase(req)}${req.baseUrl}`;
 }
 
 function parseId(req: Request, model: string): number {
@@ -131,7 +131,7 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
 
   router.get('/translations/check', async (req, res) => {
     const input = parseOrThrow(checkSchema, ownQuery(req.query as Record<string, unknown>));
-    const [out] = await service.check([input], namespaceUrl(req, deps.config), req.log);
+    const [out] = await service.check([input], namespaceUrl(req), req.log);
     if ('error' in out) throw new ApiError(out.error.data.status, out.error.code, out.error.message);
     sendRetryAfter(res, [out]);
     res.json(out);
@@ -148,7 +148,7 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
     if (locales.size > BATCH_MAX_LOCALES) {
       throw invalidParams({ packages: `packages must cover at most ${BATCH_MAX_LOCALES} different locales per call (this one has ${locales.size}).` });
     }
-    const out = await service.check(items, namespaceUrl(req, deps.config), req.log);
+    const out = await service.check(items, namespaceUrl(req), req.log);
     sendRetryAfter(res, out);
     res.json(out);
   });
@@ -183,7 +183,7 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
   // ---- jobs ----
   router.get('/translations/jobs', async (req, res) => {
     const q = parseListQuery(req.query as Record<string, unknown>, jobListSpec);
-    const { rows, total } = await service.listJobs(q, namespaceUrl(req, deps.config));
+    const { rows, total } = await service.listJobs(q, namespaceUrl(req));
     setPagingHeaders(req, res, q, total);
     res.json(rows);
   });
@@ -192,7 +192,7 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
     res.json(await service.approveMany(filter, actor(req)));
   });
   const getJob = async (req: Request, id: number) => {
-    const j = await service.getJob(id, namespaceUrl(req, deps.config));
+    const j = await service.getJob(id, namespaceUrl(req));
     if (!j) throw notFoundItem('translation_job');
     return j;
   };
