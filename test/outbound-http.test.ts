@@ -295,7 +295,7 @@ describe('outbound fetches against loopback servers', () => {
     }
   });
 
-  test('an oversized answer is cut while it streams (with or without Content-Length); a silent server times out', async () => {
+  test('an oversized answer is cut while it streams (with or without Content-Length); a silent or stalling server times out', async () => {
     const chunk = Buffer.alloc(64 * 1024, 'a');
     let written = 0;
     const big = await serve((req, res) => {
@@ -305,6 +305,11 @@ describe('outbound fetches against loopback servers', () => {
         return; // never finishes: the client must not wait for it
       }
       if (req.url === '/silent') return; // never answers
+      if (req.url === '/stall') {
+        res.writeHead(200, { 'Content-Type': 'text/plain' });
+        res.write('msgid "a"\n');
+        return; // the body never ends
+      }
       res.writeHead(200, { 'Content-Type': 'text/plain' }); // chunked, no length
       const pump = () => {
         while (written < 50 * 1024 * 1024) {
@@ -329,6 +334,9 @@ describe('outbound fetches against loopback servers', () => {
       expect(slow).toMatchObject({ kind: 'timeout', message: 'no complete answer within 0.3 s.' });
       expect(slow.retryable).toBe(true);
       expect(Date.now() - started).toBeLessThan(3_000);
+
+      const stalled = await failure(outboundFetch(loopback, `${big.url}/stall`, { ...opts, timeoutMs: 300 }));
+      expect(stalled.kind).toBe('timeout');
 
       const cancelled = new AbortController();
       setTimeout(() => cancelled.abort(), 100);

@@ -258,7 +258,7 @@ describe('translation pipeline (Temporal workflow)', () => {
       const first = await check('tpipe-metrics', 'de_DE');
       const failed = await waitForJob(ctx, first.body.job_id, status('failed'));
       expect(metrics.requests).toBe(1);
-      expect(failed.failure_reason).toBe(`Validation failed: The POT file fetched from ${metrics.url} is not a valid gettext file: it could not be parsed as gettext.`);
+      expect(failed.failure_reason).toBe(`Validation failed: The POT file fetched from ${metrics.url} is not a valid gettext file: it could not be parsed.`);
       const answered = JSON.stringify([failed, (await check('tpipe-metrics', 'de_DE')).body]);
       for (const secret of metrics.secrets) expect(answered).not.toContain(secret);
     } finally {

@@ -41,11 +41,11 @@ function entriesOf(table: GetTextTranslations): GetTextTranslation[] {
 }
 
 function parse(text: string, what: string): GetTextTranslations {
-  if (!/^\s*(#|msgctxt|msgid)/m.test(text)) throw new GettextError(`${what} is not a gettext file (no msgid found).`, 'it is not a gettext file (no msgid found)');
+  if (!/^\s*(#|msgctxt|msgid)/m.test(text)) throw new GettextError(`${what} is not a gettext file (no msgid found).`, 'it holds no msgid');
   try {
     return gettextParser.po.parse(text, 'utf-8');
   } catch (err) {
-    throw new GettextError(`${what} could not be parsed: ${(err as Error).message}`, 'it could not be parsed as gettext');
+    throw new GettextError(`${what} could not be parsed: ${(err as Error).message}`, 'it could not be parsed');
   }
 }
 
