@@ -4,10 +4,13 @@ import express, { Router, type NextFunction, type Request, type Response } from 
 import { chatNamespace, type Config } from '../config';
 import type { Db } from '../db/knex';
 import { AddressLimiter, AuthFailureLimiter } from '../http/auth';
+import { refuseCrossSite } from '../http/cross-site';
 import { ApiError, invalidParams, notFoundHandler, notFoundItem } from '../http/errors';
+import { afterAuthentication, readBody } from '../http/input';
 import { parseListQuery, setPagingHeaders } from '../http/list';
 import type { Metrics } from '../http/metrics';
 import type { RouteRegistry } from '../http/routes';
+import { publicBase } from '../http/public-url';
 import { parseId } from '../http/resource';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import { logger } from '../logger';
@@ -124,7 +127,6 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   const availability = new Availability(db, () => realtime.available(), config.CHAT_POLL_INTERVAL_SECONDS);
   documentChat(registry, namespace);
 
-  const publicBase = (req: Request) => config.PUBLIC_URL?.replace(/\/$/, '') ?? `${req.protocol}://${req.get('host')}`;
   const realtimeFor = async (req: Request, sessionId: number, caller: ChatCaller) => {
     if (!config.CHAT_REALTIME_ENABLED) return null;
     const exp = Math.floor(Date.now() / 1000) + config.CHAT_REALTIME_TOKEN_TTL_SECONDS;
@@ -164,16 +166,8 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     next();
   });
   router.use(chatCors(config.CHAT_ALLOWED_ORIGINS));
-  const json = express.json({ limit: config.BODY_LIMIT, type: ['application/json', 'application/*+json'] });
-  router.use((req, res, next) =>
-    json(req, res, (err?: unknown) => {
-      if (err) {
-        req.bodyError = err;
-        req.body = undefined;
-      }
-      next();
-    }),
-  );
+  router.use(refuseCrossSite(config.CHAT_ALLOWED_ORIGINS, 'Pages of other sites may call the chat when their origin is in CHAT_ALLOWED_ORIGINS.'));
+  router.use(readBody(config, { form: false }));
   router.use(chatAuth(db, settings, new AuthFailureLimiter(config.AUTH_FAILURE_LIMIT, config.AUTH_FAILURE_WINDOW_SECONDS * 1000), config.CHAT_SESSION_TOKEN_MAX_AGE_SECONDS));
 
   // ---- public ---------------------------------------------------------------------------
@@ -186,6 +180,8 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.get('/chat/availability', async (_req, res) => {
     res.json(await availability.status());
   });
+
+  router.use(afterAuthentication);
 
   // ---- sessions (customers) -------------------------------------------------------------
   router.post('/chat/sessions', async (req, res) => {

@@ -64,6 +64,8 @@ export class RouteRegistry {
   readonly operations: Operation[] = [];
   /** Named schemas for the document's components (records of each model). */
   readonly components = new Map<string, z.ZodType | Record<string, unknown>>();
+  /** Namespaces whose bodies may also be application/x-www-form-urlencoded. */
+  readonly formNamespaces = new Set<string>();
 
   constructor(readonly prefix = '/wp-json') {}
 
@@ -81,6 +83,11 @@ export class RouteRegistry {
   operation(namespace: string, method: HttpMethod, path: string, doc: OperationDoc): void {
     this.operations.push({ namespace, method, path: `${this.prefix}/${namespace}${path === '/' ? '' : path}`, doc });
     this.add({ namespace, path: RouteRegistry.wpPath(namespace, path), methods: [method], public: doc.public });
+  }
+
+  /** Documents that the namespace's operations take form-encoded bodies as well as JSON. */
+  acceptFormBodies(namespace: string): void {
+    this.formNamespaces.add(namespace);
   }
 
   /** Registers a named schema; answers a $ref to it. */

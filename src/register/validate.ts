@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { Db } from '../db/knex';
 import { ApiError, invalidParams } from '../http/errors';
-import { zodParams } from '../http/validation';
+import { safeParseInput, zodParams } from '../http/validation';
 import type { SettingsStore } from '../settings/store';
 import { hashPassword } from '../users/password';
 import type { RegisterInput } from '../../activities/register';
@@ -36,8 +36,8 @@ export const sha256Hex = (s: string) => crypto.createHash('sha256').update(s, 'u
 
 /** Step 1, no database: every shape violation at once; no products is invalid_cart. */
 export function parseRegisterBody(raw: Record<string, unknown>): RegisterBody {
-  const result = registerSchema.safeParse(raw);
-  const params = result.success ? {} : zodParams(result.error, raw);
+  const { result, input } = safeParseInput(registerSchema, raw);
+  const params = result.success ? {} : zodParams(result.error, input);
   const products = raw.products;
   if (products === undefined || products === null || (Array.isArray(products) && products.length === 0)) {
     delete params.products;
