@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { fields } from '../http/validation';
 import { DAYS, TIME_ZONES, validTimeZone } from './availability';
+import { AGENT_ONLY_FIELDS } from './sessions';
 
 /**
  * Request bodies and queries of the chat routes (strict: unknown keys are refused) and the
@@ -232,7 +233,7 @@ const sessionProperties = {
   date_created: iso,
   date_modified: iso,
 };
-const AGENT_ONLY = ['metadata', 'follow_up_workflow_id', 'site_id', 'identity_verified'];
+const AGENT_ONLY: readonly string[] = AGENT_ONLY_FIELDS;
 export const sessionJson = {
   ...obj(sessionProperties),
   required: Object.keys(sessionProperties).filter((k) => !AGENT_ONLY.includes(k)),

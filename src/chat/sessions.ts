@@ -95,6 +95,8 @@ export function sessionRecord(s: SessionRow) {
 }
 export type SessionRecord = ReturnType<typeof sessionRecord>;
 
+export const AGENT_ONLY_FIELDS = ['metadata', 'follow_up_workflow_id', 'site_id', 'identity_verified'] as const;
+
 /**
  * What a caller sees of a session: agents everything; customers (and anonymous callers creating
  * one) not the metadata agents keep on it, the follow-up workflow id, nor the site and whether
@@ -104,8 +106,9 @@ export type SessionRecord = ReturnType<typeof sessionRecord>;
 export function sessionView(s: SessionRow, caller: { kind: string }) {
   const record = sessionRecord(s);
   if (caller.kind === 'agent') return record;
-  const { metadata: _metadata, follow_up_workflow_id: _workflow, site_id: _site, identity_verified: _verified, ...customerView } = record;
-  return customerView;
+  const customerView: Partial<SessionRecord> = { ...record };
+  for (const k of AGENT_ONLY_FIELDS) delete customerView[k];
+  return customerView as Omit<SessionRecord, (typeof AGENT_ONLY_FIELDS)[number]>;
 }
 
 export function attachmentRecord(a: AttachmentRow, chatBase: string) {
