@@ -157,6 +157,8 @@ const schema = z.object({
   CHAT_TOKEN_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   CHAT_REALTIME_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).max(3600).default(300),
   CHAT_SESSION_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
+  /** Absolute lifetime of a session's tokens, from the session's creation: no refresh extends past it. */
+  CHAT_SESSION_TOKEN_MAX_AGE_SECONDS: z.coerce.number().int().min(60).max(365 * 86_400).default(30 * 86_400),
   /** A session waiting this long without an agent becomes a ticket (chatFollowUp workflow). */
   CHAT_WAIT_BEFORE_TICKET_SECONDS: z.coerce.number().int().min(1).max(7 * 86_400).default(300),
   CHAT_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(10).max(300).default(15),

@@ -15,11 +15,11 @@ export interface RouteInfo {
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-/** A query parameter documented with a JSON Schema. */
+/** A query parameter documented with a JSON Schema (or the zod schema that validates it). */
 export interface ParamDoc {
   name: string;
   description?: string;
-  schema: Record<string, unknown>;
+  schema: z.ZodType | Record<string, unknown>;
   required?: boolean;
 }
 
@@ -38,6 +38,8 @@ export interface OperationDoc {
   public?: boolean;
   query?: ParamDoc[];
   body?: z.ZodType;
+  /** false: the route also takes a request without a body (as {}); default true (400 without one). */
+  bodyRequired?: boolean;
   /** Who may call it, in words (default: the API credentials). */
   auth?: string;
   /** OpenAPI security requirements (default: the document's, the API credentials). */

@@ -141,8 +141,9 @@ function operationObject(op: Operation, prefix: string, formBodies: boolean): Re
     parameters.push({ name: m[1], in: 'path', required: true, schema: m[1].endsWith('id') ? { type: 'integer', minimum: 1 } : { type: 'string' } });
   }
   for (const q of d.query ?? []) {
-    const isArray = q.schema.type === 'array';
-    parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema: q.schema, ...(isArray ? { style: 'form', explode: true } : {}) });
+    const schema = toJsonSchema(q.schema, 'input');
+    const isArray = schema.type === 'array';
+    parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema, ...(isArray ? { style: 'form', explode: true } : {}) });
   }
   const responses: Record<string, unknown> = {};
   for (const [status, r] of Object.entries(d.responses)) responses[status] = response(d.public ? r : { ...r, headers: { ...NO_STORE, ...r.headers } }, 'output');
@@ -164,7 +165,7 @@ function operationObject(op: Operation, prefix: string, formBodies: boolean): Re
     tags: d.tags,
     ...(d.security ? { security: d.security } : d.public ? { security: [] } : {}),
     ...(parameters.length ? { parameters } : {}),
-    ...(d.body ? { requestBody: { required: true, content: requestBodyContent(toJsonSchema(d.body, 'input'), formBodies) } } : {}),
+    ...(d.body ? { requestBody: { required: d.bodyRequired ?? true, content: requestBodyContent(toJsonSchema(d.body, 'input'), formBodies) } } : {}),
     ...(d.requestBody ? { requestBody: d.requestBody } : {}),
     responses,
   };
