@@ -6,6 +6,7 @@ import { loadConfig, type Config } from '../src/config';
 import { createDb, type Db } from '../src/db/knex';
 import { createApp, type AppWithRegistry } from '../src/http/app';
 import { Metrics } from '../src/http/metrics';
+import { revokePublicConnect } from '../src/infra/embedded-postgres';
 import { prepareDatabase } from '../src/runtime';
 import type { SettingsStore } from '../src/settings/store';
 import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
@@ -50,6 +51,8 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
       await new Promise((r) => setTimeout(r, 200 + Math.random() * 300));
     }
   }
+  // As the embedded server does for hostflow's database: tenant roles made by the tests may not connect.
+  await revokePublicConnect(admin, [name]);
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
