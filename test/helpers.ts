@@ -110,3 +110,12 @@ export function newCustomerBody(extra: Record<string, unknown> = {}) {
   const tag = `${process.pid}${seq}${crypto.randomBytes(2).toString('hex')}`;
   return { username: `user${tag}`, email: `user${tag}@example.com`, password: 'secret123', ...extra };
 }
+
+/** Temporal protos (a history, a description) as text with every payload decoded, as an operator reads them in the UI. */
+export function decodedJson(value: unknown): string {
+  return JSON.stringify(value, function (this: Record<string, unknown>, key, v) {
+    // Protos serialize payload bytes as base64 next to their metadata.
+    if (key === 'data' && typeof v === 'string' && this && 'metadata' in this) return Buffer.from(v, 'base64').toString('utf8');
+    return v;
+  });
+}

@@ -7,7 +7,7 @@ import { canonicalJson, sha256Hex } from '../src/register/validate';
 import { verifyPassword } from '../src/users/password';
 import { createRegisterActivities, type RegisterInput } from '../activities/register';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { BASE, createTestContext, type TestContext } from './helpers';
+import { BASE, createTestContext, decodedJson, type TestContext } from './helpers';
 
 /**
  * /register end to end: the real `register` workflow on a worker of this file's own task
@@ -164,6 +164,7 @@ describe('/register (Temporal saga)', () => {
     const password = `Pw${crypto.randomBytes(9).toString('hex')}`;
     const b = body();
     b.customer.password = password;
+    b.site.site_title = `Title ${tag()}`;
     // An abandoned hash older than the hold time goes with the next registration; a young one stays.
     await ctx.db('registration_passwords').insert([
       { workflow_id: 'register-abandoned-old', request_hmac: 'x', password_hash: 'scrypt$old', date_created: ctx.db.raw("now() - interval '25 hours'") },
@@ -183,13 +184,10 @@ describe('/register (Temporal saga)', () => {
 
     // Everything Temporal keeps: the history with every payload decoded, and the description (memo, search attributes).
     const handle = ctx.temporal.client.workflow.getHandle(reg.workflow_id);
-    const decode = function (this: Record<string, unknown>, key: string, value: unknown) {
-      const raw = this[key];
-      return raw instanceof Uint8Array ? `${Buffer.from(raw).toString('utf8')} ${Buffer.from(raw).toString('base64')}` : value;
-    };
     const desc = await handle.describe();
-    const kept = [JSON.stringify(await handle.fetchHistory(), decode), JSON.stringify(desc.raw, decode), JSON.stringify(desc.memo)].join('\n');
-    expect(kept).toContain(b.customer.username); // the payloads really are decoded (the name is in the input only)
+    const history = decodedJson(await handle.fetchHistory());
+    expect(history).toContain(b.site.site_title); // the payloads really are decoded (the title is in the input only)
+    const kept = [history, decodedJson(desc.raw), JSON.stringify(desc.memo)].join('\n');
     const [, , , , salt, hash] = user.password_hash.split('$');
     for (const secret of [password, user.password_hash, salt, hash, sha256Hex(canonicalJson(b)), sha256Hex(JSON.stringify(b))]) {
       expect(kept).not.toContain(secret);
