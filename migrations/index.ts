@@ -7,6 +7,7 @@ import * as m20261126000002 from './20261126000002_translations';
 import * as m20261126000003 from './20261126000003_chat';
 import * as m20261126000004 from './20261126000004_tenant_user_sync';
 import * as m20261127000005 from './20261127000005_registration_passwords';
+import * as m20261127000006 from './20261127000006_domain_next_check';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -21,6 +22,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261126000003_chat': m20261126000003,
   '20261126000004_tenant_user_sync': m20261126000004,
   '20261127000005_registration_passwords': m20261127000005,
+  '20261127000006_domain_next_check': m20261127000006,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
