@@ -128,9 +128,10 @@ export function generateApiSecret(): string {
 }
 
 /**
- * A random server-side secret kept in the settings table under `key` (a sensitive name, so
- * never shown): created by whichever process asks first, then read by every API replica and
- * worker alike. Loaded once per process; a failed load is tried again on the next call.
+ * A server-side secret: `configured` (from the environment) when given, else a random one kept
+ * in the settings table under `key` (a sensitive name, so never shown), created by whichever
+ * process asks first and read by every API replica and worker alike. Loaded once per process;
+ * a failed load is tried again on the next call.
  */
 export class StoredSecret {
   private value: Promise<Buffer> | undefined;
@@ -138,6 +139,7 @@ export class StoredSecret {
   constructor(
     private readonly db: Db,
     private readonly key: string,
+    private readonly configured?: string,
   ) {}
 
   get(): Promise<Buffer> {
@@ -149,6 +151,7 @@ export class StoredSecret {
   }
 
   private async load(): Promise<Buffer> {
+    if (this.configured) return Buffer.from(this.configured, 'utf8');
     await this.db('settings')
       .insert({ key: this.key, value: JSON.stringify(crypto.randomBytes(32).toString('hex')) })
       .onConflict('key')
