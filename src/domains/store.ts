@@ -149,29 +149,34 @@ export class DomainService implements ResourceService<Row> {
     });
   }
 
-  /** Adds dns_record to records (null passes through). */
-  private async withRecord<T extends Row | null>(...recs: T[]): Promise<T[]> {
+  /** Each record gets dns_record, the record its name needs. */
+  private async addDnsRecords(recs: (Row | null)[]): Promise<void> {
     const target = await this.target.value();
     for (const rec of recs) if (rec) rec.dns_record = requiredRecord(rec.domain, target);
-    return recs;
   }
 
   async list(q: ListQuery) {
     const out = await this.table.list(q);
-    await this.withRecord(...out.rows);
+    await this.addDnsRecords(out.rows);
     return out;
   }
 
   async get(id: number) {
-    return (await this.withRecord(await this.table.get(id)))[0];
+    const rec = await this.table.get(id);
+    await this.addDnsRecords([rec]);
+    return rec;
   }
 
   async create(input: Row): Promise<Row> {
-    return (await this.withRecord(await this.createRow(input)))[0];
+    const rec = await this.createRow(input);
+    await this.addDnsRecords([rec]);
+    return rec;
   }
 
   async update(id: number, input: Row): Promise<Row | null> {
-    return (await this.withRecord(await this.updateRow(id, input)))[0];
+    const rec = await this.updateRow(id, input);
+    await this.addDnsRecords([rec]);
+    return rec;
   }
 
   /**
