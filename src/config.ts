@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { hostNameProblem, normalizeHostName } from './domains/hostname';
@@ -61,8 +61,8 @@ const schema = z.object({
   // What a mapped domain must point to (an IP address: an A/AAAA record; a host name: a CNAME); unset: the setting network_domain.
   DOMAIN_MAPPING_TARGET: z
     .string()
-    .refine((v) => isIP(v) !== 0 || hostNameProblem(normalizeHostName(v)) === null, 'must be an IP address or a host name, e.g. 203.0.113.10 or sites.example.com')
-    .transform((v) => (isIP(v) ? v : normalizeHostName(v)))
+    .refine((v) => net.isIP(v) !== 0 || hostNameProblem(normalizeHostName(v)) === null, 'must be an IP address or a host name, e.g. 203.0.113.10 or sites.example.com')
+    .transform((v) => (net.isIP(v) ? v : normalizeHostName(v)))
     .optional(),
 
   // /register: how long the request waits for the registration workflow before answering 202.
