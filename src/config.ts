@@ -1,6 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
+import { hostNameProblem, normalizeHostName } from './domains/hostname';
 import { parseTenantHosts } from './tenants/hosts';
 
 /**
@@ -91,6 +92,12 @@ const schema = z.object({
   DOMAIN_TLS_CA_FILE: z.string().min(1).optional(),
   DOMAIN_CHECK_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   DOMAIN_CHECK_MAX_TRIES: z.coerce.number().int().min(1).max(100).default(5),
+  // What a mapped domain must point to (an IP address: an A/AAAA record; a host name: a CNAME); unset: the setting network_domain.
+  DOMAIN_MAPPING_TARGET: z
+    .string()
+    .refine((v) => net.isIP(v) !== 0 || hostNameProblem(normalizeHostName(v)) === null, 'must be an IP address or a host name, e.g. 203.0.113.10 or sites.example.com')
+    .transform((v) => (net.isIP(v) ? v : normalizeHostName(v)))
+    .optional(),
 
   // /register: how long the request waits for the registration workflow before answering 202.
   REGISTER_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(30),

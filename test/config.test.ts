@@ -14,6 +14,15 @@ describe('configuration', () => {
     expect(c.TEMPORAL_ADDRESS).toBeUndefined();
   });
 
+  test('DOMAIN_MAPPING_TARGET: an IP address or a host name (normalized); anything else is named', () => {
+    expect(loadConfig({ DOMAIN_MAPPING_TARGET: '203.0.113.10' }).DOMAIN_MAPPING_TARGET).toBe('203.0.113.10');
+    expect(loadConfig({ DOMAIN_MAPPING_TARGET: '2001:db8::1' }).DOMAIN_MAPPING_TARGET).toBe('2001:db8::1');
+    expect(loadConfig({ DOMAIN_MAPPING_TARGET: ' Sites.Example.COM. ' }).DOMAIN_MAPPING_TARGET).toBe('sites.example.com');
+    for (const bad of ['http://sites.example.com', 'sites', '300.1.1.1', 'a_b.example.com']) {
+      expect(() => loadConfig({ DOMAIN_MAPPING_TARGET: bad })).toThrow(`DOMAIN_MAPPING_TARGET="${bad}": must be an IP address or a host name`);
+    }
+  });
+
   test('empty strings count as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '' }).PORT).toBe(8080);
   });

@@ -251,7 +251,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   mountProducts(wu, registry, WU_NAMESPACE, db);
   mountMemberships(wu, registry, WU_NAMESPACE, db);
   mountPayments(wu, registry, WU_NAMESPACE, db);
-  const domains = mountDomains(wu, registry, WU_NAMESPACE, db, deps.temporal, metrics, config);
+  const domains = mountDomains(wu, registry, WU_NAMESPACE, db, deps.temporal, metrics, config, settings);
   mountSites(wu, registry, WU_NAMESPACE, db, domains.checks);
   mountRegister(wu, registry, WU_NAMESPACE, { db, settings, temporal: deps.temporal, metrics, config });
   mountTenants(wu, registry, WU_NAMESPACE, { db, temporal: deps.temporal, metrics, config });
