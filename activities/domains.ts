@@ -2,11 +2,15 @@ import fs from 'node:fs';
 import { Resolver } from 'node:dns/promises';
 import tls from 'node:tls';
 import type { Db } from '../src/db/knex';
+import { canonicalIp, MappingTarget, recordText, requiredRecord, type DnsRecord } from '../src/domains/target';
+import { SettingsStore } from '../src/settings/store';
 
 export interface DomainActivityDeps {
   db: Db;
   /** DNS server the names are resolved through, `ip[:port]`. */
   dnsResolver: string;
+  /** What mapped domains must point to (DOMAIN_MAPPING_TARGET); unset: the setting network_domain. */
+  mappingTarget?: string;
   /** Where the TLS handshake goes; the domain name itself when unset. */
   tlsAddress?: string;
   tlsPort: number;
@@ -14,12 +18,16 @@ export interface DomainActivityDeps {
   tlsCaFile?: string;
   /** Timeout of one DNS query or TLS handshake. */
   timeoutMs?: number;
+  /** The API's base path (REST prefix and namespace), for the retry route named in messages. */
+  apiBase: string;
 }
 
 export interface CheckStepInput {
   domainId: number;
   attempt: number;
   maxTries: number;
+  /** The workflow's durable sleep before the next try (recorded as next_check_at). */
+  intervalSeconds: number;
 }
 
 /**
@@ -35,13 +43,49 @@ export interface CheckStepResult {
 
 type Probe = { ok: true } | { ok: false; error: string };
 
-export async function resolveName(name: string, server: string, timeoutMs = 5000): Promise<Probe> {
+/** Answers that mean the record is not there; any other failure means the resolver could not tell. */
+const NO_RECORD = new Set(['ENOTFOUND', 'ENODATA']);
+const RESOLVER_TROUBLE: Record<string, string> = {
+  ECONNREFUSED: 'refused the connection',
+  ETIMEOUT: 'did not answer in time',
+  ESERVFAIL: 'answered SERVFAIL (it could not resolve the name itself)',
+  EREFUSED: 'refused the query',
+};
+
+type Lookup = { kind: 'found'; addresses: string[] } | { kind: 'missing'; why: string } | { kind: 'unanswered'; why: string };
+
+/** A and AAAA of a name: its addresses, "no such record" (NXDOMAIN, NODATA), or "the resolver could not be asked". */
+async function lookup(resolver: Resolver, name: string, server: string): Promise<Lookup> {
+  const answers = await Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)]);
+  const addresses = answers.flatMap((a) => (a.status === 'fulfilled' ? a.value : [])).map((ip) => canonicalIp(ip) ?? ip);
+  if (addresses.length) return { kind: 'found', addresses };
+  const codes = answers.map((a) => (a.status === 'rejected' ? String((a.reason as NodeJS.ErrnoException)?.code ?? 'EUNKNOWN') : 'ENODATA'));
+  const trouble = codes.find((c) => !NO_RECORD.has(c));
+  if (trouble) return { kind: 'unanswered', why: `the DNS resolver ${server} ${RESOLVER_TROUBLE[trouble] ?? `failed (${trouble})`} when asked for ${name}; the records were not checked` };
+  if (codes.includes('ENOTFOUND')) return { kind: 'missing', why: `${name} does not exist in DNS (NXDOMAIN from ${server})` };
+  return { kind: 'missing', why: `${name} has no A or AAAA record (NODATA from ${server})` };
+}
+
+/**
+ * The name points where `record` says: its addresses include the A/AAAA value, or share one
+ * with the CNAME's target. A failure says whether the record is missing or wrong (and which
+ * record to create) or whether the resolver could not be asked at all.
+ */
+export async function checkDnsRecord(record: DnsRecord, server: string, timeoutMs = 5000): Promise<Probe> {
   const resolver = new Resolver({ timeout: timeoutMs, tries: 1 });
   resolver.setServers([server]);
-  const [v4, v6] = await Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)]);
-  if ((v4.status === 'fulfilled' && v4.value.length > 0) || (v6.status === 'fulfilled' && v6.value.length > 0)) return { ok: true };
-  const reason = (v4.status === 'rejected' ? v4.reason : v6.status === 'rejected' ? v6.reason : null) as NodeJS.ErrnoException | null;
-  return { ok: false, error: `${name} has no A or AAAA record (${reason?.code ?? 'no addresses'} from ${server})` };
+  const wanted = `the DNS record "${recordText(record)}"`;
+  const found = await lookup(resolver, record.name, server);
+  if (found.kind === 'unanswered') return { ok: false, error: `${found.why}. It needs ${wanted}` };
+  if (found.kind === 'missing') return { ok: false, error: `${found.why}. Create ${wanted}` };
+  let expected = [record.value];
+  if (record.type === 'CNAME') {
+    const target = await lookup(resolver, record.value, server);
+    if (target.kind !== 'found') return { ok: false, error: `${record.name} resolves, but the network's host name ${record.value} (DOMAIN_MAPPING_TARGET or the setting network_domain) does not: ${target.why}` };
+    expected = target.addresses;
+  }
+  if (found.addresses.some((a) => expected.includes(a))) return { ok: true };
+  return { ok: false, error: `${record.name} points to ${found.addresses.join(', ')}, not to this network (${expected.join(', ')}). Create ${wanted} in place of the current one` };
 }
 
 export function checkCertificate(name: string, opts: { address?: string; port: number; caFile?: string; timeoutMs?: number }): Promise<Probe> {
@@ -86,9 +130,12 @@ export function checkCertificate(name: string, opts: { address?: string; port: n
 /**
  * The two steps of a domain check. Each reads the mapping first and updates it only while it
  * is still in the step's stage, so a deleted mapping or a stage set by hand ends the check.
+ * A failure is recorded in last_error with when the next try is (next_check_at) or, after the
+ * last try, that the check stopped; both name the retry route.
  */
 export function createDomainActivities(deps: DomainActivityDeps) {
   const { db } = deps;
+  const target = new MappingTarget(deps.mappingTarget, new SettingsStore(db));
 
   async function step(
     input: CheckStepInput,
@@ -104,23 +151,28 @@ export function createDomainActivities(deps: DomainActivityDeps) {
     const result = await probe(row.domain);
     const guarded = () => db('domains').where({ id: input.domainId, stage, domain: row.domain });
     if (result.ok) {
-      const n = await guarded().update({ ...onPass, last_error: null, date_modified: db.fn.now() });
+      const n = await guarded().update({ ...onPass, last_error: null, next_check_at: null, date_modified: db.fn.now() });
       return { outcome: n ? 'passed' : 'gone' };
     }
     const last = input.attempt >= input.maxTries;
-    const error = `${label} try ${input.attempt} of ${input.maxTries}: ${result.error}`;
-    const n = await guarded().update({ ...(last ? onFail : {}), last_error: error, date_modified: db.fn.now() });
+    const retry = `POST ${deps.apiBase}/domains/${input.domainId}/retry`;
+    const next = last ? null : new Date(Date.now() + input.intervalSeconds * 1000);
+    const error = `${label} try ${input.attempt} of ${input.maxTries}: ${result.error}. ${
+      next ? `Next try at ${next.toISOString()}; to try at once, ${retry}.` : `The check stopped (stage ${onFail.stage}); to check again, ${retry}.`
+    }`;
+    const n = await guarded().update({ ...(last ? onFail : {}), last_error: error, next_check_at: next, date_modified: db.fn.now() });
     if (!n) return { outcome: 'gone' };
     return { outcome: last ? 'failed' : 'retry', error };
   }
 
   return {
-    /** Resolve the name (A/AAAA) through the configured resolver. */
+    /** The name points to the network (DOMAIN_MAPPING_TARGET or network_domain), through the configured resolver. */
     async checkDomainDns(input: CheckStepInput): Promise<CheckStepResult> {
+      const value = await target.value();
       return step(
         input,
         'checking-dns',
-        (name) => resolveName(name, deps.dnsResolver, deps.timeoutMs),
+        (name) => checkDnsRecord(requiredRecord(name, value), deps.dnsResolver, deps.timeoutMs),
         { stage: 'checking-ssl-cert', active: false },
         { stage: 'failed', active: false },
         'DNS check',

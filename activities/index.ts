@@ -1,4 +1,4 @@
-import type { Config } from '../src/config';
+import { WU_NAMESPACE, type Config } from '../src/config';
 import type { Db } from '../src/db/knex';
 import { createChatActivities } from './chat';
 import { createDomainActivities } from './domains';
@@ -21,6 +21,8 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
     ...createDomainActivities({
       db,
       dnsResolver: config.DOMAIN_DNS_RESOLVER,
+      mappingTarget: config.DOMAIN_MAPPING_TARGET,
+      apiBase: `${config.REST_PREFIX}/${WU_NAMESPACE}`,
       tlsAddress: config.DOMAIN_TLS_ADDRESS,
       tlsPort: config.DOMAIN_TLS_PORT,
       tlsCaFile: config.DOMAIN_TLS_CA_FILE,

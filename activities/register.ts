@@ -6,6 +6,7 @@ import { ApiError } from '../src/http/errors';
 import { Decimal } from '../src/http/money';
 import { createMembershipService } from '../src/memberships/store';
 import { createPaymentService } from '../src/payments/store';
+import { dropPasswords, HOLD_HOURS, takePassword } from '../src/register/passwords';
 import { SiteService } from '../src/sites/store';
 
 /**
@@ -28,7 +29,8 @@ export interface ErrorBody {
 }
 
 export interface RegisterInput {
-  requestSha256: string;
+  /** HMAC of the request body with a server-side secret (an unkeyed digest would be a guessing oracle for the password). */
+  requestHmac: string;
   idempotencyKeySha256: string | null;
   /** For the search attributes and memo only. */
   email: string | null;
@@ -36,8 +38,8 @@ export interface RegisterInput {
   customer: {
     existingCustomerId?: number;
     userId?: number;
-    /** A new account; the password is hashed before the workflow starts (never in history). */
-    account?: { username: string; email: string; password_hash: string };
+    /** A new account. Its password hash is held in PostgreSQL under (workflow id, requestHmac), never in Temporal. */
+    account?: { username: string; email: string };
     billing_address?: Record<string, unknown>;
   };
   cart: { plan_id: number; addon_ids: number[]; currency: string; duration?: number; duration_unit?: string };
@@ -128,7 +130,7 @@ export function createRegisterActivities(deps: { db: Db }) {
   async function lock(trx: Trx, workflowId: string, input?: RegisterInput): Promise<Reg> {
     if (input) {
       await trx('registrations')
-        .insert({ workflow_id: workflowId, request_sha256: input.requestSha256, idempotency_key_sha256: input.idempotencyKeySha256 })
+        .insert({ workflow_id: workflowId, request_hmac: input.requestHmac, idempotency_key_sha256: input.idempotencyKeySha256 })
         .onConflict('workflow_id')
         .ignore();
     }
@@ -176,7 +178,11 @@ export function createRegisterActivities(deps: { db: Db }) {
             if (taken.some((u: Reg) => u.username.toLowerCase() === a.username.toLowerCase())) params['customer.username'] = 'customer.username is already taken.';
             if (taken.some((u: Reg) => u.email.toLowerCase() === a.email.toLowerCase())) params['customer.email'] = 'customer.email is already used by another account.';
             if (Object.keys(params).length) throw new ApiError(400, 'wu_rest_invalid_parameter', `Invalid parameter(s): ${Object.keys(params).join(', ')}`, { params });
-            const [u] = await trx('users').insert({ username: a.username, email: a.email, password_hash: a.password_hash, display_name: a.username }).returning('id');
+            const passwordHash = await takePassword(trx, workflowId, input.requestHmac);
+            if (passwordHash === null) {
+              throw new ApiError(400, 'wu_rest_registration_failed', `The account's password is no longer held (it is kept ${HOLD_HOURS} hours until the account is created); send the registration again.`);
+            }
+            const [u] = await trx('users').insert({ username: a.username, email: a.email, password_hash: passwordHash, display_name: a.username }).returning('id');
             userId = Number(u.id);
             createdUser = true;
           } else {
@@ -409,10 +415,11 @@ export function createRegisterActivities(deps: { db: Db }) {
     },
     /** After the compensations: the attempt is marked failed with the caller's error body. */
     async failRegistration(workflowId: string, input: RegisterInput, error: ErrorBody): Promise<void> {
+      await dropPasswords(db, workflowId);
       await db('registrations')
         .insert({
           workflow_id: workflowId,
-          request_sha256: input.requestSha256,
+          request_hmac: input.requestHmac,
           idempotency_key_sha256: input.idempotencyKeySha256,
           status: 'failed',
           error: JSON.stringify(error),

@@ -1,10 +1,12 @@
 import { ApplicationFailure, Context, heartbeat } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
+import { OutboundError, outboundFetch, OutboundPolicy, urlForMessages, type OutboundResponse } from '../src/infra/outbound-http';
 import { logger } from '../src/logger';
 import { applyHuman, GettextError, parsePot, placeholderProblem, poTranslations, type Entry } from '../src/translations/gettext';
-import { glotpressLocale, languageName, pluralForms } from '../src/translations/locales';
+import { glotpressLocale, glotpressUrl, languageName, pluralForms } from '../src/translations/locales';
 import { buildPackage } from '../src/translations/package';
+import { MAX_GETTEXT } from '../src/translations/schema';
 import { sourceLabel, type PipelineStep } from '../src/translations/types';
 
 /**
@@ -28,8 +30,12 @@ export interface TranslationActivityDeps {
     | 'TRANSLATION_AI_BATCH_SIZE'
     | 'TRANSLATION_AI_TIMEOUT_SECONDS'
     | 'TRANSLATION_FETCH_TIMEOUT_SECONDS'
+    | 'OUTBOUND_ALLOWED_HOSTS'
   >;
 }
+
+/** Largest answer read from the AI provider (a batch of at most 500 strings). */
+const AI_ANSWER_MAX_BYTES = 5_000_000;
 
 interface JobRow {
   id: number;
@@ -60,18 +66,36 @@ function logLine(step: string, message: string, level: 'info' | 'warn' | 'error'
   return JSON.stringify([{ at: new Date().toISOString(), step, level, message }]);
 }
 
-async function fetchText(url: string, timeoutSeconds: number): Promise<{ status: number; text: string }> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutSeconds * 1000), headers: { Accept: 'text/x-gettext-translation, text/plain, */*' } });
-  return { status: res.status, text: await res.text() };
+/**
+ * A POT or PO file from a URL an administrator gave: through the guarded client, at most as
+ * large as a POT may be in a body. Failures say what failed, never what the other side sent.
+ */
+async function fetchGettext(policy: OutboundPolicy, url: string, timeoutSeconds: number, what: string): Promise<{ status: number; text: string }> {
+  try {
+    const res = await outboundFetch(policy, url, {
+      headers: { Accept: 'text/x-gettext-translation, text/plain, */*' },
+      maxBytes: MAX_GETTEXT,
+      timeoutMs: timeoutSeconds * 1000,
+    });
+    return { status: res.status, text: res.body.toString('utf8') };
+  } catch (err) {
+    if (!(err instanceof OutboundError)) throw err;
+    const msg = `${what} could not be fetched from ${urlForMessages(url)}: ${err.message}`;
+    throw err.retryable ? ApplicationFailure.retryable(msg) : ApplicationFailure.nonRetryable(msg, TRANSLATION_REJECTED_INPUT);
+  }
 }
 
-/** `{slug}`, `{type}` and `{glotpress_locale}` of a GlotPress export URL template. */
-export function glotpressUrl(template: string, slug: string, type: string, locale: string): string {
-  return template
-    .replaceAll('{slug}', encodeURIComponent(slug))
-    .replaceAll('{type}', type)
-    .replaceAll('{glotpress_locale}', glotpressLocale(locale))
-    .replaceAll('{locale}', locale);
+/**
+ * Parses gettext text; a failure stops the import. `fetched`: the text came from elsewhere,
+ * so the failure names the problem and never quotes the content.
+ */
+function gettextOrFail<T>(parse: () => T, fetched?: string): T {
+  try {
+    return parse();
+  } catch (err) {
+    if (!(err instanceof GettextError)) throw err;
+    throw ApplicationFailure.nonRetryable(fetched ? `${fetched} is not a valid gettext file: ${err.problem}.` : err.message, TRANSLATION_REJECTED_INPUT);
+  }
 }
 
 export function providerConfigured(config: TranslationActivityDeps['config']): boolean {
@@ -80,6 +104,7 @@ export function providerConfigured(config: TranslationActivityDeps['config']): b
 
 export function createTranslationActivities(deps: TranslationActivityDeps) {
   const { db, config } = deps;
+  const policy = new OutboundPolicy(config.OUTBOUND_ALLOWED_HOSTS);
 
   const job = async (jobId: number): Promise<JobRow> => {
     const row = await db('translation_jobs').where({ id: jobId }).first('id', 'project_id', 'slug', 'type', 'version', 'locale', 'status', 'entries', 'approved_at', 'batches_done');
@@ -110,54 +135,51 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
       if (!project) throw ApplicationFailure.nonRetryable('The translation project of this package was deleted.', TRANSLATION_REJECTED_INPUT);
       const notes: string[] = [];
 
-      let pot: string = project.pot;
-      if (!pot) {
-        const res = await fetchText(project.pot_url, config.TRANSLATION_FETCH_TIMEOUT_SECONDS);
+      const { nplurals } = pluralForms(j.locale);
+      let entries: Entry[];
+      if (project.pot) entries = gettextOrFail(() => parsePot(project.pot));
+      else {
+        const res = await fetchGettext(policy, project.pot_url, config.TRANSLATION_FETCH_TIMEOUT_SECONDS, 'The POT file');
         if (res.status !== 200) {
-          const msg = `The POT file could not be fetched from ${project.pot_url}: HTTP ${res.status}.`;
+          const msg = `The POT file could not be fetched from ${urlForMessages(project.pot_url)}: HTTP ${res.status}.`;
           if (res.status >= 400 && res.status < 500) throw ApplicationFailure.nonRetryable(msg, TRANSLATION_REJECTED_INPUT);
           throw ApplicationFailure.retryable(msg);
         }
-        pot = res.text;
+        entries = gettextOrFail(() => parsePot(res.text), `The POT file fetched from ${urlForMessages(project.pot_url)}`);
       }
-      let entries: Entry[];
-      const { nplurals } = pluralForms(j.locale);
       const sources: Map<string, string[]>[] = [];
-      try {
-        entries = parsePot(pot);
-        const uploaded = (project.po_files ?? {})[j.locale] as string | undefined;
-        if (uploaded) {
-          const m = poTranslations(uploaded, nplurals, `The uploaded PO file for ${j.locale}`);
-          sources.push(m);
-          notes.push(`uploaded PO: ${m.size} translations`);
-        }
-      } catch (err) {
-        if (err instanceof GettextError) throw ApplicationFailure.nonRetryable(err.message, TRANSLATION_REJECTED_INPUT);
-        throw err;
-      }
+      const uploaded = (project.po_files ?? {})[j.locale] as string | undefined;
+      if (uploaded) {
+        const m = gettextOrFail(() => poTranslations(uploaded, nplurals, `The uploaded PO file for ${j.locale}`));
+        sources.push(m);
+        notes.push(`uploaded PO: ${m.size} translations`);
+      } else notes.push(`no PO file uploaded for ${j.locale}`);
       if (project.glotpress_url_template) {
         const url = glotpressUrl(project.glotpress_url_template, j.slug, j.type, j.locale);
-        const res = await fetchText(url, config.TRANSLATION_FETCH_TIMEOUT_SECONDS).catch((err: Error) => {
-          throw ApplicationFailure.retryable(`The GlotPress export ${url} could not be fetched: ${err.message}`);
-        });
+        const what = `The GlotPress export ${urlForMessages(url)}`;
+        const res = await fetchGettext(policy, url, config.TRANSLATION_FETCH_TIMEOUT_SECONDS, 'The GlotPress export');
         if (res.status === 200) {
-          try {
-            const m = poTranslations(res.text, nplurals, `The GlotPress export ${url}`);
-            sources.push(m);
-            notes.push(`GlotPress ${glotpressLocale(j.locale)}: ${m.size} translations`);
-          } catch (err) {
-            if (err instanceof GettextError) throw ApplicationFailure.nonRetryable(err.message, TRANSLATION_REJECTED_INPUT);
-            throw err;
-          }
+          const m = gettextOrFail(() => poTranslations(res.text, nplurals, what), what);
+          sources.push(m);
+          notes.push(`GlotPress ${glotpressLocale(j.locale)}: ${m.size} translations`);
         } else if (res.status === 404) {
           notes.push(`GlotPress ${glotpressLocale(j.locale)}: no translation set (404)`);
         } else {
-          throw ApplicationFailure.retryable(`The GlotPress export ${url} answered HTTP ${res.status}.`);
+          throw ApplicationFailure.retryable(`${what} answered HTTP ${res.status}.`);
         }
-      }
+      } else notes.push('no GlotPress template');
       entries = applyHuman(entries, sources);
       const c = counts(entries);
-      await setStatus(jobId, 'pending_approval', 'importing', `Imported ${c.total_strings} strings; ${c.human_strings} human translations (${notes.join('; ') || 'no human sources'}); ${c.remaining_strings} remaining.`, {
+      if (c.human_strings === 0 && !providerConfigured(config)) {
+        // A pack that would hold nothing is never `ready`: the job fails here, with its counts.
+        await db('translation_jobs').where({ id: jobId }).update({ ...c, entries: JSON.stringify(entries), batches_done: 0, date_modified: db.fn.now() });
+        throw ApplicationFailure.nonRetryable(
+          `No translations for ${j.locale}: none of the ${c.total_strings} strings has a human translation (${notes.join('; ')}) and no AI provider is configured ` +
+            '(TRANSLATION_AI_BASE_URL, TRANSLATION_AI_MODEL), so the pack would hold nothing. Upload a PO file (po_files), use GlotPress or configure a provider, then retry the job.',
+          TRANSLATION_REJECTED_INPUT,
+        );
+      }
+      await setStatus(jobId, 'pending_approval', 'importing', `Imported ${c.total_strings} strings; ${c.human_strings} human translations (${notes.join('; ')}); ${c.remaining_strings} remaining.`, {
         ...c,
         entries: JSON.stringify(entries),
         batches_done: 0,
@@ -209,7 +231,7 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
       let translations: string[][];
       try {
         heartbeat({ batch: batchNo });
-        translations = await askProvider(config, j.locale, untranslated.map((i) => entries[i]), Context.current().cancellationSignal);
+        translations = await askProvider(config, policy, j.locale, untranslated.map((i) => entries[i]), Context.current().cancellationSignal);
       } catch (err) {
         const attempt = Context.current().info.attempt;
         await db('translation_jobs').where({ id: jobId }).update({ logs: db.raw('logs || ?::jsonb', [logLine('processing', `${label}, try ${attempt}: ${(err as Error).message}`, 'warn')]) });
@@ -309,9 +331,17 @@ function parseAnswer(content: string): unknown[] {
   return list;
 }
 
+/** `error.code` (or `error.type`) of an OpenAI-style error answer, as " (code)" when it is a plain token. */
+function providerErrorCode(body: unknown, key: string | undefined): string {
+  const e = (body as { error?: { code?: unknown; type?: unknown } } | null)?.error;
+  const code = [e?.code, e?.type].find((c): c is string => typeof c === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(c));
+  return code && !(key && code.includes(key)) ? ` (${code})` : '';
+}
+
 /** Sends one batch; answers one msgstr array per entry, or throws why the answer is unusable. */
 export async function askProvider(
   config: TranslationActivityDeps['config'],
+  policy: OutboundPolicy,
   locale: string,
   batch: Entry[],
   signal?: AbortSignal,
@@ -324,12 +354,13 @@ export async function askProvider(
     ...(e.note ? { note: e.note } : {}),
   }));
   const url = `${config.TRANSLATION_AI_BASE_URL!.replace(/\/$/, '')}/chat/completions`;
-  const timeout = AbortSignal.timeout(config.TRANSLATION_AI_TIMEOUT_SECONDS * 1000);
-  let res: Response;
+  let res: OutboundResponse;
   try {
-    res = await fetch(url, {
+    res = await outboundFetch(policy, url, {
       method: 'POST',
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      signal,
+      timeoutMs: config.TRANSLATION_AI_TIMEOUT_SECONDS * 1000,
+      maxBytes: AI_ANSWER_MAX_BYTES,
       headers: {
         'Content-Type': 'application/json',
         ...(config.TRANSLATION_AI_API_KEY ? { Authorization: `Bearer ${config.TRANSLATION_AI_API_KEY}` } : {}),
@@ -344,19 +375,27 @@ export async function askProvider(
       }),
     });
   } catch (err) {
-    // Network trouble: retried by the activity's policy. The key is in no message.
-    throw ApplicationFailure.retryable(`the provider could not be reached (${(err as Error).name}: ${(err as Error).message})`, 'TranslationProviderUnreachable');
+    if (!(err instanceof OutboundError)) throw err;
+    // Network trouble is retried by the activity's policy; a refused address or a huge answer is not.
+    const msg = `the provider could not be reached: ${err.message}`;
+    if (!err.retryable) throw ApplicationFailure.nonRetryable(msg, 'TranslationProviderRefused');
+    throw ApplicationFailure.retryable(msg, 'TranslationProviderUnreachable');
   }
-  if (!res.ok) {
-    // Some providers echo (part of) the key in their error: never let it into a message or log.
-    let detail = (await res.text().catch(() => '')).slice(0, 200);
-    if (config.TRANSLATION_AI_API_KEY) detail = detail.split(config.TRANSLATION_AI_API_KEY).join('[redacted]');
-    const msg = `the provider answered HTTP ${res.status}${detail ? `: ${detail}` : ''}`;
+  let body: unknown = null;
+  try {
+    body = JSON.parse(res.body.toString('utf8'));
+  } catch {
+    // Not JSON: said below as "no message content" (or by the status).
+  }
+  if (res.status < 200 || res.status >= 300) {
+    // Only the provider's error code (a short token such as invalid_api_key), never its text:
+    // some providers echo the key, others quote the request.
+    const msg = `the provider answered HTTP ${res.status}${providerErrorCode(body, config.TRANSLATION_AI_API_KEY)}`;
     // A wrong key, model or request will not get better by asking again; rate limits and 5xx may.
     if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) throw ApplicationFailure.nonRetryable(msg, 'TranslationProviderRejected');
     throw ApplicationFailure.retryable(msg, 'TranslationProviderError');
   }
-  const list = parseAnswer(contentOf(await res.json().catch(() => null)));
+  const list = parseAnswer(contentOf(body));
   if (list.length !== batch.length) {
     throw ApplicationFailure.retryable(`the provider answered ${list.length} translations for ${batch.length} strings`, TRANSLATION_INVALID);
   }

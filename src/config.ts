@@ -1,5 +1,7 @@
+import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
+import { hostNameProblem, normalizeHostName } from './domains/hostname';
 import { parseTenantHosts } from './tenants/hosts';
 
 /**
@@ -12,6 +14,28 @@ const bool = z
 
 const port = z.coerce.number().int().min(0).max(65535);
 
+/** OUTBOUND_ALLOWED_HOSTS parsed: host names (`*.suffix` for subdomains) and networks. */
+export interface OutboundAllowList {
+  hosts: string[];
+  networks: { address: string; prefix: number; family: 'ipv4' | 'ipv6' }[];
+}
+
+const HOST_NAME = /^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+const allowList = z.string().transform((v, ctx): OutboundAllowList => {
+  const out: OutboundAllowList = { hosts: [], networks: [] };
+  for (const entry of v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean)) {
+    const [address, bits, extra] = entry.split('/');
+    const family = net.isIP(address);
+    const max = family === 6 ? 128 : 32;
+    const prefix = bits === undefined ? max : /^\d{1,3}$/.test(bits) ? Number(bits) : -1;
+    if (family && extra === undefined && prefix >= 0 && prefix <= max) out.networks.push({ address, prefix, family: family === 6 ? 'ipv6' : 'ipv4' });
+    else if (!family && bits === undefined && HOST_NAME.test(entry)) out.hosts.push(entry);
+    else ctx.addIssue({ code: 'custom', message: `"${entry}" is neither a host name nor an IP address or network (e.g. 10.0.0.0/8, fd00::/8)` });
+  }
+  return out;
+});
+
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -21,6 +45,18 @@ const schema = z.object({
     .regex(/^\/[A-Za-z0-9_\-/]*[A-Za-z0-9_-]$/, 'must start with "/" and not end with "/", e.g. /wp-json')
     .default('/wp-json'),
   PUBLIC_URL: z.string().url().optional(),
+  /**
+   * Host names (optional :port; `*.example.com` for subdomains) whose Host header may build
+   * absolute links when PUBLIC_URL is unset. Default: the loopback names, any port.
+   */
+  ALLOWED_HOSTS: z
+    .string()
+    .default('localhost,127.0.0.1,[::1]')
+    .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
+    .refine(
+      (list) => list.every((h) => /^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])(:\d{1,5})?$/.test(h)),
+      'must be a comma-separated list of host names with an optional port, e.g. api.example.com,*.example.org,localhost:8080',
+    ),
   DATA_DIR: z.string().min(1).default(path.resolve(process.cwd(), 'data')),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   BODY_LIMIT: z
@@ -56,6 +92,12 @@ const schema = z.object({
   DOMAIN_TLS_CA_FILE: z.string().min(1).optional(),
   DOMAIN_CHECK_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   DOMAIN_CHECK_MAX_TRIES: z.coerce.number().int().min(1).max(100).default(5),
+  // What a mapped domain must point to (an IP address: an A/AAAA record; a host name: a CNAME); unset: the setting network_domain.
+  DOMAIN_MAPPING_TARGET: z
+    .string()
+    .refine((v) => net.isIP(v) !== 0 || hostNameProblem(normalizeHostName(v)) === null, 'must be an IP address or a host name, e.g. 203.0.113.10 or sites.example.com')
+    .transform((v) => (net.isIP(v) ? v : normalizeHostName(v)))
+    .optional(),
 
   // /register: how long the request waits for the registration workflow before answering 202.
   REGISTER_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(30),
@@ -99,6 +141,13 @@ const schema = z.object({
   TRANSLATION_AI_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(120),
   TRANSLATION_FETCH_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
 
+  /**
+   * Where server-side fetches (pot_url, GlotPress, the AI provider) may go although the address
+   * is loopback, private, link-local or otherwise internal: comma-separated host names
+   * (`glotpress.internal`, `*.corp.example`) and IP addresses or networks (`10.0.0.0/8`, `::1`).
+   */
+  OUTBOUND_ALLOWED_HOSTS: allowList.default({ hosts: [], networks: [] }),
+
   // Support chat ({REST_PREFIX}/{CHAT_PRODUCT}-support-tickets/v1).
   CHAT_PRODUCT: z
     .string()
@@ -134,6 +183,8 @@ const schema = z.object({
   CHAT_TOKEN_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   CHAT_REALTIME_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).max(3600).default(300),
   CHAT_SESSION_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
+  /** Absolute lifetime of a session's tokens, from the session's creation: no refresh extends past it. */
+  CHAT_SESSION_TOKEN_MAX_AGE_SECONDS: z.coerce.number().int().min(60).max(365 * 86_400).default(30 * 86_400),
   /** A session waiting this long without an agent becomes a ticket (chatFollowUp workflow). */
   CHAT_WAIT_BEFORE_TICKET_SECONDS: z.coerce.number().int().min(1).max(7 * 86_400).default(300),
   CHAT_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(10).max(300).default(15),

@@ -6,6 +6,7 @@ import type { Config } from './config';
 import { createDb, type Db } from './db/knex';
 import { migrateLatest } from './db/migrate';
 import { createApp } from './http/app';
+import { answerClientError } from './http/client-error';
 import { Metrics } from './http/metrics';
 import { startEmbeddedPostgres, type EmbeddedPg } from './infra/embedded-postgres';
 import { logger } from './logger';
@@ -62,6 +63,8 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
   const app = createApp({ config, db, settings, temporal, metrics });
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
+  // Unparseable requests (a URL over 16 KiB included) get a JSON error, not Node's empty one.
+  server.on('clientError', answerClientError);
   // The support chat's WebSocket channel (upgrade requests on the same port).
   app.locals.chat.attach(server);
   await new Promise<void>((resolve, reject) => {

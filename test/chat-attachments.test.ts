@@ -250,12 +250,21 @@ describe('support chat: attachments', () => {
     expectError(await upload(s.id, s.token, await png(5, 5), 'x.png'), 409, 'chat_session_closed');
   });
 
-  test("download: only the session's customer and agents; anonymous 401, another session's customer 403, unknown 404", async () => {
+  test("download: only the session's customer and agents; anonymous 401; another session's customer gets exactly the 404 of an unknown id", async () => {
     const s = await makeSession(ctx);
     const a = (await upload(s.id, s.token, await png(20, 20), 'mine.png')).body.attachment;
     const other = await makeSession(ctx);
     expectError(await ctx.http.get(a.download_url), 401, 'rest_forbidden');
-    expectError(await ctx.http.get(a.download_url).set(bearer(other.token)), 403, 'rest_forbidden');
+    // No existence oracle: the same status, headers and bytes as an id that does not exist.
+    const missingId = Number((await ctx.db('chat_attachments').max({ id: 'id' }).first())!.id) + 1000;
+    for (const variant of ['', '?variant=thumbnail']) {
+      const others = await ctx.http.get(`${a.download_url}${variant}`).set(bearer(other.token));
+      const missing = await ctx.http.get(`${CHAT}/chat/attachments/${missingId}/download${variant}`).set(bearer(other.token));
+      expectError(others, 404, 'wu_rest_chat_attachment_invalid_id');
+      expect(others.text).toBe(missing.text);
+      const headers = (r: any) => Object.entries(r.headers).filter(([k]) => !['date', 'x-request-id', 'etag'].includes(k));
+      expect(headers(others)).toEqual(headers(missing));
+    }
     expect((await ctx.http.get(a.download_url).set(bearer(agent.token))).status).toBe(200);
     expect((await ctx.http.get(a.download_url).set('Authorization', ctx.basic)).status).toBe(200);
     expectError(await ctx.http.get(`${CHAT}/chat/attachments/999999/download`).set(bearer(agent.token)), 404, 'wu_rest_chat_attachment_invalid_id');

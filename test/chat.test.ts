@@ -192,7 +192,8 @@ describe('support chat', () => {
       expect(asAgent.metadata).toEqual({ plan: 'pro' });
       expect(asAgent.follow_up_workflow_id).toMatch(new RegExp(`^chat-follow-up-${res.body.session.id}-[a-f0-9]{8}$`));
       const asCustomer = (await ctx.http.get(`${CHAT}/chat/sessions/${res.body.session.id}`).set(bearer(res.body.token))).body;
-      expect(asCustomer).toEqual({ ...asAgent, metadata: undefined, follow_up_workflow_id: undefined });
+      expect(asAgent).toMatchObject({ site_id: null, identity_verified: false });
+      expect(asCustomer).toEqual({ ...asAgent, metadata: undefined, follow_up_workflow_id: undefined, site_id: undefined, identity_verified: undefined });
       expect(res.body.token).toMatch(new RegExp(`^hfc_${res.body.session.id}_`));
       expect(res.body.realtime.url).toMatch(/^ws:\/\/.*\/wp-json\/ultimate-multisite-support-tickets\/v1\/chat\/realtime\?token=/);
       expect(res.body.poll_interval_seconds).toBe(15);

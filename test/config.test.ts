@@ -4,6 +4,7 @@ import { decryptSecret, encryptSecret, parseCredentialsKey } from '../src/tenant
 import { parseTenantHosts } from '../src/tenants/hosts';
 import { scramVerifier } from '../src/tenants/tenant-db';
 import { AuthFailureLimiter, constantTimeEqual } from '../src/http/auth';
+import { defaultPublicBase, hostAllowed } from '../src/http/public-url';
 
 describe('configuration', () => {
   test('defaults', () => {
@@ -11,6 +12,15 @@ describe('configuration', () => {
     expect(c).toMatchObject({ PORT: 8080, REST_PREFIX: '/wp-json', DB_POOL_MAX: 10, TEMPORAL_NAMESPACE: 'default', TEMPORAL_TASK_QUEUE: 'hostflow', TEMPORAL_UI_PORT: 8233 });
     expect(c.DATABASE_URL).toBeUndefined();
     expect(c.TEMPORAL_ADDRESS).toBeUndefined();
+  });
+
+  test('DOMAIN_MAPPING_TARGET: an IP address or a host name (normalized); anything else is named', () => {
+    expect(loadConfig({ DOMAIN_MAPPING_TARGET: '203.0.113.10' }).DOMAIN_MAPPING_TARGET).toBe('203.0.113.10');
+    expect(loadConfig({ DOMAIN_MAPPING_TARGET: '2001:db8::1' }).DOMAIN_MAPPING_TARGET).toBe('2001:db8::1');
+    expect(loadConfig({ DOMAIN_MAPPING_TARGET: ' Sites.Example.COM. ' }).DOMAIN_MAPPING_TARGET).toBe('sites.example.com');
+    for (const bad of ['http://sites.example.com', 'sites', '300.1.1.1', 'a_b.example.com']) {
+      expect(() => loadConfig({ DOMAIN_MAPPING_TARGET: bad })).toThrow(`DOMAIN_MAPPING_TARGET="${bad}": must be an IP address or a host name`);
+    }
   });
 
   test('empty strings count as unset', () => {
@@ -29,6 +39,29 @@ describe('configuration', () => {
     for (const name of ['PORT="eighty"', 'REST_PREFIX="wp-json/"', 'DATABASE_URL="not a url"', 'WU_API_SECRET="short"', 'TRUST_PROXY="maybe"']) {
       expect(msg).toContain(name);
     }
+  });
+});
+
+describe('ALLOWED_HOSTS and the Host allow-list', () => {
+  test('default: the loopback names, any port; a list is lower-cased; junk is refused naming the variable', () => {
+    expect(loadConfig({}).ALLOWED_HOSTS).toEqual(['localhost', '127.0.0.1', '[::1]']);
+    expect(loadConfig({ ALLOWED_HOSTS: ' API.example.com , *.example.org:8443 ' }).ALLOWED_HOSTS).toEqual(['api.example.com', '*.example.org:8443']);
+    expect(() => loadConfig({ ALLOWED_HOSTS: 'https://api.example.com' })).toThrow(/ALLOWED_HOSTS="https:\/\/api.example.com"/);
+  });
+
+  test('hostAllowed: exact names, a fixed port, *.subdomains; never a look-alike or a malformed Host', () => {
+    const list = ['localhost', '[::1]', 'api.example.com:8443', '*.example.org'];
+    for (const host of ['localhost', 'LOCALHOST:3000', '[::1]:8080', 'api.example.com:8443', 'eu.example.org', 'a.b.example.org:1']) expect([host, hostAllowed(host, list)]).toEqual([host, true]);
+    for (const host of ['api.example.com', 'api.example.com:443', 'example.org', 'evilexample.org', 'localhost.evil.net', 'localhost@evil.net', 'localhost/x', '', `${'a'.repeat(300)}.example.org`]) {
+      expect([host, hostAllowed(host, list)]).toEqual([host, false]);
+    }
+  });
+
+  test('the default link base is the listening address (127.0.0.1 for a wildcard bind)', () => {
+    expect(defaultPublicBase({ HOST: '0.0.0.0', PORT: 8080 })).toBe('http://127.0.0.1:8080');
+    expect(defaultPublicBase({ HOST: '::', PORT: 80 })).toBe('http://127.0.0.1:80');
+    expect(defaultPublicBase({ HOST: '10.0.0.5', PORT: 9000 })).toBe('http://10.0.0.5:9000');
+    expect(defaultPublicBase({ HOST: 'fd00::5', PORT: 9000 })).toBe('http://[fd00::5]:9000');
   });
 });
 

@@ -1,4 +1,7 @@
+import dgram from 'node:dgram';
+import type { AddressInfo } from 'node:net';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
+import { checkDnsRecord } from '../activities/domains';
 import { BASE, createTestContext, type TestContext } from './helpers';
 import { offsetDomainIds, waitFor, workflowStatus } from './estate-helpers';
 import { startDnsServer, startTlsServer, type DnsServer, type TlsServer } from './loopback-servers';
@@ -6,13 +9,18 @@ import { SA_SITE_ID } from '../workflows/register-search-attributes';
 
 /**
  * The domain-check workflow end to end: a real worker, our own DNS server and TLS server on
- * loopback, a 1 s interval and 2 tries.
+ * loopback, a 1 s interval and 2 tries. Mapped domains must be a CNAME to the network's host
+ * name (NETWORK, which the DNS server knows).
  */
 describe('domain checks (Temporal workflow)', () => {
   const GOOD = 'good.hostflow-test.com';
   const BAD_CERT = 'badcert.hostflow-test.com';
   const MISSING = 'missing.hostflow-test.com';
   const SLOW = ['slow1.hostflow-test.com', 'slow2.hostflow-test.com', 'slow3.hostflow-test.com'];
+  const NETWORK = 'net.hostflow-test.com';
+  const ELSEWHERE = 'elsewhere.hostflow-test.com';
+  const SERVFAIL = 'servfail.hostflow-test.com';
+  const NO_ADDRESS = 'noaddress.hostflow-test.com';
 
   let ctx: TestContext;
   let dns: DnsServer;
@@ -24,7 +32,7 @@ describe('domain checks (Temporal workflow)', () => {
   const settled = (d: { stage: string }) => !['checking-dns', 'checking-ssl-cert'].includes(d.stage);
 
   beforeAll(async () => {
-    dns = await startDnsServer([GOOD, BAD_CERT], SLOW);
+    dns = await startDnsServer([GOOD, BAD_CERT, NETWORK], SLOW, { servfail: [SERVFAIL], elsewhere: { [ELSEWHERE]: '127.0.0.2' } });
     tlsServer = await startTlsServer(GOOD);
     ctx = await createTestContext({
       DOMAIN_DNS_RESOLVER: dns.address,
@@ -35,6 +43,7 @@ describe('domain checks (Temporal workflow)', () => {
       DOMAIN_CHECK_MAX_TRIES: '2',
     });
     await offsetDomainIds(ctx);
+    await ctx.settings.set('network_domain', NETWORK);
     worker = await startWorker({
       address: process.env.HF_TEST_TEMPORAL_ADDRESS!,
       namespace: ctx.config.TEMPORAL_NAMESPACE,
@@ -71,12 +80,77 @@ describe('domain checks (Temporal workflow)', () => {
     expect(Date.now() - start).toBeGreaterThanOrEqual(1000);
     const d = await getDomain(created.body.id);
     expect(d).toMatchObject({ stage: 'failed', active: false, secure: false });
-    expect(d.last_error).toMatch(/^DNS check try 2 of 2: missing\.hostflow-test\.com has no A or AAAA record \(ENOTFOUND/);
+    expect(d.last_error).toBe(
+      `DNS check try 2 of 2: ${MISSING} does not exist in DNS (NXDOMAIN from ${dns.address}). Create the DNS record "${MISSING} CNAME ${NETWORK}". ` +
+        `The check stopped (stage failed); to check again, POST /wp-json/wu/v2/domains/${d.id}/retry.`,
+    );
+    expect(d.next_check_at).toBeNull();
+    expect(d.dns_record).toEqual({ type: 'CNAME', name: MISSING, value: NETWORK });
+    // The first try said when the next one was, and how to try at once (its result, in the history).
+    const results = ((await handle.fetchHistory()).events ?? []).flatMap((e) => e.activityTaskCompletedEventAttributes?.result?.payloads ?? []);
+    expect(JSON.parse(Buffer.from(results[0].data!).toString('utf8')).error).toMatch(
+      new RegExp(
+        `^DNS check try 1 of 2: ${MISSING} does not exist in DNS \\(NXDOMAIN from ${dns.address}\\)\\. Create the DNS record "${MISSING} CNAME ${NETWORK}"\\. ` +
+          `Next try at \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z; to try at once, POST /wp-json/wu/v2/domains/${d.id}/retry\\.$`,
+      ),
+    );
     expect(dns.queries.filter((q) => q === MISSING).length).toBeGreaterThanOrEqual(2);
     // The sleep between the tries is a durable timer in the history, not an activity retry.
     const timers = ((await handle.fetchHistory()).events ?? []).map((e) => e.timerStartedEventAttributes).filter(Boolean);
     expect(timers).toHaveLength(1);
     expect(Number(timers[0]!.startToFireTimeout!.seconds)).toBe(1);
+  });
+
+  test('a SERVFAIL says the resolver could not answer (not that the record is missing); a name pointing elsewhere says where it points', async () => {
+    const failing = await post('/domains', { domain: SERVFAIL });
+    const elsewhere = await post('/domains', { domain: ELSEWHERE });
+    for (const created of [failing, elsewhere]) expect((await ctx.temporal.client.workflow.getHandle(created.body.workflow_id).result()).stage).toBe('failed');
+    const f = await getDomain(failing.body.id);
+    expect(f.last_error).toMatch(
+      new RegExp(`^DNS check try 2 of 2: the DNS resolver ${dns.address} answered SERVFAIL \\(it could not resolve the name itself\\) when asked for ${SERVFAIL.replace(/\./g, '\\.')}; the records were not checked\\. It needs the DNS record "${SERVFAIL} CNAME ${NETWORK}"\\. The check stopped`),
+    );
+    expect(f.last_error).not.toMatch(/has no|does not exist|NXDOMAIN/);
+    const e = await getDomain(elsewhere.body.id);
+    expect(e.last_error).toMatch(new RegExp(`^DNS check try 2 of 2: ${ELSEWHERE} points to 127\\.0\\.0\\.2, not to this network \\(127\\.0\\.0\\.1\\)\\. Create the DNS record "${ELSEWHERE} CNAME ${NETWORK}" in place of the current one\\.`));
+  });
+
+  test('an A record target: the name must point to that address (the real loopback DNS server)', async () => {
+    expect(await checkDnsRecord({ type: 'A', name: GOOD, value: '127.0.0.1' }, dns.address)).toEqual({ ok: true });
+    expect(await checkDnsRecord({ type: 'A', name: ELSEWHERE, value: '127.0.0.1' }, dns.address)).toEqual({
+      ok: false,
+      error: `${ELSEWHERE} points to 127.0.0.2, not to this network (127.0.0.1). Create the DNS record "${ELSEWHERE} A 127.0.0.1" in place of the current one`,
+    });
+    expect(await checkDnsRecord({ type: 'CNAME', name: GOOD, value: NO_ADDRESS }, dns.address)).toEqual({
+      ok: false,
+      error: `${GOOD} resolves, but the network's host name ${NO_ADDRESS} (DOMAIN_MAPPING_TARGET or the setting network_domain) does not: ${NO_ADDRESS} does not exist in DNS (NXDOMAIN from ${dns.address})`,
+    });
+  });
+
+  test('retry: POST …/retry checks a failed domain again at once; stages with nothing to retry are 409, unknown ids 404', async () => {
+    const created = await post('/domains', { domain: 'retried.hostflow-test.com' });
+    await ctx.temporal.client.workflow.getHandle(created.body.workflow_id).result();
+    const before = dns.queries.filter((q) => q === 'retried.hostflow-test.com').length;
+    const retried = await post(`/domains/${created.body.id}/retry`, {});
+    expect(retried.status).toBe(200);
+    expect(retried.body).toMatchObject({ id: created.body.id, stage: 'checking-dns', active: false, workflow_id: created.body.workflow_id });
+    expect((await ctx.temporal.client.workflow.getHandle(created.body.workflow_id).result()).stage).toBe('failed');
+    expect(dns.queries.filter((q) => q === 'retried.hostflow-test.com').length).toBeGreaterThan(before);
+    // PATCH {"stage":"checking-dns"} does the same retry.
+    const patched = await ctx.http.patch(`${BASE}/domains/${created.body.id}`).set(auth()).send({ stage: 'checking-dns' });
+    expect(patched.body).toMatchObject({ stage: 'checking-dns', workflow_id: created.body.workflow_id });
+    expect(await workflowStatus(ctx, created.body.workflow_id)).not.toBe('COMPLETED');
+    await ctx.temporal.client.workflow.getHandle(created.body.workflow_id).result();
+
+    const done = await post('/domains', { domain: 'finished.hostflow-test.com', stage: 'done' });
+    const refused = await post(`/domain/${done.body.id}/retry`, {});
+    expect(refused.status).toBe(409);
+    expect(refused.body).toEqual({ code: 'wu_rest_domain_not_retryable', message: expect.stringContaining('stage done'), data: { status: 409 } });
+    expect((await getDomain(done.body.id)).stage).toBe('done');
+    const unknown = await post('/domains/99999999/retry', {});
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.code).toBe('wu_rest_domain_invalid_id');
+    const bad = await post(`/domains/${done.body.id}/retry`, { stage: 'x' });
+    expect(bad.status).toBe(400);
   });
 
   test('certificate for another name: ssl-failed after the max tries, not secure, inactive', async () => {
@@ -126,6 +200,11 @@ describe('domain checks (Temporal workflow)', () => {
     const result = await ctx.temporal.client.workflow.getHandle(created.body.workflow_id).result();
     expect(result).toMatchObject({ stage: 'ssl-failed', sslTries: 2 });
     expect(dns.queries).not.toContain(name);
+    // A retry of an ssl-failed domain checks the certificate again, not the DNS.
+    const retried = await post(`/domains/${created.body.id}/retry`, {});
+    expect(retried.body).toMatchObject({ stage: 'checking-ssl-cert', active: false });
+    expect(await ctx.temporal.client.workflow.getHandle(created.body.workflow_id).result()).toMatchObject({ stage: 'ssl-failed', dnsTries: 1, sslTries: 2 });
+    expect(dns.queries).not.toContain(name);
   });
 
   test('stage domain-mapping starts no check; setting checking-dns later starts one that finishes', async () => {
@@ -141,3 +220,62 @@ describe('domain checks (Temporal workflow)', () => {
   });
 });
 
+
+/**
+ * A DNS resolver that refuses connections (nothing listens on its UDP port): the check says the
+ * resolver could not be asked, never that a record is missing, and when it tries again. An A
+ * record target (DOMAIN_MAPPING_TARGET) and a long interval, so the wait can be looked at.
+ */
+describe('domain checks with a DNS resolver that refuses connections', () => {
+  const NAME = 'refused.hostflow-test.com';
+  let ctx: TestContext;
+  let worker: RunningWorker;
+  let resolver: string;
+  const auth = () => ({ Authorization: ctx.basic });
+  const getDomain = async (id: number) => (await ctx.http.get(`${BASE}/domains/${id}`).set(auth())).body;
+
+  beforeAll(async () => {
+    const socket = dgram.createSocket('udp4');
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+    resolver = `127.0.0.1:${(socket.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => socket.close(() => resolve()));
+    ctx = await createTestContext({ DOMAIN_DNS_RESOLVER: resolver, DOMAIN_MAPPING_TARGET: '203.0.113.10', DOMAIN_CHECK_INTERVAL_SECONDS: '60', DOMAIN_CHECK_MAX_TRIES: '3' });
+    worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+  });
+  afterAll(async () => {
+    await worker?.shutdown();
+    await ctx?.close();
+  });
+
+  test('the message names the refused resolver, the record to create and the next try; retry and PATCH try again at once', async () => {
+    const created = await ctx.http.post(`${BASE}/domains`).set(auth()).send({ domain: NAME });
+    const id = created.body.id as number;
+    const waiting = (d: Record<string, any>) => d.last_error !== null;
+    const first = await waitFor(() => getDomain(id), waiting);
+    const started = Date.now();
+    expect(first).toMatchObject({ stage: 'checking-dns', active: false, dns_record: { type: 'A', name: NAME, value: '203.0.113.10' } });
+    const m = new RegExp(
+      `^DNS check try 1 of 3: the DNS resolver ${resolver} refused the connection when asked for ${NAME.replace(/\./g, '\\.')}; the records were not checked\\. ` +
+        `It needs the DNS record "${NAME} A 203\\.0\\.113\\.10"\\. Next try at (\\S+); to try at once, POST /wp-json/wu/v2/domains/${id}/retry\\.$`,
+    ).exec(first.last_error);
+    expect(m).not.toBeNull();
+    expect(first.last_error).not.toMatch(/has no|does not exist|NXDOMAIN|ECONNREFUSED \(/);
+    // next_check_at is the workflow's durable sleep: one interval after the try.
+    expect(first.next_check_at).toBe(m![1]);
+    const wait = Date.parse(first.next_check_at) - started;
+    expect(wait).toBeGreaterThan(50_000);
+    expect(wait).toBeLessThanOrEqual(60_000);
+
+    // The retry route starts the tries over at once; PATCH {"stage":"checking-dns"} does the same.
+    for (const send of [() => ctx.http.post(`${BASE}/domains/${id}/retry`).set(auth()).send({}), () => ctx.http.patch(`${BASE}/domains/${id}`).set(auth()).send({ stage: 'checking-dns' })]) {
+      const { runId } = await ctx.temporal.client.workflow.getHandle(created.body.workflow_id).describe();
+      const res = await send();
+      expect(res.status).toBe(200);
+      expect(res.body.stage).toBe('checking-dns');
+      const again = await waitFor(() => getDomain(id), (d) => d.last_error !== null && d.next_check_at !== first.next_check_at);
+      expect(again.last_error).toMatch(/^DNS check try 1 of 3: the DNS resolver .* refused the connection/);
+      expect((await ctx.temporal.client.workflow.getHandle(created.body.workflow_id).describe()).runId).not.toBe(runId);
+    }
+    expect((await ctx.http.delete(`${BASE}/domains/${id}`).set(auth())).status).toBe(200);
+  });
+});

@@ -2,6 +2,7 @@ import request from 'supertest';
 import { createApp } from '../src/http/app';
 import type { DomainChecks } from '../src/domains/checks';
 import { DomainService } from '../src/domains/store';
+import { MappingTarget } from '../src/domains/target';
 import { Metrics } from '../src/http/metrics';
 import { BASE, createTestContext, type TestContext } from './helpers';
 import { makeCustomer, offsetDomainIds, workflowStatus } from './estate-helpers';
@@ -268,7 +269,7 @@ describe('domains', () => {
     const s = await site();
     const first = (await post('/domains', { domain: name('p'), blog_id: s.id, primary_domain: true, stage: 'done' })).body;
     const failing = { assertAvailable: () => undefined, start: async () => Promise.reject(new Error('temporal down')), stop: async () => undefined };
-    const service = new DomainService(ctx.db, failing as unknown as DomainChecks);
+    const service = new DomainService(ctx.db, failing as unknown as DomainChecks, new MappingTarget(undefined, ctx.settings));
     const d = name('q');
     await expect(service.create({ domain: d, blog_id: s.id, primary_domain: true })).rejects.toMatchObject({ status: 503, code: 'wu_rest_domain_checks_unavailable' });
     expect(await ctx.db('domains').where({ domain: d })).toEqual([]);

@@ -1,3 +1,6 @@
+import express from 'express';
+import request from 'supertest';
+import { errorHandler } from '../src/http/errors';
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 
 describe('error model', () => {
@@ -105,9 +108,36 @@ describe('error model', () => {
       .send({ vip: true });
     expect(put.status).toBe(200);
     expect(put.body.vip).toBe(true);
-    const del = await ctx.http.post(`${BASE}/customers/${id}?_method=DELETE&_locale=user`).set('Authorization', ctx.basic);
+    // `_method` only on a request declaring a JSON body (a form from another site cannot).
+    const form = await ctx.http
+      .post(`${BASE}/customers/${id}?_method=DELETE`)
+      .set('Authorization', ctx.basic)
+      .set('Content-Type', 'application/x-www-form-urlencoded')
+      .send('');
+    expect(form.status).toBe(200);
+    expect(form.body.id).toBe(id);
+    const bare = await ctx.http.post(`${BASE}/customers/${id}?_method=DELETE`).set('Authorization', ctx.basic);
+    expect(bare.body.id).toBe(id);
+    const del = await ctx.http.post(`${BASE}/customers/${id}?_method=DELETE&_locale=user`).set('Authorization', ctx.basic).set('Content-Type', 'application/json');
     expect(del.status).toBe(200);
     expect(del.body).toBe(true);
     expect((await ctx.http.get(`${BASE}/customers/${id}`).set('Authorization', ctx.basic)).status).toBe(404);
+  });
+
+  test('safety net: PostgreSQL refusing a NUL (22021 in text, 22P05 in jsonb) is a 400, not a 500', async () => {
+    const app = express();
+    app.get('/text', async () => {
+      await ctx.db.raw('select ?::text as t', ['a\u0000b']);
+    });
+    app.get('/jsonb', async () => {
+      await ctx.db.raw('select ?::jsonb as j', ['{"k":"\\u0000"}']);
+    });
+    app.use(errorHandler);
+    for (const path of ['/text', '/jsonb']) {
+      const res = await request(app).get(path);
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('wu_rest_invalid_parameter');
+      expect(res.body.data.params.request).toMatch(/NUL/);
+    }
   });
 });

@@ -10,7 +10,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { createDb } from '../src/db/knex';
 import { migrateLatest } from '../src/db/migrate';
-import { startEmbeddedPostgres } from '../src/infra/embedded-postgres';
+import { revokePublicConnect, startEmbeddedPostgres } from '../src/infra/embedded-postgres';
 import { findTemporalBinary, freePort, startTemporalDevServer, TEMPORAL_MISSING } from '../src/infra/temporal-server';
 
 export default async function globalSetup(): Promise<void> {
@@ -34,6 +34,7 @@ export default async function globalSetup(): Promise<void> {
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${template}`);
   await admin.query(`CREATE DATABASE ${template}`);
+  await revokePublicConnect(admin, [template]);
   await admin.end();
   const templateUrl = new URL(adminUrl);
   templateUrl.pathname = `/${template}`;

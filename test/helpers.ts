@@ -6,6 +6,7 @@ import { loadConfig, type Config } from '../src/config';
 import { createDb, type Db } from '../src/db/knex';
 import { createApp, type AppWithRegistry } from '../src/http/app';
 import { Metrics } from '../src/http/metrics';
+import { revokePublicConnect } from '../src/infra/embedded-postgres';
 import { prepareDatabase } from '../src/runtime';
 import type { SettingsStore } from '../src/settings/store';
 import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
@@ -50,6 +51,8 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
       await new Promise((r) => setTimeout(r, 200 + Math.random() * 300));
     }
   }
+  // As the embedded server does for hostflow's database: tenant roles made by the tests may not connect.
+  await revokePublicConnect(admin, [name]);
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
@@ -106,4 +109,13 @@ export function newCustomerBody(extra: Record<string, unknown> = {}) {
   seq += 1;
   const tag = `${process.pid}${seq}${crypto.randomBytes(2).toString('hex')}`;
   return { username: `user${tag}`, email: `user${tag}@example.com`, password: 'secret123', ...extra };
+}
+
+/** Temporal protos (a history, a description) as text with every payload decoded, as an operator reads them in the UI. */
+export function decodedJson(value: unknown): string {
+  return JSON.stringify(value, function (this: Record<string, unknown>, key, v) {
+    // Protos serialize payload bytes as base64 next to their metadata.
+    if (key === 'data' && typeof v === 'string' && this && 'metadata' in this) return Buffer.from(v, 'base64').toString('utf8');
+    return v;
+  });
 }

@@ -1,3 +1,5 @@
+import type { ApiError } from '../src/http/errors';
+import { parseListQuery } from '../src/http/list';
 import { BASE, createTestContext, type TestContext } from './helpers';
 
 /**
@@ -70,6 +72,34 @@ describe('list parameters', () => {
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('wu_rest_invalid_parameter');
     expect(res.body.data.params[name]).toEqual(message);
+  });
+
+  test.each([
+    ['products', '=x', ''],
+    ['customers', '%0A=1', '\\u000a'],
+    ['customers', 'per_page=5&%0D%0A=1', '\\u000d\\u000a'],
+    ['memberships', '=', ''],
+  ])('an empty or line-break parameter name on /%s?%s is 400 naming it (it was a 500)', async (resource, query, name) => {
+    const res = await ctx.http.get(`${BASE}/${resource}?${query}`).set('Authorization', ctx.basic);
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('wu_rest_invalid_parameter');
+    expect(Object.keys(res.body.data.params)).toEqual([name]);
+  });
+
+  test('the list parser itself names odd keys, and never takes an inherited property for a filter or a sort column', () => {
+    const spec = { idColumn: 'c.id', dateCreatedColumn: 'c.date_created', searchable: [], sortable: { id: 'c.id' }, filters: {} };
+    const refused = (query: Record<string, unknown>) => {
+      try {
+        parseListQuery(query, spec);
+      } catch (err) {
+        return (err as ApiError).extra.params;
+      }
+      throw new Error('accepted');
+    };
+    expect(refused({ '': 'x' })).toEqual({ '': 'A query parameter has an empty name (as in "?=x"): remove it.' });
+    expect(refused({ '\n__in': '1' })).toEqual({ '\\u000a__in': '\\u000a__in is not a valid parameter.' });
+    expect(refused({ constructor: '1' })).toEqual({ constructor: 'constructor is not a valid parameter.' });
+    expect(refused({ orderby: 'toString' })).toEqual({ orderby: 'orderby is not one of id.' });
   });
 
   test('every bad parameter is reported at once', async () => {

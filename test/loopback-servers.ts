@@ -31,13 +31,19 @@ export interface DnsServer {
 }
 
 /**
- * Answers A `127.0.0.1` for the names in `records`, NOERROR with no answer for their AAAA,
- * NXDOMAIN for every other name, and nothing at all for the names in `silent` (the client
- * times out).
+ * Answers A `127.0.0.1` for the names in `records` (or the address `elsewhere` gives a name),
+ * NOERROR with no answer for their AAAA, SERVFAIL for the names in `servfail`, NXDOMAIN for
+ * every other name, and nothing at all for the names in `silent` (the client times out).
  */
-export async function startDnsServer(records: string[], silent: string[] = []): Promise<DnsServer> {
-  const known = new Set(records.map((r) => r.toLowerCase()));
+export async function startDnsServer(
+  records: string[],
+  silent: string[] = [],
+  more: { servfail?: string[]; elsewhere?: Record<string, string> } = {},
+): Promise<DnsServer> {
+  const addressOf = new Map<string, string>([...records.map((r): [string, string] => [r.toLowerCase(), '127.0.0.1']), ...Object.entries(more.elsewhere ?? {})]);
+  const known = new Set(addressOf.keys());
   const quiet = new Set(silent.map((r) => r.toLowerCase()));
+  const failing = new Set((more.servfail ?? []).map((r) => r.toLowerCase()));
   const queries: string[] = [];
   const socket = dgram.createSocket('udp4');
   socket.on('message', (msg, rinfo) => {
@@ -51,7 +57,8 @@ export async function startDnsServer(records: string[], silent: string[] = []): 
     const header = Buffer.alloc(12);
     header.writeUInt16BE(msg.readUInt16BE(0), 0); // id
     const rd = msg.readUInt16BE(2) & 0x0100;
-    header.writeUInt16BE(0x8000 | 0x0400 | rd | 0x0080 | (known.has(name) ? 0 : 3), 2); // QR AA RD RA rcode
+    const rcode = failing.has(name) ? 2 : known.has(name) ? 0 : 3;
+    header.writeUInt16BE(0x8000 | 0x0400 | rd | 0x0080 | rcode, 2); // QR AA RD RA rcode
     header.writeUInt16BE(1, 4); // qdcount
     header.writeUInt16BE(answer ? 1 : 0, 6); // ancount
     const parts = [header, question];
@@ -62,7 +69,7 @@ export async function startDnsServer(records: string[], silent: string[] = []): 
       rr.writeUInt16BE(1, 4); // IN
       rr.writeUInt32BE(60, 6); // ttl
       rr.writeUInt16BE(4, 10);
-      Buffer.from([127, 0, 0, 1]).copy(rr, 12);
+      Buffer.from(addressOf.get(name)!.split('.').map(Number)).copy(rr, 12);
       parts.push(rr);
     }
     socket.send(Buffer.concat(parts), rinfo.port, rinfo.address);

@@ -85,6 +85,19 @@ describe('OpenAPI document', () => {
     expect(list.responses['401'].content['application/json'].schema.$ref).toBe('#/components/schemas/Error');
   });
 
+  test('wu/v2 bodies may be form-encoded (same schema), chat bodies are JSON only; the new error statuses and limits are documented', () => {
+    const create = doc.paths['/wp-json/wu/v2/products'].post;
+    expect(Object.keys(create.requestBody.content)).toEqual(['application/json', 'application/x-www-form-urlencoded']);
+    expect(create.requestBody.content['application/x-www-form-urlencoded'].schema).toEqual(create.requestBody.content['application/json'].schema);
+    expect(Object.keys(doc.paths['/wp-json/ultimate-multisite-support-tickets/v1/chat/agent/agents'].post.requestBody.content)).toEqual(['application/json']);
+    expect(create.responses['403'].description).toMatch(/rest_cross_site_forbidden/);
+    expect(create.responses['415'].description).toMatch(/rest_unsupported_media_type/);
+    for (const op of [create, doc.paths['/wp-json/wu/v2/openapi.json'].get]) expect(op.responses['431'].description).toMatch(/rest_request_header_too_large/);
+    expect(doc.info.description).toMatch(/at most 16 KiB \(else 431: put long inputs in a body/);
+    expect(doc.info.description).toMatch(/nested at most 32 levels and holding at most 10000 values/);
+    expect(doc.info.description).toMatch(/application\/x-www-form-urlencoded/);
+  });
+
   test('the contract checker catches a response that does not match', () => {
     const checker = new ContractChecker(() => doc);
     checker.check({ method: 'GET', route: '/wp-json/wu/v2/customers/:id', status: 200, body: { id: 'one' } });

@@ -3,8 +3,11 @@ import { Client, Connection } from '@temporalio/client';
 import request from 'supertest';
 import { freePort } from '../src/infra/temporal-server';
 import { createApp } from '../src/http/app';
+import { canonicalJson, sha256Hex } from '../src/register/validate';
+import { verifyPassword } from '../src/users/password';
+import { createRegisterActivities, type RegisterInput } from '../activities/register';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { BASE, createTestContext, type TestContext } from './helpers';
+import { BASE, createTestContext, decodedJson, type TestContext } from './helpers';
 
 /**
  * /register end to end: the real `register` workflow on a worker of this file's own task
@@ -155,6 +158,51 @@ describe('/register (Temporal saga)', () => {
     expect(desc.memo).toMatchObject({ email: b.customer.email, customer_id: customer.id, site_id: site.id, products: ['reg-plan', 'reg-addon'] });
     const metrics = await ctx.metrics.registry.getSingleMetricAsString('temporal_workflows_started_total');
     expect(metrics).toMatch(/workflow_type="register"} [1-9]/);
+  });
+
+  test('the password, its hash and an unkeyed digest of the body never reach Temporal; the account logs in with it', async () => {
+    const password = `Pw${crypto.randomBytes(9).toString('hex')}`;
+    const b = body();
+    b.customer.password = password;
+    b.site.site_title = `Title ${tag()}`;
+    // An abandoned hash older than the hold time goes with the next registration; a young one stays.
+    await ctx.db('registration_passwords').insert([
+      { workflow_id: 'register-abandoned-old', request_hmac: 'x', password_hash: 'scrypt$old', date_created: ctx.db.raw("now() - interval '25 hours'") },
+      { workflow_id: 'register-abandoned-young', request_hmac: 'x', password_hash: 'scrypt$young', date_created: ctx.db.raw("now() - interval '23 hours'") },
+    ]);
+    const res = await post(b, `pw-${tag()}`);
+    expect(res.status).toBe(200);
+    expect(await ctx.db('registration_passwords').where('workflow_id', 'like', 'register-abandoned-%').pluck('workflow_id')).toEqual(['register-abandoned-young']);
+    await ctx.db('registration_passwords').where({ workflow_id: 'register-abandoned-young' }).delete();
+
+    const user = await ctx.db('users').where({ id: res.body.customer.user_id }).first('password_hash');
+    expect(await verifyPassword(password, user.password_hash)).toBe(true);
+    expect(await verifyPassword(`${password}x`, user.password_hash)).toBe(false);
+    const reg = await ctx.db('registrations').where({ customer_id: res.body.customer.id }).first('workflow_id', 'request_hmac');
+    // The held hash was taken by the step that created the user.
+    expect(await ctx.db('registration_passwords').where({ workflow_id: reg.workflow_id })).toEqual([]);
+
+    // Everything Temporal keeps: the history with every payload decoded, and the description (memo, search attributes).
+    const handle = ctx.temporal.client.workflow.getHandle(reg.workflow_id);
+    const desc = await handle.describe();
+    const history = decodedJson(await handle.fetchHistory());
+    expect(history).toContain(b.site.site_title); // the payloads really are decoded (the title is in the input only)
+    const kept = [history, decodedJson(desc.raw), JSON.stringify(desc.memo)].join('\n');
+    const [, , , , salt, hash] = user.password_hash.split('$');
+    for (const secret of [password, user.password_hash, salt, hash, sha256Hex(canonicalJson(b)), sha256Hex(JSON.stringify(b))]) {
+      expect(kept).not.toContain(secret);
+    }
+    // The fingerprint is keyed: the same body does not give the unkeyed digest.
+    expect(desc.memo?.request_hmac).toBe(reg.request_hmac);
+    expect(reg.request_hmac).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  test('a registration whose held password is gone fails naming the cause and creates no user', async () => {
+    const users = (await counts()).users;
+    const input = { requestHmac: 'f'.repeat(64), idempotencyKeySha256: null, customer: { account: { username: `gone${tag()}`, email: `gone${tag()}@example.com` } } } as unknown as RegisterInput;
+    const err = await createRegisterActivities({ db: ctx.db }).registerCustomer(`register-${crypto.randomUUID()}`, input).catch((e: unknown) => e);
+    expect(err).toMatchObject({ nonRetryable: true, details: [{ code: 'wu_rest_registration_failed', message: expect.stringContaining('password is no longer held') }] });
+    expect((await counts()).users).toBe(users);
   });
 
   test('no site, default statuses, products by id: site {"id":0}, pending membership and payment', async () => {
@@ -439,10 +487,12 @@ describe('/register (Temporal saga)', () => {
   test('Temporal unavailable: 503 wu_rest_temporal_unavailable, nothing written', async () => {
     const app = createApp({ config: ctx.config, db: ctx.db, settings: ctx.settings, temporal: null, metrics: ctx.metrics });
     const before = await counts();
+    const held = await ctx.db('registration_passwords').count({ n: '*' });
     const res = await post(body(), undefined, request(app));
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ code: 'wu_rest_temporal_unavailable', message: expect.any(String), data: { status: 503, detail: 'Temporal is not configured.' } });
     expect(await counts()).toEqual(before);
+    expect(await ctx.db('registration_passwords').count({ n: '*' })).toEqual(held);
   });
 
   test('Temporal down (nothing listening): 503 wu_rest_temporal_unavailable, no stack', async () => {

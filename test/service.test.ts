@@ -1,3 +1,5 @@
+import net, { type AddressInfo } from 'node:net';
+import { startHttp } from '../src/runtime';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 
@@ -101,5 +103,108 @@ describe('service routes', () => {
     expect(res.text).toMatch(/db_pool_connections_max 5/);
     expect(res.text).toMatch(/db_pool_connections_used \d+/);
     expect(res.text).toMatch(/# TYPE temporal_workflows_started_total counter/);
+  });
+
+  describe('absolute links and the Host header', () => {
+    const CHAT = '/wp-json/ultimate-multisite-support-tickets/v1';
+    const links = async (t: TestContext, host: string) => {
+      const root = await t.http.get('/').set('Host', host);
+      const index = await t.http.get('/wp-json/').set('Host', host);
+      await t.http.post(`${BASE}/customers`).set('Authorization', t.basic).send(newCustomerBody());
+      await t.http.post(`${BASE}/customers`).set('Authorization', t.basic).send(newCustomerBody());
+      const page = await t.http.get(`${BASE}/customers?per_page=1`).set('Authorization', t.basic).set('Host', host);
+      const session = await t.http.post(`${CHAT}/chat/sessions`).send({ customer_name: 'Ada' });
+      const token = await t.http.post(`${CHAT}/chat/sessions/${session.body.session.id}/token`).set('Host', host).set('Authorization', `Bearer ${session.body.token}`).send({});
+      return { root: root.headers.link, url: index.body.url, home: index.body.home, page: page.headers.link, realtime: token.body.realtime.url as string };
+    };
+
+    test('a hostile Host never reaches a link: the listening address is used instead', async () => {
+      const got = await links(ctx, 'evil.example.net');
+      expect(got.root).toBe('<http://127.0.0.1:8080/wp-json/>; rel="https://api.w.org/"');
+      expect(got.url).toBe('http://127.0.0.1:8080');
+      expect(got.home).toBe('http://127.0.0.1:8080');
+      expect(got.page).toMatch(/^<http:\/\/127\.0\.0\.1:8080\/wp-json\/wu\/v2\/customers\?per_page=1&page=2>; rel="next"$/);
+      expect(got.realtime).toMatch(/^ws:\/\/127\.0\.0\.1:8080\/wp-json\/ultimate-multisite-support-tickets\/v1\/chat\/realtime\?token=/);
+      expect(JSON.stringify(got)).not.toContain('evil');
+    });
+
+    test('loopback names with any port are allowed by default', async () => {
+      const got = await links(ctx, 'localhost:3000');
+      expect(got.url).toBe('http://localhost:3000');
+      expect(got.page).toContain('<http://localhost:3000/wp-json/wu/v2/customers?');
+      expect(got.realtime).toMatch(/^ws:\/\/localhost:3000\//);
+    });
+
+    test('ALLOWED_HOSTS lists the names (and *.subdomains) whose Host is used; PUBLIC_URL wins over any Host', async () => {
+      const listed = await createTestContext({ ALLOWED_HOSTS: 'api.example.com,*.example.org' });
+      try {
+        expect((await links(listed, 'api.example.com')).url).toBe('http://api.example.com');
+        expect((await links(listed, 'eu.example.org:8443')).url).toBe('http://eu.example.org:8443');
+        expect((await links(listed, 'example.org')).url).toBe('http://127.0.0.1:8080');
+        expect((await links(listed, 'localhost')).url).toBe('http://127.0.0.1:8080');
+      } finally {
+        await listed.close();
+      }
+      const fixed = await createTestContext({ PUBLIC_URL: 'https://api.example.com/' });
+      try {
+        const got = await links(fixed, 'evil.example.net');
+        expect(got.url).toBe('https://api.example.com');
+        expect(got.page).toContain('<https://api.example.com/wp-json/wu/v2/customers?');
+      } finally {
+        await fixed.close();
+      }
+    });
+  });
+
+  describe('requests Node cannot parse, over a real socket', () => {
+    let server: Awaited<ReturnType<typeof startHttp>>;
+    let port: number;
+    beforeAll(async () => {
+      server = await startHttp({ ...ctx.config, PORT: 0 }, ctx.db, ctx.settings, ctx.temporal, ctx.metrics);
+      port = (server.server.address() as AddressInfo).port;
+    });
+    afterAll(() => server.close());
+
+    /** Sends raw bytes; answers the status line, headers and body, and whether the server closed the connection. */
+    const raw = (text: string) =>
+      new Promise<{ status: number; headers: Record<string, string>; body: string }>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1');
+        let data = '';
+        socket.on('data', (d) => (data += d.toString('utf8')));
+        socket.on('error', reject);
+        socket.on('end', () => {
+          const [head, ...rest] = data.split('\r\n\r\n');
+          const [statusLine, ...lines] = head.split('\r\n');
+          const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+          resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n') });
+        });
+        socket.write(text);
+      });
+
+    test('a URL over 16 KiB: 431 with a JSON error in the contract shape saying where long inputs go, and the connection closed', async () => {
+      const res = await raw(`GET ${BASE}/customers?search=${'x'.repeat(20_000)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+      expect(res.status).toBe(431);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(res.headers.connection).toBe('close');
+      const body = JSON.parse(res.body);
+      expect(body).toMatchObject({ code: 'rest_request_header_too_large', data: { status: 431 } });
+      expect(body.message).toMatch(/16 KiB/);
+      expect(body.message).toMatch(/translations\/check\/batch/);
+    });
+
+    test('a malformed request (a header name with a space, a NUL in a header value): 400 in the contract shape', async () => {
+      for (const bad of ['Bad Header: x', 'X-Ok: a\u0000b']) {
+        const res = await raw(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n${bad}\r\n\r\n`);
+        expect(res.status).toBe(400);
+        expect(res.headers.connection).toBe('close');
+        expect(JSON.parse(res.body)).toMatchObject({ code: 'rest_bad_request', data: { status: 400 } });
+      }
+    });
+
+    test('an ordinary request on the same server still works', async () => {
+      const res = await raw('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+      expect(res.status).toBe(200);
+      expect(JSON.parse(res.body)).toEqual({ status: 'ok' });
+    });
   });
 });

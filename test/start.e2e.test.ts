@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import pg from 'pg';
 import request from 'supertest';
 import { freePort } from '../src/infra/temporal-server';
 
@@ -104,6 +105,17 @@ describe('npm start (all in one)', () => {
     expect(requestLine.status).toBe(200);
     expect(first.output().split(secret).length - 1).toBe(1);
     expect(fs.readFileSync(path.join(dataDir, 'temporal.log'), 'utf8')).not.toContain(secret);
+    // A role without grants (as a tenant's) cannot even connect to hostflow's or the server's databases.
+    const pgPassword = fs.readFileSync(path.join(dataDir, 'postgres', 'pg-password'), 'utf8').trim();
+    const pgUrl = (user: string, password: string, database: string) => `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${ports.EMBEDDED_PG_PORT}/${database}`;
+    const superuser = new pg.Client({ connectionString: pgUrl('postgres', pgPassword, 'postgres') });
+    await superuser.connect();
+    await superuser.query("CREATE ROLE e2e_probe LOGIN PASSWORD 'probe-password'");
+    await superuser.end();
+    for (const database of ['hostflow', 'postgres', 'template1']) {
+      const probe = new pg.Client({ connectionString: pgUrl('e2e_probe', 'probe-password', database) });
+      await expect(probe.connect()).rejects.toThrow(`permission denied for database "${database}"`);
+    }
 
     expect(await stop(first)).toBe(0);
     for (const p of Object.values(ports)) expect(await portOpen(p)).toBe(false);

@@ -118,6 +118,30 @@ export async function startFakeGlotPress(files: Record<string, string>): Promise
   return fake;
 }
 
+export interface FakeMetrics {
+  url: string;
+  /** Requests received: 0 proves a refused fetch never reached it. */
+  requests: number;
+  /** Names in the body that must never appear in an answer or a job. */
+  secrets: string[];
+  close(): Promise<void>;
+}
+
+/** An internal service an SSRF would aim at: Prometheus metrics on loopback (/metrics). */
+export async function startFakeMetrics(): Promise<FakeMetrics> {
+  const secrets = ['hostflow_internal_secret_total', 'tenant="acme-internal"'];
+  const fake: FakeMetrics = { url: '', requests: 0, secrets, close: async () => undefined };
+  const server = http.createServer((_req, res) => {
+    fake.requests += 1;
+    res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
+    res.end(`# HELP ${secrets[0]} Internal counter.\n# TYPE ${secrets[0]} counter\n${secrets[0]}{${secrets[1]}} 42\n`);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
+  fake.close = () => new Promise((r) => server.close(() => r()));
+  return fake;
+}
+
 /** A POT file with the kinds of strings a plugin has. `n` extra plain strings pad it out. */
 export function samplePot(n = 0): string {
   const extra = Array.from({ length: n }, (_, i) => `#: includes/extra.php:${i + 1}\nmsgid "Extra string number %d of the list ${i + 1}"\nmsgstr ""\n`).join('\n');

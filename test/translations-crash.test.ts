@@ -25,6 +25,7 @@ describe('translation pipeline survives a worker crash during processing', () =>
     TRANSLATION_AI_MODEL: 'fake-gpt',
     TRANSLATION_AI_API_KEY: KEY,
     TRANSLATION_AI_BATCH_SIZE: '2',
+    OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
   });
 
   beforeAll(async () => {

@@ -7,7 +7,7 @@ import { startWorker, type RunningWorker } from '../src/temporal/worker';
 import { pluralForms } from '../src/translations/locales';
 import { BASE, createTestContext, type TestContext } from './helpers';
 import { binaryParser, status, unzip, waitForJob } from './translation-helpers';
-import { fakeTranslation, GERMAN_PO, samplePot, startFakeAi, startFakeGlotPress, type FakeAi, type FakeGlotPress } from './translation-servers';
+import { fakeTranslation, GERMAN_PO, samplePot, startFakeAi, startFakeGlotPress, startFakeMetrics, type FakeAi, type FakeGlotPress, type FakeMetrics } from './translation-servers';
 
 /**
  * The translation pipeline end to end: a real worker, a fake OpenAI-compatible provider and a
@@ -37,6 +37,8 @@ describe('translation pipeline (Temporal workflow)', () => {
       TRANSLATION_AI_BATCH_SIZE: '3',
       TRANSLATION_AI_MAX_TRIES: '3',
       TRANSLATION_GLOTPRESS_URL_TEMPLATE: gp.template,
+      // The fakes listen on loopback, which server-side fetches refuse unless allowed.
+      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
     });
     worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
     const created = await post('/translations/projects', { slug: SLUG, type: 'plugin', name: 'Example Plugin', version: '1.0.0', pot: samplePot() });
@@ -239,11 +241,29 @@ describe('translation pipeline (Temporal workflow)', () => {
     await post(`/translations/jobs/${id}/approve`);
     const failed = await waitForJob(ctx, id, status('failed'));
     expect(ai.requests.length - before).toBe(1);
-    expect(failed.failure_reason).toMatch(/^Translation failed: batch 1 \(3 strings\): the provider answered HTTP 401: .*Incorrect API key provided: Bearer \[redacted\]/);
+    // The status and the provider's error code; never its text (this one echoes the key back).
+    expect(failed.failure_reason).toBe('Translation failed: batch 1 (3 strings): the provider answered HTTP 401 (invalid_request_error)');
     expect(JSON.stringify(failed)).not.toContain(KEY);
+    expect(JSON.stringify(failed)).not.toContain('Incorrect API key');
     ai.mode.rejectKey = false;
     await post(`/translations/jobs/${id}/retry`);
     await waitForJob(ctx, id, status('ready'));
+  });
+
+  test('a pot_url answering something else (allowed metrics): the job fails saying it is not gettext, quoting none of it', async () => {
+    const metrics = await startFakeMetrics();
+    try {
+      const created = await post('/translations/projects', { slug: 'tpipe-metrics', type: 'plugin', name: 'Metrics', version: '1.0', pot_url: metrics.url, glotpress_url_template: null });
+      expect(created.status).toBe(200);
+      const first = await check('tpipe-metrics', 'de_DE');
+      const failed = await waitForJob(ctx, first.body.job_id, status('failed'));
+      expect(metrics.requests).toBe(1);
+      expect(failed.failure_reason).toBe(`Validation failed: The POT file fetched from ${metrics.url} is not a valid gettext file: it could not be parsed.`);
+      const answered = JSON.stringify([failed, (await check('tpipe-metrics', 'de_DE')).body]);
+      for (const secret of metrics.secrets) expect(answered).not.toContain(secret);
+    } finally {
+      await metrics.close();
+    }
   });
 
   test('a job whose workflow was terminated by an operator is restarted by retry from its step; a running one is not', async () => {
@@ -315,7 +335,7 @@ describe('translation pipeline without an AI provider', () => {
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hf-tr-'));
     gp = await startFakeGlotPress({ 'tpipe-noai/de/formal': GERMAN_PO });
-    ctx = await createTestContext({ DATA_DIR: dataDir });
+    ctx = await createTestContext({ DATA_DIR: dataDir, OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' });
     worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
   });
   afterAll(async () => {
@@ -352,6 +372,35 @@ describe('translation pipeline without an AI provider', () => {
     expect(po.translations['']['Save draft'].msgstr).toEqual(['']);
   });
 
+  test('a pack that would hold no translation is never ready: it fails at import saying why; with a PO file, retry makes it', async () => {
+    const created = await ctx.http
+      .post(`${BASE}/translations/projects`)
+      .set('Authorization', ctx.basic)
+      .send({ slug: 'tpipe-empty', type: 'theme', name: 'Empty', version: '1.0', pot: samplePot(), glotpress_url_template: gp.template, auto_approve: true });
+    expect(created.status).toBe(200);
+    const check = () => ctx.http.get(`${BASE}/translations/check`).query({ slug: 'tpipe-empty', type: 'theme', locale: 'fi' }).set('Authorization', ctx.basic);
+    const first = await check();
+    const failed = await waitForJob(ctx, first.body.job_id, status('failed'));
+    expect(failed).toMatchObject({ failure_step: 'importing', failure_kind: 'validation', total_strings: 10, remaining_strings: 10, human_strings: 0, download_url: null, approved_at: null });
+    expect(failed.failure_reason).toBe(
+      'Validation failed: No translations for fi: none of the 10 strings has a human translation (no PO file uploaded for fi; GlotPress fi: no translation set (404)) ' +
+        'and no AI provider is configured (TRANSLATION_AI_BASE_URL, TRANSLATION_AI_MODEL), so the pack would hold nothing. ' +
+        'Upload a PO file (po_files), use GlotPress or configure a provider, then retry the job.',
+    );
+    const answer = await check();
+    expect(answer.body).toMatchObject({ status: 'failed', failure_step: 'importing', total_strings: 10, remaining_strings: 10, translated_strings: 0, source: 'none' });
+    expect(answer.body.download_url).toBeUndefined();
+    expect(fs.existsSync(path.join(dataDir, 'translations', 'packages', 'theme', 'tpipe-empty'))).toBe(false);
+
+    const fiPo = 'msgid "Settings"\nmsgstr "Asetukset"\n\nmsgid "Save draft"\nmsgstr "Tallenna luonnos"\n';
+    await ctx.http.put(`${BASE}/translations/projects/${created.body.id}`).set('Authorization', ctx.basic).send({ po_files: { fi: fiPo } });
+    await ctx.http.post(`${BASE}/translations/jobs/${first.body.job_id}/retry`).set('Authorization', ctx.basic).send({});
+    await waitForJob(ctx, first.body.job_id, status('ready'));
+    const ready = await check();
+    expect(ready.body).toMatchObject({ status: 'ready', total_strings: 10, remaining_strings: 8, translated_strings: 2, source: 'human' });
+    expect(ready.body.download_url).toMatch(/\/translations\/packages\/theme\/tpipe-empty\/1\.0\/fi\.zip$/);
+  });
+
   test('a pack that cannot be stored fails in packaging after its tries; retry rebuilds only the pack', async () => {
     // A file where the plugin packages folder should be: every write fails (ENOTDIR).
     const blocker = path.join(dataDir, 'translations', 'packages', 'plugin');
@@ -360,7 +409,7 @@ describe('translation pipeline without an AI provider', () => {
     await ctx.http
       .post(`${BASE}/translations/projects`)
       .set('Authorization', ctx.basic)
-      .send({ slug: 'tpipe-pkgfail', type: 'plugin', name: 'Pkg', version: '1.0', pot: samplePot(), glotpress_url_template: null, auto_approve: true });
+      .send({ slug: 'tpipe-pkgfail', type: 'plugin', name: 'Pkg', version: '1.0', pot: samplePot(), glotpress_url_template: null, po_files: { de_DE: GERMAN_PO }, auto_approve: true });
     const first = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'tpipe-pkgfail', type: 'plugin', locale: 'de_DE' }).set('Authorization', ctx.basic);
     const failed = await waitForJob(ctx, first.body.job_id, status('failed'), 90_000);
     expect(failed).toMatchObject({ failure_step: 'packaging', failure_kind: 'packaging', download_url: null });
@@ -373,4 +422,72 @@ describe('translation pipeline without an AI provider', () => {
     expect(ready.logs.filter((l: any) => l.message === 'Import started.').length).toBe(1);
     expect(ready.logs.filter((l: any) => l.message.startsWith('Imported')).length).toBe(1);
   }, 120_000);
+});
+
+describe('translation fetches refuse internal addresses (SSRF)', () => {
+  const KEY = 'sk-ssrf-test-key-1234567890';
+  let ctx: TestContext;
+  let ai: FakeAi;
+  let metrics: FakeMetrics;
+  let worker: RunningWorker;
+  let dataDir: string;
+  const auth = () => ({ Authorization: ctx.basic });
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hf-tr-'));
+    ai = await startFakeAi(KEY);
+    metrics = await startFakeMetrics();
+    // Nothing allow-listed: the provider and the metrics server on loopback are internal.
+    ctx = await createTestContext({ DATA_DIR: dataDir, TRANSLATION_AI_BASE_URL: ai.baseUrl, TRANSLATION_AI_MODEL: 'fake-gpt', TRANSLATION_AI_API_KEY: KEY });
+    worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+  });
+  afterAll(async () => {
+    await worker?.shutdown();
+    await ctx?.close();
+    await ai?.close();
+    await metrics?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('pot_url: http://127.0.0.1:…/metrics is a 400 naming pot_url; one stored before the rule fails its job, refused, none of the body in any answer', async () => {
+    const refused = await ctx.http.post(`${BASE}/translations/projects`).set(auth()).send({ slug: 'tssrf-metrics', type: 'plugin', name: 'M', version: '1.0', pot_url: metrics.url });
+    expect(refused.status).toBe(400);
+    expect(refused.body.data.params).toEqual({ pot_url: 'pot_url: 127.0.0.1 is a loopback address, which the server does not fetch from (OUTBOUND_ALLOWED_HOSTS can allow it).' });
+    expect(await ctx.db('translation_projects').where({ slug: 'tssrf-metrics' }).first()).toBeUndefined();
+
+    // A project saved before this rule (or before the allow-list shrank): the fetch itself refuses.
+    const [{ id }] = await ctx.db('translation_projects')
+      .insert({ slug: 'tssrf-metrics', type: 'plugin', name: 'M', version: '1.0', pot_url: metrics.url, glotpress_url_template: null, po_files: '{}', auto_approve: true })
+      .returning('id');
+    const first = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'tssrf-metrics', type: 'plugin', locale: 'de_DE' }).set(auth());
+    const failed = await waitForJob(ctx, first.body.job_id, status('failed'));
+    expect(failed).toMatchObject({ project_id: Number(id), failure_step: 'importing', failure_kind: 'validation' });
+    expect(failed.failure_reason).toBe(
+      `Validation failed: The POT file could not be fetched from ${metrics.url}: 127.0.0.1 is a loopback address, which the server does not fetch from (OUTBOUND_ALLOWED_HOSTS can allow it).`,
+    );
+    // Refused without a connection, and tried once (retrying cannot help).
+    expect(metrics.requests).toBe(0);
+    expect(failed.logs.filter((l: any) => l.message === 'Import started.')).toHaveLength(1);
+    const answer = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'tssrf-metrics', type: 'plugin', locale: 'de_DE' }).set(auth());
+    expect(answer.body).toMatchObject({ status: 'failed', failure_reason: failed.failure_reason });
+    const everything = JSON.stringify([failed, answer.body]);
+    for (const secret of metrics.secrets) expect(everything).not.toContain(secret);
+  });
+
+  test('the AI provider on an internal address is refused at once (no request, no retries), the job failed saying so', async () => {
+    const created = await ctx.http
+      .post(`${BASE}/translations/projects`)
+      .set(auth())
+      .send({ slug: 'tssrf-ai', type: 'plugin', name: 'AI', version: '1.0', pot: samplePot(), glotpress_url_template: null, po_files: { de_DE: GERMAN_PO }, auto_approve: true });
+    expect(created.status).toBe(200);
+    const first = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'tssrf-ai', type: 'plugin', locale: 'de_DE' }).set(auth());
+    const failed = await waitForJob(ctx, first.body.job_id, status('failed'));
+    expect(failed).toMatchObject({ failure_step: 'processing', failure_kind: 'translation', human_strings: 3, batches_done: 0 });
+    expect(failed.failure_reason).toBe(
+      'Translation failed: batch 1 (7 strings): the provider could not be reached: 127.0.0.1 is a loopback address, which the server does not fetch from (OUTBOUND_ALLOWED_HOSTS can allow it).',
+    );
+    expect(failed.logs.filter((l: any) => l.level === 'warn')).toHaveLength(1);
+    expect(ai.requests).toHaveLength(0);
+    expect(JSON.stringify(failed)).not.toContain(KEY);
+  });
 });

@@ -2,9 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { glotpressUrl } from '../activities/translations';
 import { buildL10nPhp, parsePot, placeholderProblem, placeholders, scriptOf } from '../src/translations/gettext';
-import { glotpressLocale, pluralForms, pluralIndex } from '../src/translations/locales';
+import { glotpressLocale, glotpressUrl, pluralForms, pluralIndex } from '../src/translations/locales';
 import { retryAfterSeconds } from '../src/translations/service';
 import { openApiPath } from '../src/openapi/document';
 import { BASE, createTestContext, type TestContext } from './helpers';
@@ -94,9 +93,20 @@ describe('translation routes', () => {
     // Many unauthenticated calls below: no throttling here (auth.test.ts covers it).
     ctx = await createTestContext({ DATA_DIR: dataDir, AUTH_FAILURE_LIMIT: '1000' });
     worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
-    const created = await post('/translations/projects', { slug: 'troutes-one', type: 'plugin', name: 'Routes One', version: '3.1.4', pot: samplePot(), glotpress_url_template: null, auto_approve: true });
+    // One human translation for the locales whose packs the tests wait for (a pack with none is never ready).
+    const po = (str: string) => `msgid "Settings"\nmsgstr "${str}"\n`;
+    const created = await post('/translations/projects', {
+      slug: 'troutes-one',
+      type: 'plugin',
+      name: 'Routes One',
+      version: '3.1.4',
+      pot: samplePot(),
+      glotpress_url_template: null,
+      po_files: { ja: po('設定'), sv_SE: po('Inställningar') },
+      auto_approve: true,
+    });
     expect(created.status).toBe(200);
-    expect(created.body).toMatchObject({ model: 'translation_project', slug: 'troutes-one', glotpress_url_template: null, pot_url: null, po_locales: [], auto_approve: true });
+    expect(created.body).toMatchObject({ model: 'translation_project', slug: 'troutes-one', glotpress_url_template: null, pot_url: null, po_locales: ['ja', 'sv_SE'], auto_approve: true });
     expect(created.body.pot_size).toBeGreaterThan(100);
     projectId = created.body.id;
   });
@@ -133,8 +143,14 @@ describe('translation routes', () => {
       [{ slug: 'ok', type: 'plugin', locale: 'german' }, ['locale']],
       [{ slug: 'ok', type: 'plugin', locale: 'de-DE' }, ['locale']],
       [{ slug: 'ok', type: 'plugin', locale: 'DE_de' }, ['locale']],
+      [{ slug: 'ok', type: 'plugin', locale: 'de_de' }, ['locale']],
       [{}, ['slug', 'type', 'locale']],
-      [{ slug: 'ok', type: 'plugin', locale: 'de', extra: '1' }, ['extra']],
+      [{ slug: 'ok', type: 'plugin', locale: 'de_DE', extra: '1' }, ['extra']],
+      // Shaped like a locale, but no WordPress site asks for these: nothing may start for them.
+      [{ slug: 'troutes-one', type: 'plugin', locale: 'xx_YY' }, ['locale']],
+      [{ slug: 'troutes-one', type: 'plugin', locale: 'de' }, ['locale']],
+      [{ slug: 'troutes-one', type: 'plugin', locale: 'en_US' }, ['locale']],
+      [{ slug: 'troutes-one', type: 'plugin', locale: 'zz_ZZ_formal' }, ['locale']],
     ];
     for (const [query, fields] of cases) {
       const res = await ctx.http.get(`${BASE}/translations/check`).query(query).set(auth());
@@ -142,16 +158,23 @@ describe('translation routes', () => {
       expect(res.body.code).toBe('wu_rest_invalid_parameter');
       expect(Object.keys(res.body.data.params).sort()).toEqual([...fields].sort());
     }
-    const repeated = await ctx.http.get(`${BASE}/translations/check?slug=a&slug=b&type=plugin&locale=de`).set(auth());
+    const repeated = await ctx.http.get(`${BASE}/translations/check?slug=a&slug=b&type=plugin&locale=de_DE`).set(auth());
     expect(Object.keys(repeated.body.data.params)).toEqual(['slug']);
+    const unknown = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'troutes-one', type: 'plugin', locale: 'xx_YY' }).set(auth());
+    expect(unknown.body.data.params.locale).toBe('locale is not a known WordPress locale (e.g. de_DE, pt_BR, ja, de_DE_formal).');
+    const bare = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'troutes-one', type: 'plugin', locale: 'de' }).set(auth());
+    expect(bare.body.data.params.locale).toBe('locale is not a known WordPress locale (did you mean de_AT, de_CH, de_CH_informal, de_DE or de_DE_formal?).');
+    const source = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'troutes-one', type: 'plugin', locale: 'en_US' }).set(auth());
+    expect(source.body.data.params.locale).toMatch(/^locale is en_US, the language WordPress strings are written in/);
     expect(await counts()).toEqual(before);
+    expect(await ctx.db('translation_jobs').where({ locale: 'xx_YY' }).first()).toBeUndefined();
   });
 
-  test('check: unknown package is missing; bare language codes are accepted', async () => {
-    for (const locale of ['de', 'ja', 'de_DE_formal', 'pt_BR']) {
+  test('check: unknown package is missing; WordPress locales without a region and variants are accepted', async () => {
+    for (const locale of ['ja', 'fi', 'bel', 'de_DE_formal', 'pt_PT_ao90', 'ca_valencia', 'pt_BR']) {
       const res = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'troutes-nobody', type: 'plugin', locale }).set(auth());
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ slug: 'troutes-nobody', type: 'plugin', locale, status: 'missing', source: 'none', remaining_strings: 0, total_strings: 0 });
+      expect(res.body).toEqual({ slug: 'troutes-nobody', type: 'plugin', locale, status: 'missing', source: 'none', remaining_strings: 0, total_strings: 0, translated_strings: 0 });
     }
     // The project is a plugin: the theme of the same slug is missing.
     const theme = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'troutes-one', type: 'theme', locale: 'de_DE' }).set(auth());
@@ -175,7 +198,7 @@ describe('translation routes', () => {
     }
     const job = await ctx.db('translation_jobs').where({ slug: 'troutes-one', locale: 'ja' }).first('id');
     const ready = await waitForJob(ctx, job.id, status('ready'));
-    expect(ready).toMatchObject({ remaining_strings: 10, source: 'none', approved_by: 'auto_approve' });
+    expect(ready).toMatchObject({ remaining_strings: 9, human_strings: 1, source: 'human', approved_by: 'auto_approve' });
     const handle = ctx.temporal.client.workflow.getHandle('translation-troutes-one-plugin-3.1.4-ja');
     expect(await handle.result()).toEqual({ status: 'ready' });
   });
@@ -222,6 +245,7 @@ describe('translation routes', () => {
           'not an object',
           { slug: 'troutes-one', type: 'plugin' },
           { slug: 'troutes-one', type: 'plugin', locale: 'ja', extra: true },
+          { slug: 'troutes-one', type: 'plugin', locale: 'xx_YY' },
         ],
       });
     } finally {
@@ -229,14 +253,16 @@ describe('translation routes', () => {
     }
     expect(res.status).toBe(200);
     expect(queries.filter((q) => q.includes('translation'))).toHaveLength(1);
-    const [ready, missing, badLocale, notObject, noLocale, extra] = res.body;
-    expect(ready).toMatchObject({ slug: 'troutes-one', locale: 'ja', status: 'ready', version: '3.1.4' });
+    const [ready, missing, badLocale, notObject, noLocale, extra, unknownLocale] = res.body;
+    expect(ready).toMatchObject({ slug: 'troutes-one', locale: 'ja', status: 'ready', version: '3.1.4', total_strings: 10, remaining_strings: 9, translated_strings: 1, source: 'human' });
     expect(ready.download_url).toMatch(/\/translations\/packages\/plugin\/troutes-one\/3\.1\.4\/ja\.zip$/);
     expect(missing).toMatchObject({ slug: 'troutes-nobody', type: 'theme', status: 'missing' });
     expect(badLocale).toMatchObject({ index: 2, error: { code: 'wu_rest_invalid_parameter', data: { status: 400, params: { 'packages.2.locale': expect.any(String) } } } });
     expect(notObject).toMatchObject({ index: 3, error: { data: { params: { 'packages.3': expect.stringContaining('object') } } } });
     expect(noLocale.error.data.params).toEqual({ 'packages.4.locale': 'packages.4.locale is required.' });
     expect(Object.keys(extra.error.data.params)).toEqual(['packages.5.extra']);
+    expect(unknownLocale).toMatchObject({ index: 6, error: { data: { params: { 'packages.6.locale': 'packages.6.locale is not a known WordPress locale (e.g. de_DE, pt_BR, ja, de_DE_formal).' } } } });
+    expect(await ctx.db('translation_jobs').where({ locale: 'xx_YY' }).first()).toBeUndefined();
     expect(res.headers['retry-after']).toBeUndefined();
 
     // 100 known packages (jobs exist): still one query.
@@ -261,7 +287,7 @@ describe('translation routes', () => {
     const tooMany = await post('/translations/check/batch', { packages: Array.from({ length: 101 }, () => pkg) });
     expect(tooMany.status).toBe(400);
     expect(tooMany.body.data.params.packages).toMatch(/at most 100 packages/);
-    const locales = ['af', 'ar', 'bg', 'ca', 'cs', 'da', 'de', 'el', 'es_ES', 'et', 'eu', 'fa', 'fi', 'fr_FR', 'gl_ES', 'he_IL', 'hr', 'hu_HU', 'id_ID', 'it_IT', 'ja'];
+    const locales = ['af', 'ar', 'bg_BG', 'ca', 'cs_CZ', 'da_DK', 'de_DE', 'el', 'es_ES', 'et', 'eu', 'fa_IR', 'fi', 'fr_FR', 'gl_ES', 'he_IL', 'hr', 'hu_HU', 'id_ID', 'it_IT', 'ja'];
     const tooManyLocales = await post('/translations/check/batch', { packages: locales.map((locale) => ({ ...pkg, locale })) });
     expect(tooManyLocales.status).toBe(400);
     expect(tooManyLocales.body.data.params.packages).toMatch(/at most 20 different locales/);
@@ -284,8 +310,15 @@ describe('translation routes', () => {
       [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1' }, 'pot'],
       [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1', pot: 'just text' }, 'pot'],
       [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1', pot_url: 'ftp://x/y.pot' }, 'pot_url'],
+      // Internal addresses (nothing is allow-listed here): refused before anything is stored or fetched.
+      [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1', pot_url: 'http://127.0.0.1:8080/metrics' }, 'pot_url'],
+      [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1', pot_url: 'http://169.254.169.254/latest/meta-data/' }, 'pot_url'],
+      [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1', pot_url: 'http://2130706433/x.pot' }, 'pot_url'],
+      [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1', pot: samplePot(), glotpress_url_template: 'http://[::ffff:10.0.0.1]/{glotpress_locale}' }, 'glotpress_url_template'],
+      [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1', pot: samplePot(), glotpress_url_template: 'http://localhost:9090/{slug}/{glotpress_locale}.po' }, 'glotpress_url_template'],
       [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1', pot: samplePot(), glotpress_url_template: 'https://gp.test/{slug}' }, 'glotpress_url_template'],
       [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1', pot: samplePot(), po_files: { german: 'msgid ""\nmsgstr ""\n' } }, 'po_files.german'],
+      [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1', pot: samplePot(), po_files: { xx_YY: 'msgid "Hi"\nmsgstr "Yo"\n' } }, 'po_files.xx_YY'],
       [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1', pot: samplePot(), po_files: { de_DE: 'nonsense' } }, 'po_files.de_DE'],
       [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1', pot: samplePot(), auto_approve: 'maybe' }, 'auto_approve'],
       [{ slug: 'troutes-two', type: 'plugin', name: 'X', version: '1', pot: samplePot(), owner: 'me' }, 'owner'],
@@ -300,6 +333,16 @@ describe('translation routes', () => {
     expect((await put(projectId, { type: 'widget' })).body.data.params).toHaveProperty('type');
     expect((await put(projectId, { pot: null })).body.data.params).toHaveProperty('pot');
     expect((await put(projectId, { unknown: 1 })).body.data.params).toHaveProperty('unknown');
+    expect((await put(projectId, { pot_url: 'http://127.0.0.1:8080/metrics' })).body.data.params).toEqual({
+      pot_url: 'pot_url: 127.0.0.1 is a loopback address, which the server does not fetch from (OUTBOUND_ALLOWED_HOSTS can allow it).',
+    });
+    expect((await put(projectId, { glotpress_url_template: 'http://10.1.2.3/{glotpress_locale}', pot_url: 'http://[fd00::1]/x.pot' })).body.data.params).toEqual({
+      pot_url: 'pot_url: fd00::1 is a unique-local address, which the server does not fetch from (OUTBOUND_ALLOWED_HOSTS can allow it).',
+      glotpress_url_template: 'glotpress_url_template: 10.1.2.3 is a private address, which the server does not fetch from (OUTBOUND_ALLOWED_HOSTS can allow it).',
+    });
+    expect((await put(projectId, { po_files: { xx_YY: 'msgid "a"\nmsgstr "b"\n' } })).body.data.params).toEqual({
+      'po_files.xx_YY': 'po_files.xx_YY is not a known WordPress locale (e.g. de_DE, pt_BR, ja, de_DE_formal).',
+    });
     expect((await put(999999, { name: 'x' })).body.code).toBe('wu_rest_translation_project_invalid_id');
     expect((await put('abc', { name: 'x' })).body.code).toBe('rest_no_route');
     expect(await counts()).toEqual(before);
@@ -328,11 +371,14 @@ describe('translation routes', () => {
     expect(jobs.status).toBe(200);
     expect(jobs.body.length).toBeGreaterThanOrEqual(1);
     expect(jobs.body.every((j: any) => j.status === 'ready' && j.logs === undefined)).toBe(true);
-    for (const q of [{ status: 'done' }, { orderby: 'entries' }, { locale__in: '' }, { nope: 1 }]) {
+    for (const q of [{ status: 'done' }, { orderby: 'entries' }, { locale__in: '' }, { nope: 1 }, { locale: 'xx_YY' }, { locale__in: 'ja,xx_YY' }, { locale__not_in: 'de' }]) {
       const res = await ctx.http.get(`${BASE}/translations/jobs`).query(q).set(auth());
       expect(res.status).toBe(400);
       expect(res.body.code).toBe('wu_rest_invalid_parameter');
+      expect(Object.keys(res.body.data.params)).toEqual(Object.keys(q));
     }
+    const listed = await ctx.http.get(`${BASE}/translations/jobs`).query({ locale__in: 'xx_YY,ja' }).set(auth());
+    expect(listed.body.data.params.locale__in).toBe('locale__in: xx_YY is not a known WordPress locale (e.g. de_DE, pt_BR, ja, de_DE_formal).');
     const jobId = jobs.body[0].id;
     const one = await ctx.http.get(`${BASE}/translations/jobs/${jobId}`).set(auth());
     expect(one.body.logs.length).toBeGreaterThan(2);
@@ -350,6 +396,7 @@ describe('translation routes', () => {
     expect((await post('/translations/jobs/approve', {})).body.data.params).toHaveProperty('all');
     expect((await post('/translations/jobs/approve', { all: true, locale: 'de' })).body.data.params).toHaveProperty('all');
     expect((await post('/translations/jobs/approve', { locale: 'xx-YY' })).body.data.params).toHaveProperty('locale');
+    expect((await post('/translations/jobs/approve', { locale: 'xx_YY' })).body.data.params).toEqual({ locale: 'locale is not a known WordPress locale (e.g. de_DE, pt_BR, ja, de_DE_formal).' });
     expect((await post('/translations/jobs/approve', { all: false })).body.data.params).toHaveProperty('all');
     expect(await post('/translations/jobs/approve', { locale: 'ja' }).then((r) => r.body)).toEqual({ approved: [], failed: [] });
     expect(await ctx.db('translation_jobs').where({ id: jobId }).first('status', 'date_modified')).toEqual(before);
@@ -365,6 +412,8 @@ describe('translation routes', () => {
     const bad = await ctx.http.get(`${BASE}/translations/packages/widget/troutes-one/3.1.4/xx-YY.zip`);
     expect(bad.status).toBe(400);
     expect(Object.keys(bad.body.data.params).sort()).toEqual(['locale', 'type']);
+    const notWordPress = await ctx.http.get(`${BASE}/translations/packages/plugin/troutes-one/3.1.4/xx_YY.zip`);
+    expect(notWordPress.body.data.params).toEqual({ locale: 'locale is not a known WordPress locale (e.g. de_DE, pt_BR, ja, de_DE_formal).' });
     const unknown = await ctx.http.get(`${BASE}/translations/packages/plugin/troutes-one/9.9.9/ja.zip`);
     expect(unknown.body.code).toBe('wu_rest_translation_package_not_found');
     const ok = await ctx.http.get(`${BASE}/translations/packages/plugin/troutes-one/3.1.4/ja.zip`);

@@ -29,7 +29,7 @@ async function tries(
   run: (i: CheckStepInput) => Promise<CheckStepResult>,
 ): Promise<{ result: CheckStepResult; attempts: number }> {
   for (let attempt = 1; ; attempt++) {
-    const result = await run({ domainId: input.domainId, attempt, maxTries: input.maxTries });
+    const result = await run({ domainId: input.domainId, attempt, maxTries: input.maxTries, intervalSeconds: input.intervalSeconds });
     if (result.outcome !== 'retry') return { result, attempts: attempt };
     log.info('domain check will retry', { domainId: input.domainId, attempt, error: result.error });
     await sleep(input.intervalSeconds * 1000);

@@ -65,8 +65,10 @@ export class AgentStore {
     return this.db('chat_agents').orderBy('id');
   }
 
+  /** An empty patch answers the agent untouched (as wu/v2's updates). */
   async update(id: number, patch: { name?: string; email?: string; is_admin?: boolean; active?: boolean }): Promise<AgentRow> {
-    await this.require(id);
+    const current = await this.require(id);
+    if (Object.keys(patch).length === 0) return current;
     if (patch.email) {
       const other = await this.db('chat_agents').whereRaw('lower(email) = lower(?)', [patch.email]).whereNot({ id }).first('id');
       if (other) throw conflict('chat_agent_email_exists', `An agent with the email ${patch.email} already exists.`, { agent_id: other.id });

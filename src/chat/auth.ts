@@ -34,7 +34,8 @@ export function forbidden(message = 'Sorry, you are not allowed to do that.'): A
   return new ApiError(403, 'rest_forbidden', message);
 }
 
-export function chatAuth(db: Db, settings: SettingsStore, limiter: AuthFailureLimiter) {
+/** `sessionMaxAgeSeconds`: a session token never works longer than this after its session was created. */
+export function chatAuth(db: Db, settings: SettingsStore, limiter: AuthFailureLimiter, sessionMaxAgeSeconds: number) {
   const fail = (req: Request): never => {
     const address = req.ip ?? 'unknown';
     const wait = limiter.retryAfter(address);
@@ -52,9 +53,15 @@ export function chatAuth(db: Db, settings: SettingsStore, limiter: AuthFailureLi
       const parsed = parseToken(token);
       if (!parsed) return fail(req);
       if (parsed.kind === 'customer') {
-        const s = await db('chat_sessions').where({ id: parsed.id }).first('id', 'token_sha256', 'token_expires_at');
-        // The digest comparison runs even for an unknown session (against a dummy digest).
-        const ok = tokenMatches(token, s?.token_sha256 ?? sha256('')) && !!s && new Date(s.token_expires_at).getTime() > Date.now();
+        const s = await db('chat_sessions').where({ id: parsed.id }).first('id', 'token_sha256', 'token_expires_at', 'date_created');
+        // The digest comparison runs even for an unknown session (against a dummy digest). The
+        // absolute lifetime is checked too, so lowering it applies to tokens already issued.
+        const now = Date.now();
+        const ok =
+          tokenMatches(token, s?.token_sha256 ?? sha256('')) &&
+          !!s &&
+          new Date(s.token_expires_at).getTime() > now &&
+          new Date(s.date_created).getTime() + sessionMaxAgeSeconds * 1000 > now;
         if (!ok) return fail(req);
         return { kind: 'customer', sessionId: Number(s!.id) };
       }

@@ -21,6 +21,9 @@ export interface BusinessHours {
 
 export type OfflineReason = 'agents_available' | 'holiday' | 'outside_business_hours' | 'no_agent_online';
 
+/** The canonical IANA names the runtime knows, and UTC (the default, which Intl lists as an alias). */
+export const TIME_ZONES: readonly string[] = [...new Set(['UTC', ...Intl.supportedValuesOf('timeZone')])];
+
 export function validTimeZone(tz: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: tz });
@@ -89,10 +92,13 @@ export class Availability {
     const [hours, agentRow, waitingRow, waitRow] = await Promise.all([
       this.hours(),
       this.db('chat_agents').where({ active: true, presence: 'online' }).count({ n: '*' }).first(),
-      this.db('chat_sessions').where({ status: 'waiting' }).whereNull('assigned_agent_id').count({ n: '*' }).first(),
-      // Average wait of the sessions assigned in the last 7 days.
+      // Waiting for an agent: a session that became a ticket (fallback_reason) waits for an e-mail instead.
+      this.db('chat_sessions').where({ status: 'waiting' }).whereNull('assigned_agent_id').whereNull('fallback_reason').count({ n: '*' }).first(),
+      // Average wait of the live chats assigned in the last 7 days (not of sessions that fell back
+      // to a ticket first: their wait until an agent came is not a chat wait).
       this.db('chat_sessions')
         .whereNotNull('assigned_at')
+        .where((w) => w.whereNull('fallback_reason').orWhereIn('fallback_reason', ['converted', 'linked']))
         .where('assigned_at', '>=', this.db.raw("now() - interval '7 days'"))
         .first(this.db.raw('avg(extract(epoch from assigned_at - date_created))::float8 as avg')),
     ]);

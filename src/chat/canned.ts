@@ -26,7 +26,8 @@ export function fillPlaceholders(body: string, v: PlaceholderValues): string {
     session_id: String(v.session_id),
     ticket_id: v.ticket_id === null ? '' : String(v.ticket_id),
   };
-  return body.replace(/\{\{\s*([a-z_]+)\s*\}\}/g, (m, name: string) => (name in values ? values[name] : m));
+  // Own properties only: `in` would also find Object.prototype's (constructor, __proto__, ...).
+  return body.replace(/\{\{\s*([a-z_]+)\s*\}\}/g, (m, name: string) => (Object.hasOwn(values, name) ? values[name] : m));
 }
 
 interface Row {
@@ -80,8 +81,10 @@ export class CannedReplies {
     return r;
   }
 
+  /** An empty patch answers the reply untouched (as wu/v2's updates). */
   async update(id: number, patch: { shortcut?: string; title?: string; body?: string }): Promise<Row> {
-    await this.get(id);
+    const current = await this.get(id);
+    if (Object.keys(patch).length === 0) return current;
     if (patch.shortcut) await this.assertFree(patch.shortcut, id);
     const [r] = await this.db('chat_canned_replies').where({ id }).update({ ...patch, date_modified: this.db.fn.now() }).returning('*');
     return r;

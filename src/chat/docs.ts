@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import type { HttpMethod, OperationDoc, ParamDoc, RouteRegistry } from '../http/routes';
 import { listQueryParams, LIST_HEADERS } from '../http/list';
 import * as S from './schemas';
@@ -38,6 +39,8 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     registry.operation(ns, method, path, { ...doc, tags, public: who === 'public', auth: AUTH_TEXT[who], security: SECURITY[who] });
   const ok = (description: string, schema: Record<string, unknown>, headers?: OperationDoc['responses'][number]['headers']) => ({ description, schema, ...(headers ? { headers } : {}) });
   const obj = (properties: Record<string, unknown>, required = Object.keys(properties)) => ({ type: 'object', required, properties, additionalProperties: false });
+  /** The query parameters of a strict zod object, documented from the schema that validates them. */
+  const queryOf = (schema: z.ZodObject): ParamDoc[] => Object.entries(schema.shape).map(([name, field]) => ({ name, description: field.description, schema: field }));
 
   op('GET', '/', 'public', {
     summary: 'Namespace index: the routes of the chat namespace and the WebSocket path',
@@ -53,7 +56,10 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   op('POST', '/chat/sessions', 'anyone', {
     summary: 'Start a chat session (customer, site and page context); answers the session token',
     description:
-      'The token (Bearer) gives access to this session only; it is shown once. customer_id from a browser needs customer_hash (identity verification). ' +
+      'The token (Bearer) gives access to this session only; it is shown once. ' +
+      'The body is required ({} starts an anonymous session). customer_id needs a matching customer_hash unless the caller is an agent (without it: 400; a wrong one: 403). ' +
+      'Agents see identity_verified: true only for a customer_id proven that way or a session an agent started; otherwise customer_name, customer_email and site_id are unverified claims. ' +
+      'A site_id naming no site is refused (400) for agents only; from anyone else it is dropped and the answer is the same 201, so it does not tell which sites exist. ' +
       'When support is offline, or the realtime channel is unavailable (server side, or realtime:false from the widget), the session gets a ticket holding the conversation at once ' +
       '(fallback_reason offline / realtime_unavailable) and later messages are appended to it. Otherwise the chatFollowUp workflow turns it into a ticket when no agent takes it in time. ' +
       'Callers other than agents (anonymous, customer tokens) may start at most CHAT_SESSION_CREATE_LIMIT sessions per CHAT_SESSION_CREATE_WINDOW_SECONDS from one address (default 20 per 60 s), then 429 chat_too_many_sessions with Retry-After.',
@@ -87,10 +93,7 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   op('GET', '/chat/sessions/:session_id/messages', 'session', {
     summary: 'Messages of a session, oldest first, after a cursor (polling)',
     description: 'Poll with after=<next_after of the previous answer> every poll_interval_seconds (15 s default, 10 s minimum) when the realtime channel is down.',
-    query: [
-      { name: 'after', description: 'Only messages with an id greater than this.', schema: { type: 'integer', minimum: 0, default: 0 } },
-      { name: 'limit', description: 'At most this many messages.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
-    ],
+    query: queryOf(S.messagesQuery),
     responses: {
       200: ok(
         'A page of messages.',
@@ -100,7 +103,9 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   });
   op('POST', '/chat/sessions/:session_id/messages', 'session', {
     summary: 'Post a message (customer or agent); it reaches connected clients over the realtime channel',
-    description: 'Agents may send a canned reply (canned_reply_id) with its placeholders filled. An agent replying to an unassigned session takes it. A closed session answers 409 chat_session_closed.',
+    description:
+      'Exactly one of body and canned_reply_id. Only agents may send a canned reply (canned_reply_id, an existing one), its placeholders filled. ' +
+      'An agent replying to an unassigned session takes it. A closed session answers 409 chat_session_closed.',
     body: S.postMessageSchema,
     responses: { 201: ok('The message.', message) },
   });
@@ -163,12 +168,15 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   });
   op('GET', '/chat/attachments/:attachment_id/download', 'session', {
     summary: 'Download an attachment (or its thumbnail)',
-    description: "Only the attachment's session's customer and agents. Sent with Content-Disposition: attachment and X-Content-Type-Options: nosniff.",
+    description:
+      "Only the attachment's session's customer and agents: a customer asking for another session's attachment gets the same 404 as for an id that does not exist. " +
+      'Sent with Content-Disposition: attachment and X-Content-Type-Options: nosniff.',
     query: [{ name: 'variant', description: 'original (default) or thumbnail.', schema: { type: 'string', enum: ['original', 'thumbnail'] } }],
     responses: { 200: { description: 'The file bytes, with the type found at upload.' } },
   });
   op('POST', '/chat/sessions/:session_id/context', 'session', {
     summary: 'Update the page context (the page the customer is on)',
+    description: 'At least one of page_url, page_title, referrer and locale; null clears one. A closed session answers 409 chat_session_closed.',
     body: S.contextSchema,
     responses: { 200: ok('The session.', session) },
   });
@@ -177,8 +185,11 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     description:
       'Connect a WebSocket to realtime.url (…/chat/realtime?token=…) before realtime.expires_at; it receives {"type":"message","message":{…}} and {"type":"session",…} events of this session. ' +
       'realtime is null when the channel is turned off (CHAT_REALTIME_ENABLED=false): poll the messages instead. ' +
-      "A browser may open the socket only from an origin in CHAT_ALLOWED_ORIGINS (or any with *): another Origin is refused with HTTP 403 before the upgrade; clients sending no Origin are let through on the token.",
+      "A browser may open the socket only from an origin in CHAT_ALLOWED_ORIGINS (or any with *): another Origin is refused with HTTP 403 before the upgrade; clients sending no Origin are let through on the token. " +
+      'The body is optional (none: {}). refresh_session_token is for the customer of the session (agents: 400) and is refused for a closed session (409 chat_session_closed). ' +
+      'A session token lasts CHAT_SESSION_TOKEN_TTL_SECONDS, and never longer than CHAT_SESSION_TOKEN_MAX_AGE_SECONDS after the session was created (default 30 days), however often it is refreshed; then the customer starts a new session.',
     body: S.tokenSchema,
+    bodyRequired: false,
     responses: {
       200: ok(
         'Tokens.',
@@ -191,6 +202,7 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   });
   op('POST', '/chat/sessions/:session_id/status', 'session', {
     summary: 'Resolve, close or reopen a session (customers may only close)',
+    description: 'Customers may only give closed (others: 403). A closed session cannot be reopened (409 chat_session_closed).',
     body: S.statusSchema,
     responses: { 200: ok('The session.', session) },
   });
@@ -202,11 +214,14 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   });
   op('POST', '/chat/sessions/:session_id/assign', 'agent', {
     summary: 'Assign the session to an agent (default: the caller), or unassign (agent_id null)',
+    description: 'The body is optional (none: {}, the caller). With the API credentials agent_id is required. agent_id must be an active agent.',
     body: S.assignSchema,
+    bodyRequired: false,
     responses: { 200: ok('The session.', session) },
   });
   op('POST', '/chat/sessions/:session_id/metadata', 'agent', {
     summary: 'Set or remove metadata keys (string values)',
+    description: 'The session holds at most 50 keys after the change (400 otherwise).',
     body: S.metadataSchema,
     responses: { 200: ok('The session.', session) },
   });
@@ -218,6 +233,7 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   });
   op('POST', '/chat/sessions/:session_id/agent-time', 'agent', {
     summary: 'Log agent time on the session (minutes and a note)',
+    description: 'agent_id is required with the API credentials; an agent other than an admin may give only its own id (403).',
     body: S.agentTimeSchema,
     responses: {
       201: ok(
@@ -231,8 +247,9 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   });
   op('POST', '/chat/sessions/:session_id/convert-ticket', 'agent', {
     summary: "Create a ticket from the session's transcript",
-    description: 'A session that already has a ticket answers 409 chat_session_has_ticket (with data.ticket_id).',
+    description: 'The body is optional (none: {}). A session that already has a ticket answers 409 chat_session_has_ticket (with data.ticket_id).',
     body: S.convertTicketSchema,
+    bodyRequired: false,
     responses: { 201: ok('The session and the new ticket.', obj({ session, ticket })) },
   });
 
@@ -252,33 +269,32 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   });
   op('POST', '/chat/agent/availability', 'agent', {
     summary: 'Set presence (online, away, offline); admins also set business hours',
+    description:
+      'presence and/or business_hours. business_hours, and agent_id other than the caller, are for admins (403). With the API credentials presence needs agent_id (an existing agent). ' +
+      'Each schedule interval ends after it starts.',
     body: S.agentAvailabilitySchema,
     responses: { 200: ok('Availability for agents.', agentAvailability) },
   });
   op('GET', '/chat/agent/reports', 'agent', {
     summary: 'Reports over the sessions created in [from, to): by status, first response / wait / resolution times (average, p90), satisfaction, agent time',
-    query: [
-      { name: 'from', description: 'Start (ISO 8601 date or date-time). Default: 30 days before to.', schema: { type: 'string' } },
-      { name: 'to', description: 'End, exclusive (ISO 8601). Default: now.', schema: { type: 'string' } },
-    ],
+    description: 'from must not be later than to (400).',
+    query: queryOf(S.reportQuery),
     responses: { 200: ok('The report.', S.reportJson) },
   });
   op('GET', '/chat/agent/canned-replies', 'agent', {
     summary: 'Canned replies; with session_id each has `rendered`, its placeholders filled for that session',
-    description: 'Placeholders: {{customer_name}}, {{customer_first_name}}, {{customer_email}}, {{agent_name}}, {{session_id}}, {{ticket_id}}.',
-    query: [
-      { name: 'search', description: 'Substring of shortcut, title or body.', schema: { type: 'string', maxLength: 200 } },
-      { name: 'session_id', description: 'Fill the placeholders for this session.', schema: { type: 'integer', minimum: 1 } },
-    ],
+    description: 'Placeholders: {{customer_name}}, {{customer_first_name}}, {{customer_email}}, {{agent_name}}, {{session_id}}, {{ticket_id}}; any other stays as written. session_id must be an existing session (400).',
+    query: queryOf(S.cannedQuery),
     responses: { 200: ok('Canned replies.', { type: 'array', items: cannedRef }) },
   });
   op('POST', '/chat/agent/canned-replies', 'admin', { summary: 'Create a canned reply', body: S.createCannedSchema, responses: { 201: ok('The reply.', cannedRef) } });
-  op('PUT', '/chat/agent/canned-replies/:reply_id', 'admin', { summary: 'Update a canned reply', body: S.updateCannedSchema, responses: { 200: ok('The reply.', cannedRef) } });
+  const partial = 'Only the fields given change; {} changes nothing and answers the record as it is. The body is required.';
+  op('PUT', '/chat/agent/canned-replies/:reply_id', 'admin', { summary: 'Update a canned reply', description: `${partial} The shortcut must be free (409).`, body: S.updateCannedSchema, responses: { 200: ok('The reply.', cannedRef) } });
   op('DELETE', '/chat/agent/canned-replies/:reply_id', 'admin', { summary: 'Delete a canned reply', responses: { 200: ok('The deleted reply.', cannedRef) } });
   op('GET', '/chat/agent/agents', 'agent', { summary: 'Agents (without their tokens)', responses: { 200: ok('Agents.', { type: 'array', items: agent }) } });
   const agentWithToken = obj({ agent, token: { type: 'string', description: 'Shown only now (only a digest is stored).' } });
   op('POST', '/chat/agent/agents', 'admin', { summary: 'Create an agent; answers its token once', body: S.createAgentSchema, responses: { 201: ok('The agent and its token.', agentWithToken) } });
-  op('PUT', '/chat/agent/agents/:agent_id', 'admin', { summary: 'Update or disable (active:false) an agent', body: S.updateAgentSchema, responses: { 200: ok('The agent.', agent) } });
+  op('PUT', '/chat/agent/agents/:agent_id', 'admin', { summary: 'Update or disable (active:false) an agent', description: `${partial} The email must be free (409).`, body: S.updateAgentSchema, responses: { 200: ok('The agent.', agent) } });
   op('POST', '/chat/agent/agents/:agent_id/token', 'admin', { summary: "Replace an agent's token (the old one stops working)", responses: { 200: ok('The agent and its new token.', agentWithToken) } });
   op('GET', '/chat/agent/tickets/:ticket_id', 'agent', { summary: 'A ticket with its conversation and private staff notes', responses: { 200: ok('The ticket.', ticket) } });
   for (const method of ['POST', 'PUT', 'PATCH'] as const) {

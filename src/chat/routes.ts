@@ -1,13 +1,15 @@
 import fs from 'node:fs';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
-import { z } from 'zod';
 import { chatNamespace, type Config } from '../config';
 import type { Db } from '../db/knex';
 import { AddressLimiter, AuthFailureLimiter } from '../http/auth';
+import { refuseCrossSite } from '../http/cross-site';
 import { ApiError, invalidParams, notFoundHandler, notFoundItem } from '../http/errors';
+import { afterAuthentication, readBody } from '../http/input';
 import { parseListQuery, setPagingHeaders } from '../http/list';
 import type { Metrics } from '../http/metrics';
 import type { RouteRegistry } from '../http/routes';
+import { publicBase } from '../http/public-url';
 import { parseId } from '../http/resource';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import { logger } from '../logger';
@@ -71,9 +73,13 @@ function chatCors(origins: string[]) {
   };
 }
 
-/** Body of a JSON route, after the caller passed: a held-back parse error first. */
-function jsonBody(req: Request): Record<string, unknown> {
+/**
+ * Body of a JSON route, after the caller passed: a held-back parse error first. No body at all
+ * is 400 where the document says the body is required, {} where it says `optional`.
+ */
+function jsonBody(req: Request, opts: { optional?: boolean } = {}): Record<string, unknown> {
   if (req.bodyError) throw req.bodyError;
+  if (req.body === undefined && !opts.optional) throw invalidParams({ body: 'body is required: a JSON object (Content-Type: application/json), {} for no fields.' });
   return bodyObject(req.body);
 }
 
@@ -94,7 +100,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   const base = `${config.REST_PREFIX}/${namespace}`;
   const realtimePath = `${base}/chat/realtime`;
   const secret = new ChatSecret(db, config);
-  const sessions = new SessionStore(db, config.CHAT_SESSION_TOKEN_TTL_SECONDS);
+  const sessions = new SessionStore(db, config.CHAT_SESSION_TOKEN_TTL_SECONDS, config.CHAT_SESSION_TOKEN_MAX_AGE_SECONDS);
   const agents = new AgentStore(db);
   const canned = new CannedReplies(db);
   const storage = new AttachmentStorage(config.DATA_DIR);
@@ -122,7 +128,6 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   const availability = new Availability(db, () => realtime.available(), config.CHAT_POLL_INTERVAL_SECONDS);
   documentChat(registry, namespace);
 
-  const publicBase = (req: Request) => config.PUBLIC_URL?.replace(/\/$/, '') ?? `${req.protocol}://${req.get('host')}`;
   const realtimeFor = async (req: Request, sessionId: number, caller: ChatCaller) => {
     if (!config.CHAT_REALTIME_ENABLED) return null;
     const exp = Math.floor(Date.now() / 1000) + config.CHAT_REALTIME_TOKEN_TTL_SECONDS;
@@ -162,17 +167,9 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     next();
   });
   router.use(chatCors(config.CHAT_ALLOWED_ORIGINS));
-  const json = express.json({ limit: config.BODY_LIMIT, type: ['application/json', 'application/*+json'] });
-  router.use((req, res, next) =>
-    json(req, res, (err?: unknown) => {
-      if (err) {
-        req.bodyError = err;
-        req.body = undefined;
-      }
-      next();
-    }),
-  );
-  router.use(chatAuth(db, settings, new AuthFailureLimiter(config.AUTH_FAILURE_LIMIT, config.AUTH_FAILURE_WINDOW_SECONDS * 1000)));
+  router.use(refuseCrossSite(config.CHAT_ALLOWED_ORIGINS, 'Pages of other sites may call the chat when their origin is in CHAT_ALLOWED_ORIGINS.'));
+  router.use(readBody(config, { form: false }));
+  router.use(chatAuth(db, settings, new AuthFailureLimiter(config.AUTH_FAILURE_LIMIT, config.AUTH_FAILURE_WINDOW_SECONDS * 1000), config.CHAT_SESSION_TOKEN_MAX_AGE_SECONDS));
 
   // ---- public ---------------------------------------------------------------------------
   // The namespace index, as WordPress serves one per namespace.
@@ -184,6 +181,8 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.get('/chat/availability', async (_req, res) => {
     res.json(await availability.status());
   });
+
+  router.use(afterAuthentication);
 
   // ---- sessions (customers) -------------------------------------------------------------
   router.post('/chat/sessions', async (req, res) => {
@@ -203,16 +202,19 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
       }
     }
     const input = parseOrThrow(S.createSessionSchema, jsonBody(req));
-    if (input.customer_id !== undefined && caller.kind !== 'agent') {
+    const byAgent = caller.kind === 'agent';
+    if (input.customer_id !== undefined && !byAgent) {
       if (!input.customer_hash) throw invalidParams({ customer_hash: 'customer_hash is required with customer_id (identity verification).' });
       if (!(await secret.identityMatches(input.customer_id, input.customer_hash))) throw forbidden('customer_hash does not match customer_id.');
     }
+    // Past the check above, a customer_id from a non-agent came with its matching hash.
+    const verified = byAgent || input.customer_id !== undefined;
     const status = await availability.status();
     const realtimeOk = realtime.available() && input.realtime !== false;
     let fallback: { reason: FallbackReason; notice: string } | null = null;
     if (!status.online) fallback = { reason: 'offline', notice: `${status.message} ${OFFLINE_NOTICE}`.trim() };
     else if (!realtimeOk) fallback = { reason: 'realtime_unavailable', notice: `Live chat is not available right now. ${OFFLINE_NOTICE}` };
-    const created = await sessions.create(input, fallback);
+    const created = await sessions.create(input, fallback, { agent: byAgent, verified });
     let session = created.session;
     const messages = created.messages;
     if (!fallback) {
@@ -240,19 +242,13 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     res.json(sessionView(await sessions.get(parseId(req, 'chat_session', 'session_id')), caller));
   });
 
-  const messagesQuery = z
-    .object({
-      after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-      limit: z.coerce.number().int().min(1).max(100).optional(),
-    })
-    .strict();
   router.get('/chat/sessions/:session_id/messages', async (req, res) => {
     requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
     const id = parseId(req, 'chat_session', 'session_id');
-    const q = parseOrThrow(messagesQuery, ownQuery(req));
+    const q = parseOrThrow(S.messagesQuery, ownQuery(req));
     const session = await sessions.get(id);
-    const after = q.after ?? 0;
-    const page = await sessions.messages(id, after, q.limit ?? 50);
+    const after = q.after;
+    const page = await sessions.messages(id, after, q.limit);
     res.json({
       messages: page.rows.map((m) => messageRecord(m, page.attachments.get(Number(m.attachment_id)), base)),
       next_after: page.rows.length ? Number(page.rows[page.rows.length - 1].id) : after,
@@ -305,8 +301,8 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     const variant = req.query.variant;
     if (variant !== undefined && variant !== 'original' && variant !== 'thumbnail') throw invalidParams({ variant: 'variant is not one of original and thumbnail.' });
     const att = await db('chat_attachments').where({ id }).first();
-    if (!att) throw notFoundItem('chat_attachment');
-    if (caller.kind === 'customer' && Number(att.session_id) !== caller.sessionId) throw forbidden('This attachment belongs to another session.');
+    // Another session's attachment answers exactly as a missing one: ids tell nothing.
+    if (!att || (caller.kind === 'customer' && Number(att.session_id) !== caller.sessionId)) throw notFoundItem('chat_attachment');
     const thumb = variant === 'thumbnail';
     const storageName: string | null = thumb ? att.thumbnail_storage_name : att.storage_name;
     if (!storageName) throw new ApiError(404, 'chat_attachment_no_thumbnail', 'This attachment has no thumbnail.');
@@ -344,7 +340,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.post('/chat/sessions/:session_id/token', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: true, agent: true });
     const id = parseId(req, 'chat_session', 'session_id');
-    const input = parseOrThrow(S.tokenSchema, jsonBody(req));
+    const input = parseOrThrow(S.tokenSchema, jsonBody(req, { optional: true }));
     if (input.refresh_session_token && caller.kind !== 'customer') throw invalidParams({ refresh_session_token: 'refresh_session_token is for the customer of the session.' });
     const s = await sessions.get(id);
     const out: Record<string, unknown> = { session_id: id, realtime: await realtimeFor(req, id, caller), poll_interval_seconds: config.CHAT_POLL_INTERVAL_SECONDS };
@@ -378,7 +374,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.post('/chat/sessions/:session_id/assign', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: false, agent: true }) as Extract<ChatCaller, { kind: 'agent' }>;
     const id = parseId(req, 'chat_session', 'session_id');
-    const input = parseOrThrow(S.assignSchema, jsonBody(req));
+    const input = parseOrThrow(S.assignSchema, jsonBody(req, { optional: true }));
     const targetId = input.agent_id === undefined ? caller.agentId : input.agent_id;
     if (input.agent_id === undefined && targetId === null) throw invalidParams({ agent_id: 'agent_id is required with the API credentials.' });
     let target: { id: number; name: string } | null = null;
@@ -413,7 +409,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.post('/chat/sessions/:session_id/convert-ticket', async (req, res) => {
     const caller = requireSessionCaller(req, req.params.session_id, { customer: false, agent: true }) as Extract<ChatCaller, { kind: 'agent' }>;
     const id = parseId(req, 'chat_session', 'session_id');
-    const input = parseOrThrow(S.convertTicketSchema, jsonBody(req));
+    const input = parseOrThrow(S.convertTicketSchema, jsonBody(req, { optional: true }));
     const r = await sessions.convertToTicket(id, input, caller.agentId);
     void publishSession(r.session);
     res.status(201).json({ session: sessionRecord(r.session), ticket: await ticketDetail(db, r.ticketId) });
@@ -479,20 +475,18 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     res.json(await agentAvailability());
   });
 
-  const reportQuery = z.object({ from: z.iso.datetime({ offset: true }).or(z.iso.date()).optional(), to: z.iso.datetime({ offset: true }).or(z.iso.date()).optional() }).strict();
   router.get('/chat/agent/reports', async (req, res) => {
     requireAgent(req);
-    const q = parseOrThrow(reportQuery, ownQuery(req));
+    const q = parseOrThrow(S.reportQuery, ownQuery(req));
     const to = q.to ? new Date(q.to) : new Date();
     const from = q.from ? new Date(q.from) : new Date(to.getTime() - 30 * 86_400_000);
     if (from > to) throw invalidParams({ from: 'from must not be later than to.' });
     res.json(await chatReport(db, from, to));
   });
 
-  const cannedQuery = z.object({ search: z.string().max(200).optional(), session_id: z.coerce.number().int().positive().optional() }).strict();
   router.get('/chat/agent/canned-replies', async (req, res) => {
     const caller = requireAgent(req);
-    const q = parseOrThrow(cannedQuery, ownQuery(req));
+    const q = parseOrThrow(S.cannedQuery, ownQuery(req));
     let session: SessionRow | undefined;
     if (q.session_id !== undefined) {
       session = await db('chat_sessions').where({ id: q.session_id }).first();
@@ -546,7 +540,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.post('/chat/agent/agents/:agent_id/token', async (req, res) => {
     requireAdmin(req);
     const id = parseId(req, 'chat_agent', 'agent_id');
-    jsonBody(req);
+    jsonBody(req, { optional: true });
     const r = await agents.rotateToken(id);
     res.json({ agent: agentRecord(r.agent), token: r.token });
   });

@@ -1,30 +1,58 @@
 import { z } from 'zod';
 import { fields } from '../http/validation';
-import { DAYS, validTimeZone } from './availability';
+import { DAYS, TIME_ZONES, validTimeZone } from './availability';
+import { AGENT_ONLY_FIELDS } from './sessions';
 
-/** Request bodies of the chat routes (strict: unknown keys are refused) and the records they answer. */
+/**
+ * Request bodies and queries of the chat routes (strict: unknown keys are refused) and the
+ * records they answer. Every rule the server applies is written so that the OpenAPI document
+ * generated from these schemas states it too (a pattern rather than a refine; `meta` for what
+ * zod cannot say itself: object-level minProperties, oneOf); rules across fields that JSON
+ * Schema cannot say are in the operations' descriptions (docs.ts).
+ */
 
 /** The values the tickets table allows (CHECK constraints of the chat migration). */
 export const TICKET_STATUSES = ['open', 'pending', 'resolved', 'closed'] as const;
 export const TICKET_PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
 
-const shortText = (max: number) => z.string().trim().min(1).max(max);
-const url = () => z.string().max(2000).refine((v) => /^https?:\/\/\S+$/.test(v), { message: 'is not a valid http(s) URL.' });
+/**
+ * A string of at most `max` characters counted as JSON Schema counts them (code points: an
+ * emoji is one character, where zod's max() would count two UTF-16 units).
+ */
+const text = (max: number) =>
+  z
+    .string()
+    .refine((v) => v.length <= max || [...v].length <= max, { message: `must be at most ${max} characters long.` })
+    .meta({ maxLength: max });
+/** Text that is not blank, stored trimmed (the length is checked as sent, as the document says). */
+const shortText = (max: number) => text(max).regex(/\S/, 'must not be blank.').trim();
+const url = () => text(2000).regex(/^https?:\/\/\S+$/, 'is not a valid http(s) URL.');
+const locale = () => z.string().regex(/^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})*$/, 'is not a locale such as en_GB.');
+const metadataKey = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'keys must be 1-64 letters, digits, _, . or -');
+const MAX_METADATA_KEYS = 50;
 const metadataValues = z
-  .record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'keys must be 1-64 letters, digits, _, . or -'), z.string().max(1000))
-  .refine((m) => Object.keys(m).length <= 50, { message: 'must hold at most 50 keys.' });
+  .record(metadataKey, text(1000))
+  .refine((m) => Object.keys(m).length <= MAX_METADATA_KEYS, { message: `must hold at most ${MAX_METADATA_KEYS} keys.` })
+  .meta({ maxProperties: MAX_METADATA_KEYS });
+/** At least one of the object's fields (the document says minProperties: 1). */
+const notEmpty = <T extends z.ZodObject>(schema: T) =>
+  schema.refine((b) => Object.keys(b).length > 0, { message: `give at least one of ${Object.keys(schema.shape).join(', ')}.`, path: ['body'] }).meta({ minProperties: 1 });
 
 export const createSessionSchema = z
   .object({
     customer_id: fields.id().optional().describe('A customer of the platform. Anonymous callers must add customer_hash (identity verification).'),
-    customer_hash: z.string().regex(/^[a-fA-F0-9]{64}$/).optional().describe('HMAC-SHA256 of the customer id with the chat secret (`npm run cli -- chat identity-hash <id>`).'),
-    customer_name: z.string().trim().max(200).optional(),
-    customer_email: z.email().max(254).optional(),
-    site_id: fields.id().optional(),
+    customer_hash: z
+      .string()
+      .regex(/^[a-fA-F0-9]{64}$/, 'is not 64 hexadecimal digits.')
+      .optional()
+      .describe('HMAC-SHA256 of the customer id with the chat secret (`npm run cli -- chat identity-hash <id>`). Required with customer_id unless the caller is an agent.'),
+    customer_name: text(200).trim().optional().describe('Unverified unless customer_id is proven (identity_verified).'),
+    customer_email: z.email().max(254).optional().describe('Unverified unless customer_id is proven (identity_verified).'),
+    site_id: fields.id().optional().describe('The site the chat is about. From callers other than agents it is an unverified claim, dropped when no such site exists (agents get 400).'),
     page_url: url().optional(),
-    page_title: z.string().max(500).optional(),
+    page_title: text(500).optional(),
     referrer: url().optional(),
-    locale: z.string().regex(/^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})*$/).optional(),
+    locale: locale().optional(),
     metadata: metadataValues.optional(),
     message: shortText(10_000).optional().describe('The opening message.'),
     realtime: z.boolean().optional().describe('false: the widget cannot use the realtime channel (the session then also gets a ticket).'),
@@ -37,17 +65,19 @@ export const postMessageSchema = z
     canned_reply_id: fields.id().optional().describe('Agents: send this canned reply, placeholders filled.'),
   })
   .strict()
-  .refine((b) => (b.body === undefined) !== (b.canned_reply_id === undefined), { message: 'give either body or canned_reply_id.', path: ['body'] });
+  .refine((b) => (b.body === undefined) !== (b.canned_reply_id === undefined), { message: 'give either body or canned_reply_id.', path: ['body'] })
+  .meta({ oneOf: [{ required: ['body'] }, { required: ['canned_reply_id'] }] });
 
-export const contextSchema = z
-  .object({
-    page_url: url().nullable().optional(),
-    page_title: z.string().max(500).nullable().optional(),
-    referrer: url().nullable().optional(),
-    locale: z.string().regex(/^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})*$/).nullable().optional(),
-  })
-  .strict()
-  .refine((b) => Object.keys(b).length > 0, { message: 'give at least one of page_url, page_title, referrer and locale.', path: ['body'] });
+export const contextSchema = notEmpty(
+  z
+    .object({
+      page_url: url().nullable().optional(),
+      page_title: text(500).nullable().optional(),
+      referrer: url().nullable().optional(),
+      locale: locale().nullable().optional(),
+    })
+    .strict(),
+);
 
 export const tokenSchema = z
   .object({ refresh_session_token: z.boolean().optional().describe('Customers: also replace the session token (the old one stops working).') })
@@ -56,9 +86,10 @@ export const tokenSchema = z
 export const metadataSchema = z
   .object({
     metadata: z
-      .record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'keys must be 1-64 letters, digits, _, . or -'), z.string().max(1000).nullable())
-      .refine((m) => Object.keys(m).length >= 1 && Object.keys(m).length <= 50, { message: 'must hold 1 to 50 keys.' })
-      .describe('Keys to set (string values) or remove (null); other keys are kept.'),
+      .record(metadataKey, text(1000).nullable())
+      .refine((m) => Object.keys(m).length >= 1 && Object.keys(m).length <= MAX_METADATA_KEYS, { message: `must hold 1 to ${MAX_METADATA_KEYS} keys.` })
+      .meta({ minProperties: 1, maxProperties: MAX_METADATA_KEYS })
+      .describe(`Keys to set (string values) or remove (null); other keys are kept. The session holds at most ${MAX_METADATA_KEYS} keys in all.`),
   })
   .strict();
 
@@ -82,24 +113,30 @@ export const convertTicketSchema = z
 export const agentTimeSchema = z
   .object({
     minutes: fields.int().min(1).max(1440),
-    note: z.string().max(2000).optional(),
+    note: text(2000).optional(),
     agent_id: fields.id().optional().describe('Admins only: log the time of another agent (required with the API credentials).'),
   })
   .strict();
 
-export const satisfactionSchema = z.object({ rating: fields.int().min(1).max(5), comment: z.string().trim().max(2000).optional() }).strict();
+export const satisfactionSchema = z.object({ rating: fields.int().min(1).max(5), comment: text(2000).trim().optional() }).strict();
 
 const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$|^24:00$/, 'is not a time HH:MM');
 export const businessHoursSchema = z
   .object({
     enabled: z.boolean().optional(),
-    timezone: z.string().refine(validTimeZone, { message: 'is not a valid IANA time zone, e.g. Europe/Paris.' }).optional(),
+    timezone: z
+      .string()
+      .refine(validTimeZone, { message: 'is not a valid IANA time zone, e.g. Europe/Paris.' })
+      // The document lists the canonical names; older aliases the runtime knows (US/Eastern) work too.
+      .meta({ enum: TIME_ZONES })
+      .optional()
+      .describe('An IANA time zone, e.g. Europe/Paris.'),
     schedule: z
       .partialRecord(z.enum(DAYS), z.array(z.array(hhmm).length(2).refine(([a, b]) => a < b, { message: 'must end after it starts.' })).max(10))
       .optional()
-      .describe('Per weekday (sun..sat): open intervals [["09:00","17:00"]] in the time zone.'),
-    holidays: z.array(z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'is not a date YYYY-MM-DD')).max(366).optional(),
-    offline_message: z.string().max(1000).optional(),
+      .describe('Per weekday (sun..sat): open intervals [["09:00","17:00"]] in the time zone; each ends after it starts ("24:00" for midnight).'),
+    holidays: z.array(z.iso.date({ error: 'is not a date YYYY-MM-DD' })).max(366).optional(),
+    offline_message: text(1000).optional(),
   })
   .strict();
 
@@ -110,35 +147,53 @@ export const agentAvailabilitySchema = z
     business_hours: businessHoursSchema.optional().describe('Admins only.'),
   })
   .strict()
-  .refine((b) => b.presence !== undefined || b.business_hours !== undefined, { message: 'give presence and/or business_hours.', path: ['body'] });
+  .refine((b) => b.presence !== undefined || b.business_hours !== undefined, { message: 'give presence and/or business_hours.', path: ['body'] })
+  .meta({ anyOf: [{ required: ['presence'] }, { required: ['business_hours'] }] });
 
 export const createAgentSchema = z.object({ name: shortText(200), email: z.email().max(254), is_admin: z.boolean().optional() }).strict();
 export const updateAgentSchema = z
   .object({ name: shortText(200).optional(), email: z.email().max(254).optional(), is_admin: z.boolean().optional(), active: z.boolean().optional() })
   .strict();
 
-export const createCannedSchema = z
-  .object({ shortcut: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,49}$/, 'must be 1-50 lower-case letters, digits, _ or -'), title: shortText(200), body: shortText(10_000) })
-  .strict();
-export const updateCannedSchema = z
-  .object({
-    shortcut: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,49}$/, 'must be 1-50 lower-case letters, digits, _ or -').optional(),
-    title: shortText(200).optional(),
-    body: shortText(10_000).optional(),
-  })
-  .strict();
+const shortcut = () => z.string().regex(/^[a-z0-9][a-z0-9_-]{0,49}$/, 'must be 1-50 lower-case letters, digits, _ or -');
+export const createCannedSchema = z.object({ shortcut: shortcut(), title: shortText(200), body: shortText(10_000) }).strict();
+export const updateCannedSchema = z.object({ shortcut: shortcut().optional(), title: shortText(200).optional(), body: shortText(10_000).optional() }).strict();
 
 export const ticketNoteSchema = z.object({ note: shortText(10_000) }).strict();
 
-export const updateTicketSchema = z
+export const updateTicketSchema = notEmpty(
+  z
+    .object({
+      status: z.enum(TICKET_STATUSES).optional(),
+      priority: z.enum(TICKET_PRIORITIES).optional(),
+      subject: shortText(200).optional(),
+      category: shortText(100).nullable().optional().describe('null removes the category.'),
+    })
+    .strict(),
+);
+
+// ---- queries ----------------------------------------------------------------------------
+export const messagesQuery = z
   .object({
-    status: z.enum(TICKET_STATUSES).optional(),
-    priority: z.enum(TICKET_PRIORITIES).optional(),
-    subject: shortText(200).optional(),
-    category: shortText(100).nullable().optional().describe('null removes the category.'),
+    after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0).describe('Only messages with an id greater than this.'),
+    limit: z.coerce.number().int().min(1).max(100).default(50).describe('At most this many messages.'),
   })
-  .strict()
-  .refine((b) => Object.keys(b).length > 0, { message: 'give at least one of status, priority, subject and category.', path: ['body'] });
+  .strict();
+
+const dateOrDateTime = () => z.iso.datetime({ offset: true }).or(z.iso.date());
+export const reportQuery = z
+  .object({
+    from: dateOrDateTime().optional().describe('Start (ISO 8601 date or date-time with a zone). Default: 30 days before to. Not later than to.'),
+    to: dateOrDateTime().optional().describe('End, exclusive (ISO 8601). Default: now.'),
+  })
+  .strict();
+
+export const cannedQuery = z
+  .object({
+    search: text(200).optional().describe('Substring of shortcut, title or body.'),
+    session_id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional().describe('Fill the placeholders for this session (an existing one).'),
+  })
+  .strict();
 
 // ---- records (documentation; the contract tests check every response against them) ----
 const iso = { type: 'string', format: 'date-time' };
@@ -160,6 +215,10 @@ const sessionProperties = {
   customer_name: { type: 'string' },
   customer_email: { type: 'string' },
   site_id: intOrNull,
+  identity_verified: {
+    type: 'boolean',
+    description: 'true when the customer is proven (customer_id with a matching customer_hash, or a session an agent started); false: customer_name, customer_email and site_id are what the visitor typed, unverified.',
+  },
   context: obj({ page_url: strOrNull, page_title: strOrNull, referrer: strOrNull, locale: strOrNull }),
   metadata: { type: 'object', additionalProperties: { type: 'string' } },
   assigned_agent_id: intOrNull,
@@ -174,10 +233,11 @@ const sessionProperties = {
   date_created: iso,
   date_modified: iso,
 };
+const AGENT_ONLY: readonly string[] = AGENT_ONLY_FIELDS;
 export const sessionJson = {
   ...obj(sessionProperties),
-  required: Object.keys(sessionProperties).filter((k) => k !== 'metadata' && k !== 'follow_up_workflow_id'),
-  description: 'A chat session. metadata and follow_up_workflow_id are shown to agents only.',
+  required: Object.keys(sessionProperties).filter((k) => !AGENT_ONLY.includes(k)),
+  description: `A chat session. ${AGENT_ONLY.join(', ')} are shown to agents only.`,
 };
 
 export const attachmentJson = obj({
@@ -298,6 +358,7 @@ export const ticketJson = obj({
   customer_name: { type: 'string' },
   customer_email: { type: 'string' },
   site_id: intOrNull,
+  identity_verified: { type: 'boolean', description: 'Copied from the session it was made from: false when its customer name and e-mail are unverified claims.' },
   chat_session_ids: { type: 'array', items: { type: 'integer' } },
   messages: {
     type: 'array',

@@ -22,6 +22,7 @@ export interface SessionRow {
   customer_name: string;
   customer_email: string;
   site_id: number | null;
+  identity_verified: boolean;
   page_url: string | null;
   page_title: string | null;
   referrer: string | null;
@@ -76,6 +77,7 @@ export function sessionRecord(s: SessionRow) {
     customer_name: s.customer_name,
     customer_email: s.customer_email,
     site_id: s.site_id === null ? null : Number(s.site_id),
+    identity_verified: s.identity_verified,
     context: { page_url: s.page_url, page_title: s.page_title, referrer: s.referrer, locale: s.locale },
     metadata: s.metadata ?? {},
     assigned_agent_id: s.assigned_agent_id === null ? null : Number(s.assigned_agent_id),
@@ -93,15 +95,20 @@ export function sessionRecord(s: SessionRow) {
 }
 export type SessionRecord = ReturnType<typeof sessionRecord>;
 
+export const AGENT_ONLY_FIELDS = ['metadata', 'follow_up_workflow_id', 'site_id', 'identity_verified'] as const;
+
 /**
  * What a caller sees of a session: agents everything; customers (and anonymous callers creating
- * one) not the metadata agents keep on it, nor the follow-up workflow id.
+ * one) not the metadata agents keep on it, the follow-up workflow id, nor the site and whether
+ * the identity is verified (an unknown site_id from a visitor is dropped: showing the site
+ * would tell whether it exists).
  */
 export function sessionView(s: SessionRow, caller: { kind: string }) {
   const record = sessionRecord(s);
   if (caller.kind === 'agent') return record;
-  const { metadata: _metadata, follow_up_workflow_id: _workflow, ...customerView } = record;
-  return customerView;
+  const customerView: Partial<SessionRecord> = { ...record };
+  for (const k of AGENT_ONLY_FIELDS) delete customerView[k];
+  return customerView as Omit<SessionRecord, (typeof AGENT_ONLY_FIELDS)[number]>;
 }
 
 export function attachmentRecord(a: AttachmentRow, chatBase: string) {
@@ -209,6 +216,8 @@ export class SessionStore {
   constructor(
     private readonly db: Db,
     private readonly tokenTtlSeconds: number,
+    /** Absolute lifetime of the session's tokens from its creation (CHAT_SESSION_TOKEN_MAX_AGE_SECONDS). */
+    private readonly tokenMaxAgeSeconds: number,
   ) {}
 
   async get(id: number): Promise<SessionRow> {
@@ -220,8 +229,15 @@ export class SessionStore {
   /**
    * Creates a session (and its opening message). With a fallback reason, the session gets a
    * ticket holding the conversation at once, with a system message saying so.
+   * `by.agent`: an unknown site_id is refused (400); for anyone else it is dropped, so the
+   * answer does not tell which sites exist. `by.verified`: the customer is proven (an agent, or
+   * customer_id with a matching customer_hash).
    */
-  async create(input: CreateSessionInput, fallback: { reason: FallbackReason; notice: string } | null): Promise<{ session: SessionRow; token: string; messages: MessageRow[] }> {
+  async create(
+    input: CreateSessionInput,
+    fallback: { reason: FallbackReason; notice: string } | null,
+    by: { agent: boolean; verified: boolean },
+  ): Promise<{ session: SessionRow; token: string; messages: MessageRow[] }> {
     return this.db.transaction(async (trx) => {
       const errors: Record<string, string> = {};
       let name = input.customer_name ?? '';
@@ -234,7 +250,11 @@ export class SessionStore {
           email ||= c.email;
         }
       }
-      if (input.site_id !== undefined && !(await trx('sites').where({ id: input.site_id }).first('id'))) errors.site_id = 'site_id is not an existing site.';
+      let siteId = input.site_id ?? null;
+      if (siteId !== null && !(await trx('sites').where({ id: siteId }).first('id'))) {
+        if (by.agent) errors.site_id = 'site_id is not an existing site.';
+        siteId = null;
+      }
       if (Object.keys(errors).length) throw invalidParams(errors);
 
       const [row] = await trx('chat_sessions')
@@ -242,14 +262,15 @@ export class SessionStore {
           customer_id: input.customer_id ?? null,
           customer_name: name,
           customer_email: email,
-          site_id: input.site_id ?? null,
+          site_id: siteId,
+          identity_verified: by.verified,
           page_url: input.page_url ?? null,
           page_title: input.page_title ?? null,
           referrer: input.referrer ?? null,
           locale: input.locale ?? null,
           metadata: JSON.stringify(input.metadata ?? {}),
           token_sha256: 'pending',
-          token_expires_at: new Date(Date.now() + this.tokenTtlSeconds * 1000),
+          token_expires_at: new Date(Date.now() + Math.min(this.tokenTtlSeconds, this.tokenMaxAgeSeconds) * 1000),
         })
         .returning('*');
       const { token, digest } = makeToken('customer', Number(row.id));
@@ -431,12 +452,25 @@ export class SessionStore {
     return { session_id: id, rating: rows[0].rating, comment: rows[0].comment, date_created: isoDate(rows[0].date_created)! };
   }
 
+  /**
+   * A new session token (the old one stops working), never for a closed session (409), and
+   * never valid past the session's absolute lifetime.
+   */
   async refreshToken(id: number): Promise<{ token: string; expires: Date }> {
     const { token, digest } = makeToken('customer', id);
-    const expires = new Date(Date.now() + this.tokenTtlSeconds * 1000);
-    const n = await this.db('chat_sessions').where({ id }).update({ token_sha256: digest, token_expires_at: expires });
-    if (!n) throw notFoundItem('chat_session');
-    return { token, expires };
+    const [row] = await this.db('chat_sessions')
+      .where({ id })
+      .whereNot({ status: 'closed' })
+      .update({
+        token_sha256: digest,
+        token_expires_at: this.db.raw('LEAST(now() + make_interval(secs => ?), date_created + make_interval(secs => ?))', [this.tokenTtlSeconds, this.tokenMaxAgeSeconds]),
+      })
+      .returning('token_expires_at');
+    if (!row) {
+      await this.get(id);
+      throw conflict('chat_session_closed', 'The session is closed: its token cannot be refreshed.');
+    }
+    return { token, expires: new Date(row.token_expires_at) };
   }
 
   async rating(id: number) {

@@ -17,6 +17,7 @@ export interface SessionForTicket {
   customer_name: string;
   customer_email: string;
   site_id: number | null;
+  identity_verified: boolean;
   ticket_id: number | null;
 }
 
@@ -59,6 +60,7 @@ export async function createTicketForSession(
       customer_name: session.customer_name,
       customer_email: session.customer_email,
       site_id: session.site_id,
+      identity_verified: session.identity_verified,
     })
     .returning('id');
   const ticketId = Number(ticket.id);
@@ -86,6 +88,7 @@ export async function ticketDetail(db: Knex, id: number) {
     customer_name: t.customer_name,
     customer_email: t.customer_email,
     site_id: t.site_id,
+    identity_verified: t.identity_verified,
     chat_session_ids: sessions.map(Number),
     messages: messages.map((m) => ({ id: m.id, sender_type: m.sender_type, sender_name: m.sender_name, body: m.body, chat_message_id: m.chat_message_id, date_created: isoDate(m.date_created)! })),
     notes: notes.map((n) => ({ id: n.id, agent_id: n.agent_id, note: n.note, date_created: isoDate(n.date_created)! })),

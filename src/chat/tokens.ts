@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { constantTimeEqual } from '../http/auth';
-import { sha256 } from '../settings/store';
+import { sha256, StoredSecret } from '../settings/store';
 
 /**
  * Chat credentials.
@@ -46,30 +46,9 @@ export interface RealtimeClaims {
 }
 
 /** The chat secret: CHAT_TOKEN_SECRET, or a random one kept in the settings table (shared by every process). */
-export class ChatSecret {
-  private value: Promise<Buffer> | undefined;
-
-  constructor(
-    private readonly db: Db,
-    private readonly config: Pick<Config, 'CHAT_TOKEN_SECRET'>,
-  ) {}
-
-  get(): Promise<Buffer> {
-    this.value ??= this.load().catch((err) => {
-      this.value = undefined;
-      throw err;
-    });
-    return this.value;
-  }
-
-  private async load(): Promise<Buffer> {
-    if (this.config.CHAT_TOKEN_SECRET) return Buffer.from(this.config.CHAT_TOKEN_SECRET, 'utf8');
-    await this.db('settings')
-      .insert({ key: SECRET_SETTING, value: JSON.stringify(crypto.randomBytes(32).toString('hex')) })
-      .onConflict('key')
-      .ignore();
-    const row = await this.db('settings').where({ key: SECRET_SETTING }).first('value');
-    return Buffer.from(String(row.value), 'utf8');
+export class ChatSecret extends StoredSecret {
+  constructor(db: Db, config: Pick<Config, 'CHAT_TOKEN_SECRET'>) {
+    super(db, SECRET_SETTING, config.CHAT_TOKEN_SECRET);
   }
 
   private async mac(purpose: string, data: string): Promise<string> {

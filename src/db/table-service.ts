@@ -234,7 +234,7 @@ export function recordSchema(cfg: Pick<TableResourceConfig, 'model' | 'columns'>
 export function tableResource<S extends ResourceService<Row>>(
   service: S,
   cfg: TableResourceConfig,
-  def: { plural: string; createSchema: z.ZodObject; updateSchema: z.ZodObject; nullable?: string[]; description?: string },
+  def: { plural: string; createSchema: z.ZodObject; updateSchema: z.ZodObject; nullable?: string[]; extra?: Record<string, z.ZodType>; description?: string },
 ): ResourceDefinition<Row> {
   return {
     model: cfg.model,
@@ -242,7 +242,7 @@ export function tableResource<S extends ResourceService<Row>>(
     listSpec: cfg.listSpec,
     createSchema: def.createSchema,
     updateSchema: def.updateSchema,
-    recordSchema: recordSchema(cfg, def.createSchema, def.nullable),
+    recordSchema: recordSchema(cfg, def.createSchema, def.nullable, def.extra),
     description: def.description,
     service,
   };

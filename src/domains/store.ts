@@ -1,10 +1,11 @@
 import type { Db } from '../db/knex';
 import { TableService, type Row, type Trx } from '../db/table-service';
-import { invalidParams } from '../http/errors';
+import { conflict, invalidParams } from '../http/errors';
 import type { ListQuery, ListSpec } from '../http/list';
 import type { ResourceService } from '../http/resource';
 import { checksUnavailable, type DomainChecks } from './checks';
 import { CHECKING_STAGES, DOMAIN_STAGES, INACTIVE_STAGES } from './schema';
+import { requiredRecord, type MappingTarget } from './target';
 
 export const domainListSpec: ListSpec = {
   idColumn: 't.id',
@@ -89,10 +90,19 @@ async function checkDomain(trx: Trx, cols: Row, current?: Row): Promise<void> {
   }
 }
 
+/** The stage a retry checks again from: the step that failed, or the one waiting for its next try. */
+const RETRY_FROM: Record<string, string> = {
+  'checking-dns': 'checking-dns',
+  failed: 'checking-dns',
+  'checking-ssl-cert': 'checking-ssl-cert',
+  'ssl-failed': 'checking-ssl-cert',
+};
+
 /**
  * Domain mappings. A mapping created in (or moved to) `checking-dns` gets a durable check
  * workflow (`checking-ssl-cert` too: the check then starts at the certificate); deleting the
- * mapping, or moving it out of the checking stages by hand, stops it.
+ * mapping, or moving it out of the checking stages by hand, stops it. Every record carries
+ * `dns_record`, the record its name needs (see ./target.ts).
  */
 export class DomainService implements ResourceService<Row> {
   readonly table: TableService;
@@ -100,6 +110,7 @@ export class DomainService implements ResourceService<Row> {
   constructor(
     readonly db: Db,
     readonly checks: DomainChecks,
+    private readonly target: MappingTarget,
   ) {
     this.table = new TableService(db, {
       table: 'domains',
@@ -114,6 +125,7 @@ export class DomainService implements ResourceService<Row> {
         stage: 'text',
         workflow_id: 'text',
         last_error: 'text',
+        next_check_at: 'timestamp',
       },
       listSpec: domainListSpec,
       references: {
@@ -137,15 +149,55 @@ export class DomainService implements ResourceService<Row> {
     });
   }
 
-  list(q: ListQuery) {
-    return this.table.list(q);
+  /** Each record gets dns_record, the record its name needs. */
+  private async addDnsRecords(recs: (Row | null)[]): Promise<void> {
+    const target = await this.target.value();
+    for (const rec of recs) if (rec) rec.dns_record = requiredRecord(rec.domain, target);
   }
 
-  get(id: number) {
-    return this.table.get(id);
+  async list(q: ListQuery) {
+    const out = await this.table.list(q);
+    await this.addDnsRecords(out.rows);
+    return out;
+  }
+
+  async get(id: number) {
+    const rec = await this.table.get(id);
+    await this.addDnsRecords([rec]);
+    return rec;
   }
 
   async create(input: Row): Promise<Row> {
+    const rec = await this.createRow(input);
+    await this.addDnsRecords([rec]);
+    return rec;
+  }
+
+  async update(id: number, input: Row): Promise<Row | null> {
+    const rec = await this.updateRow(id, input);
+    await this.addDnsRecords([rec]);
+    return rec;
+  }
+
+  /**
+   * POST /domains/{id}/retry: checks again at once, from the step that failed or the one
+   * waiting for its next try (the same as sending that checking stage). Other stages have
+   * nothing to retry: 409.
+   */
+  async retry(id: number): Promise<Row | null> {
+    const row = await this.table.getRow(id);
+    if (!row) return null;
+    const stage = RETRY_FROM[row.stage];
+    if (!stage) {
+      throw conflict(
+        'wu_rest_domain_not_retryable',
+        `Domain ${id} is in stage ${row.stage}: no check failed or waits for a try, so there is nothing to retry. To check it from the start, set its stage to checking-dns.`,
+      );
+    }
+    return this.update(id, { stage });
+  }
+
+  private async createRow(input: Row): Promise<Row> {
     if (CHECKING_STAGES.has(input.stage ?? 'checking-dns')) this.checks.assertAvailable();
     const previousPrimaries: number[] =
       input.primary_domain && isSet(input.blog_id) ? (await this.db('domains').where({ blog_id: input.blog_id, primary_domain: true }).pluck('id')).map(Number) : [];
@@ -168,7 +220,7 @@ export class DomainService implements ResourceService<Row> {
     return rec;
   }
 
-  async update(id: number, input: Row): Promise<Row | null> {
+  private async updateRow(id: number, input: Row): Promise<Row | null> {
     if (CHECKING_STAGES.has(input.stage)) this.checks.assertAvailable();
     const before = await this.table.getRow(id);
     if (!before) return null;
@@ -177,9 +229,11 @@ export class DomainService implements ResourceService<Row> {
     // Sending a checking stage (even the current one) or renaming a checked domain (re)starts its check.
     const restart = CHECKING_STAGES.has(rec.stage) && (CHECKING_STAGES.has(input.stage) || rec.domain !== before.domain);
     if (restart) {
+      // Cleared before the start: the new check's first try may record its own error at once.
+      await this.db('domains').where({ id }).update({ last_error: null, next_check_at: null });
       try {
         const workflowId = await this.checks.start(rec as { id: number; domain: string });
-        await this.db('domains').where({ id }).update({ workflow_id: workflowId, last_error: null });
+        await this.db('domains').where({ id }).update({ workflow_id: workflowId });
       } catch (err) {
         await this.db('domains').where({ id }).update({ last_error: `domain checks could not be started: ${(err as Error).message}` });
         throw checksUnavailable((err as Error).message);

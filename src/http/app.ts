@@ -16,7 +16,10 @@ import { mountSettings } from '../settings/routes';
 import type { SettingsStore } from '../settings/store';
 import { temporalReadiness, type TemporalHandle } from '../temporal/client';
 import { AuthFailureLimiter, requireApiAuth } from './auth';
+import { refuseCrossSite } from './cross-site';
 import { errorHandler, notFoundHandler } from './errors';
+import { afterAuthentication, heldBackBodyError, readBody } from './input';
+import { publicBase, setPublicBase } from './public-url';
 import type { Metrics } from './metrics';
 import { RouteRegistry, type RouteInfo } from './routes';
 import { buildOpenApiDocument } from '../openapi/document';
@@ -44,7 +47,6 @@ const OVERRIDABLE = new Set(['PUT', 'PATCH', 'DELETE', 'GET', 'HEAD']);
 
 declare module 'express-serve-static-core' {
   interface Request {
-    bodyError?: unknown;
     /** The request's logger: every line carries request_id. */
     log: Logger;
   }
@@ -72,10 +74,17 @@ function requestIdAndLog(req: Request, res: Response, next: NextFunction): void 
   next();
 }
 
-/** WordPress clients send PUT/PATCH/DELETE as POST with X-HTTP-Method-Override or ?_method=. */
+/**
+ * WordPress clients send PUT/PATCH/DELETE as POST with X-HTTP-Method-Override or ?_method=.
+ * `_method` only on requests declaring a JSON body: a page on another site can post a form (or
+ * an empty body) to any URL, but cannot send that Content-Type, nor the header, without a CORS
+ * preflight.
+ */
 function methodOverride(req: Request, _res: Response, next: NextFunction): void {
   if (req.method === 'POST') {
-    const raw = req.get('x-http-method-override') ?? (typeof req.query._method === 'string' ? req.query._method : undefined);
+    const json = /^application\/([\w.-]+\+)?json\s*(;|$)/i.test(req.get('content-type') ?? '');
+    const fromQuery = json && typeof req.query._method === 'string' ? req.query._method : undefined;
+    const raw = req.get('x-http-method-override') ?? fromQuery;
     const method = raw?.toUpperCase();
     if (method && OVERRIDABLE.has(method)) req.method = method;
   }
@@ -119,7 +128,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   const prefix = config.REST_PREFIX;
   const registry = new RouteRegistry(prefix);
   app.locals.registry = registry;
-  const siteUrl = (req: Request) => config.PUBLIC_URL?.replace(/\/$/, '') ?? `${req.protocol}://${req.get('host')}`;
+  setPublicBase(app, config);
 
   const anyObject = { type: 'object', additionalProperties: true };
   // Discovery, as WordPress: a Link header pointing at the REST index.
@@ -129,8 +138,8 @@ export function createApp(deps: AppDeps): AppWithRegistry {
     responses: { 200: { description: 'Where the REST index is.', schema: { type: 'object', required: ['name', 'rest_index'], properties: { name: { type: 'string' }, rest_index: { type: 'string' } } } } },
   });
   app.get('/', (req, res) => {
-    res.setHeader('Link', `<${siteUrl(req)}${prefix}/>; rel="https://api.w.org/"`);
-    res.json({ name: 'hostflow', rest_index: `${siteUrl(req)}${prefix}/` });
+    res.setHeader('Link', `<${publicBase(req)}${prefix}/>; rel="https://api.w.org/"`);
+    res.json({ name: 'hostflow', rest_index: `${publicBase(req)}${prefix}/` });
   });
 
   registry.service('GET', '/healthz', {
@@ -179,21 +188,14 @@ export function createApp(deps: AppDeps): AppWithRegistry {
 
   // ---- wu/v2 ----------------------------------------------------------------------------
   const wu = Router();
-  const json = express.json({ limit: config.BODY_LIMIT, type: ['application/json', 'application/*+json'] });
   wu.use((req, res, next) => {
     res.locals.mountPath = req.baseUrl;
     next();
   });
-  // Body errors are held back until the caller has authenticated.
-  wu.use((req, res, next) =>
-    json(req, res, (err?: unknown) => {
-      if (err) {
-        req.bodyError = err;
-        req.body = undefined;
-      }
-      next();
-    }),
-  );
+  wu.use(refuseCrossSite([], 'Call the API from a server, not from a page on another site.'));
+  // JSON and form bodies; their errors are held back until the caller has authenticated.
+  wu.use(readBody(config, { form: true }));
+  registry.acceptFormBodies(WU_NAMESPACE);
 
   registry.operation(WU_NAMESPACE, 'GET', '/', {
     summary: 'Namespace index: the routes of wu/v2 and their methods',
@@ -205,7 +207,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
     res.json({
       namespace: WU_NAMESPACE,
       routes: routeIndex(registry.routes.filter((r) => r.namespace === WU_NAMESPACE)),
-      _links: { up: [{ href: `${siteUrl(req)}${prefix}/` }] },
+      _links: { up: [{ href: `${publicBase(req)}${prefix}/` }] },
     });
   });
 
@@ -227,7 +229,8 @@ export function createApp(deps: AppDeps): AppWithRegistry {
 
   const limiter = new AuthFailureLimiter(config.AUTH_FAILURE_LIMIT, config.AUTH_FAILURE_WINDOW_SECONDS * 1000);
   wu.use(requireApiAuth(settings, limiter));
-  wu.use((req, _res, next) => next(req.bodyError));
+  wu.use(afterAuthentication);
+  wu.use(heldBackBodyError);
 
   registry.operation(WU_NAMESPACE, 'GET', '/auth', {
     summary: 'Test the credentials',
@@ -248,7 +251,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   mountProducts(wu, registry, WU_NAMESPACE, db);
   mountMemberships(wu, registry, WU_NAMESPACE, db);
   mountPayments(wu, registry, WU_NAMESPACE, db);
-  const domains = mountDomains(wu, registry, WU_NAMESPACE, db, deps.temporal, metrics, config);
+  const domains = mountDomains(wu, registry, WU_NAMESPACE, db, deps.temporal, metrics, config, settings);
   mountSites(wu, registry, WU_NAMESPACE, db, domains.checks);
   mountRegister(wu, registry, WU_NAMESPACE, { db, settings, temporal: deps.temporal, metrics, config });
   mountTenants(wu, registry, WU_NAMESPACE, { db, temporal: deps.temporal, metrics, config });
@@ -264,12 +267,12 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   });
   // Non-strict routing: /wp-json and /wp-json/ both match.
   app.get(prefix, (req, res) => {
-    res.setHeader('Link', `<${siteUrl(req)}${prefix}/>; rel="https://api.w.org/"`);
+    res.setHeader('Link', `<${publicBase(req)}${prefix}/>; rel="https://api.w.org/"`);
     res.json({
       name: 'hostflow',
       description: 'Multi-site hosting and billing platform',
-      url: siteUrl(req),
-      home: siteUrl(req),
+      url: publicBase(req),
+      home: publicBase(req),
       namespaces: [...registry.namespaces],
       authentication: { basic: { description: 'HTTP Basic with api_key:api_secret, or api_key/api_secret parameters' } },
       routes: routeIndex(registry.routes),

@@ -119,10 +119,9 @@ export class AuthFailureLimiter extends AddressLimiter {
   }
 }
 
+/** No WWW-Authenticate (as WordPress): a Basic challenge makes browsers prompt for and then keep sending credentials, which cross-site forms could ride on. */
 function forbidden(): ApiError {
-  return new ApiError(401, 'rest_forbidden', 'Sorry, you are not allowed to do that.', {}, {
-    'WWW-Authenticate': 'Basic realm="hostflow API"',
-  });
+  return new ApiError(401, 'rest_forbidden', 'Sorry, you are not allowed to do that.');
 }
 
 /**

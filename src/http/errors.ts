@@ -40,6 +40,9 @@ export function conflict(code: string, message: string, extra: Record<string, un
   return new ApiError(409, code, message, extra);
 }
 
+/** PostgreSQL's "invalid byte sequence" (NUL in text) and "unsupported Unicode escape" (\u0000 in jsonb). */
+const UNSTORABLE_PG_CODES = new Set(['22021', '22P05']);
+
 export const notFoundHandler: RequestHandler = (_req, _res, next) => next(noRoute());
 
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
@@ -52,6 +55,9 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
     apiError = new ApiError(413, 'rest_request_too_large', `Request body is larger than the limit of ${err.limit} bytes.`, {
       limit: err.limit,
     });
+  } else if (UNSTORABLE_PG_CODES.has(err?.code) && typeof err?.severity === 'string') {
+    // A safety net: http/input.ts refuses such strings, naming them, before they get here.
+    apiError = invalidParams({ request: 'A value holds a character PostgreSQL cannot store (NUL, U+0000); remove it.' });
   } else if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') {
     apiError = new ApiError(415, 'rest_unsupported_encoding', String(err.message));
   } else {

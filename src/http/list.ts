@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import type { Request, Response } from 'express';
 import { invalidParams } from './errors';
+import { printable } from './input';
+import { publicBase } from './public-url';
 import { humanList } from './validation';
 
 /**
@@ -119,7 +121,7 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
     if (key === 'orderby') {
       const v = single();
       if (v === null) continue;
-      const column = spec.sortable[v];
+      const column = Object.hasOwn(spec.sortable, v) ? spec.sortable[v] : undefined;
       if (!column) errors.orderby = `orderby is not one of ${humanList(Object.keys(spec.sortable))}.`;
       else {
         out.orderColumn = column;
@@ -150,11 +152,13 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
       continue;
     }
 
-    const m = /^(.+?)(__in|__not_in)?$/.exec(key)!;
+    // Matches any key (an empty one, or one holding a line break, included).
+    const m = /^([\s\S]*?)(__in|__not_in)?$/.exec(key)!;
     const filterName = m[1];
-    const filter = filterName === 'id' ? { column: spec.idColumn, type: 'int' as const } : spec.filters[filterName];
+    const filter = filterName === 'id' ? { column: spec.idColumn, type: 'int' as const } : Object.hasOwn(spec.filters, filterName) ? spec.filters[filterName] : undefined;
     if (!filter) {
-      errors[key] = `${key} is not a valid parameter.`;
+      const shown = printable(rawKey);
+      errors[shown] = rawKey === '' ? 'A query parameter has an empty name (as in "?=x"): remove it.' : `${shown} is not a valid parameter.`;
       continue;
     }
     const op = m[2] === '__in' ? 'in' : m[2] === '__not_in' ? 'not_in' : 'eq';
@@ -234,7 +238,7 @@ export function setPagingHeaders(req: Request, res: Response, q: ListQuery, tota
   res.setHeader('X-WP-Total', String(total));
   res.setHeader('X-WP-TotalPages', String(totalPages));
   const links: string[] = [];
-  const base = `${req.protocol}://${req.get('host')}${req.baseUrl}${req.path}`;
+  const base = `${publicBase(req)}${req.baseUrl}${req.path}`;
   const url = (page: number) => {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(req.query)) {

@@ -15,11 +15,11 @@ export interface RouteInfo {
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-/** A query parameter documented with a JSON Schema. */
+/** A query parameter documented with a JSON Schema (or the zod schema that validates it). */
 export interface ParamDoc {
   name: string;
   description?: string;
-  schema: Record<string, unknown>;
+  schema: z.ZodType | Record<string, unknown>;
   required?: boolean;
 }
 
@@ -38,6 +38,8 @@ export interface OperationDoc {
   public?: boolean;
   query?: ParamDoc[];
   body?: z.ZodType;
+  /** false: the route also takes a request without a body (as {}); default true (400 without one). */
+  bodyRequired?: boolean;
   /** Who may call it, in words (default: the API credentials). */
   auth?: string;
   /** OpenAPI security requirements (default: the document's, the API credentials). */
@@ -62,6 +64,8 @@ export class RouteRegistry {
   readonly operations: Operation[] = [];
   /** Named schemas for the document's components (records of each model). */
   readonly components = new Map<string, z.ZodType | Record<string, unknown>>();
+  /** Namespaces whose bodies may also be application/x-www-form-urlencoded. */
+  readonly formNamespaces = new Set<string>();
 
   constructor(readonly prefix = '/wp-json') {}
 
@@ -79,6 +83,11 @@ export class RouteRegistry {
   operation(namespace: string, method: HttpMethod, path: string, doc: OperationDoc): void {
     this.operations.push({ namespace, method, path: `${this.prefix}/${namespace}${path === '/' ? '' : path}`, doc });
     this.add({ namespace, path: RouteRegistry.wpPath(namespace, path), methods: [method], public: doc.public });
+  }
+
+  /** Documents that the namespace's operations take form-encoded bodies as well as JSON. */
+  acceptFormBodies(namespace: string): void {
+    this.formNamespaces.add(namespace);
   }
 
   /** Registers a named schema; answers a $ref to it. */

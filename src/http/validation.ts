@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ApiError, invalidParams } from './errors';
+import { isFormBody } from './input';
 
 /** Lists in the WordPress style: "a, b, and c". */
 export function humanList(values: readonly unknown[]): string {
@@ -71,10 +72,112 @@ export function zodParams(error: z.ZodError, input: unknown, prefix = ''): Recor
   return params;
 }
 
+const NUMBER = /^\s*-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/;
+const BOOLEANS = new Map([['true', true], ['1', true], ['false', false], ['0', false]]);
+
+/** Whether a schema takes a string as it is (then a form string is left alone). */
+function takesString(schema: z.ZodType): boolean {
+  const def = schema._zod.def as unknown as Record<string, any>;
+  switch (def.type) {
+    case 'string':
+    case 'unknown':
+    case 'any':
+    case 'enum':
+    case 'template_literal':
+      return true;
+    case 'literal':
+      return (def.values as unknown[]).some((v) => typeof v === 'string');
+    case 'optional':
+    case 'nullable':
+    case 'default':
+    case 'prefault':
+    case 'readonly':
+    case 'catch':
+    case 'nonoptional':
+      return takesString(def.innerType);
+    case 'pipe':
+      return takesString(def.in._zod.def.type === 'transform' ? def.out : def.in);
+    case 'union':
+      return (def.options as z.ZodType[]).some(takesString);
+    case 'lazy':
+      return takesString(def.getter());
+    default:
+      return false;
+  }
+}
+
+/**
+ * A form body's strings turned into what the schema expects where a form cannot say it:
+ * integers and numbers, booleans (true/false/1/0), null for an empty value of a nullable
+ * field that takes no string. Driven by the schema, the same for every route; anything
+ * else is left for the schema to judge.
+ */
+export function coerceFormValues(schema: z.ZodType, value: unknown): unknown {
+  const def = schema._zod.def as unknown as Record<string, any>;
+  switch (def.type) {
+    case 'number':
+      return typeof value === 'string' && NUMBER.test(value) ? Number(value) : value;
+    case 'boolean':
+      return typeof value === 'string' ? (BOOLEANS.get(value.trim().toLowerCase()) ?? value) : value;
+    case 'literal': {
+      const hit = (def.values as unknown[]).find((v) => typeof v !== 'string' && String(v) === value);
+      return hit === undefined ? value : hit;
+    }
+    case 'nullable':
+      return value === '' && !takesString(def.innerType) ? null : coerceFormValues(def.innerType, value);
+    case 'optional':
+    case 'default':
+    case 'prefault':
+    case 'readonly':
+    case 'catch':
+    case 'nonoptional':
+      return coerceFormValues(def.innerType, value);
+    case 'pipe':
+      return coerceFormValues(def.in._zod.def.type === 'transform' ? def.out : def.in, value);
+    case 'lazy':
+      return coerceFormValues(def.getter(), value);
+    case 'union': {
+      if (typeof value === 'string' && takesString(schema)) return value;
+      for (const option of def.options as z.ZodType[]) {
+        const coerced = coerceFormValues(option, value);
+        if (coerced !== value && option.safeParse(coerced).success) return coerced;
+      }
+      return value;
+    }
+    case 'array':
+      return Array.isArray(value) ? value.map((v) => coerceFormValues(def.element, v)) : value;
+    case 'object': {
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+      const shape = def.shape as Record<string, z.ZodType>;
+      return Object.fromEntries(
+        Object.entries(value).map(([k, v]) => {
+          const field = Object.hasOwn(shape, k) ? shape[k] : def.catchall;
+          return [k, field ? coerceFormValues(field, v) : v];
+        }),
+      );
+    }
+    case 'record': {
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, coerceFormValues(def.valueType, v)]));
+    }
+    default:
+      return value;
+  }
+}
+
+/**
+ * safeParse of a request's input: a form-encoded body (see http/input.ts) is first coerced
+ * by the schema, so forms and JSON are validated alike.
+ */
+export function safeParseInput<S extends z.ZodType>(schema: S, input: unknown): { result: z.ZodSafeParseResult<z.output<S>>; input: unknown } {
+  const value = isFormBody(input) ? coerceFormValues(schema, input) : input;
+  return { result: schema.safeParse(value), input: value };
+}
+
 /** Parse or throw 400 wu_rest_invalid_parameter naming every offending parameter. */
 export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
-  const result = schema.safeParse(input);
-  if (!result.success) throw invalidParams(zodParams(result.error, input));
+  const { result, input: value } = safeParseInput(schema, input);
+  if (!result.success) throw invalidParams(zodParams(result.error, value));
   return result.data;
 }
 

@@ -33,6 +33,21 @@ function loadEmbeddedPostgres(): Promise<{ default: EmbeddedPostgresCtor }> {
   return loaded;
 }
 
+const ident = (s: string) => `"${s.replace(/"/g, '""')}"`;
+
+/**
+ * PostgreSQL lets every role (PUBLIC) connect to a new database. Tenant roles live on the
+ * same server, so the databases hostflow creates take that back: only superusers (hostflow's
+ * own role) and roles granted CONNECT (each tenant's role, on its own database) get in.
+ * Idempotent, so it also closes databases made before this rule.
+ */
+export async function revokePublicConnect(client: pg.Client, databases: string[]): Promise<void> {
+  for (const database of databases) await client.query(`REVOKE CONNECT ON DATABASE ${ident(database)} FROM PUBLIC`);
+}
+
+/** The server's own databases (template0 takes no connections at all). */
+const SERVER_DATABASES = ['postgres', 'template1'];
+
 export interface EmbeddedPg {
   /** Connection URL of a database on the embedded server. */
   url(database: string): string;
@@ -79,20 +94,31 @@ export async function startEmbeddedPostgres(dir: string, port: number): Promise<
   if (fresh) await server.initialise();
   await server.start();
   const url = (database: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+  const asSuperuser = async (fn: (c: pg.Client) => Promise<void>) => {
+    const client = new pg.Client({ connectionString: url('postgres') });
+    await client.connect();
+    try {
+      await fn(client);
+    } finally {
+      await client.end();
+    }
+  };
+  try {
+    await asSuperuser((c) => revokePublicConnect(c, SERVER_DATABASES));
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
   return {
     url,
     async ensureDatabase(database: string, template?: string) {
-      const client = new pg.Client({ connectionString: url('postgres') });
-      await client.connect();
-      try {
+      await asSuperuser(async (client) => {
         const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
         if (exists.rowCount === 0) {
-          const ident = (s: string) => `"${s.replace(/"/g, '""')}"`;
           await client.query(`CREATE DATABASE ${ident(database)}${template ? ` TEMPLATE ${ident(template)}` : ''}`);
         }
-      } finally {
-        await client.end();
-      }
+        await revokePublicConnect(client, [database]);
+      });
     },
     async stop() {
       await server.stop();

@@ -1,4 +1,6 @@
+import { maxHeaderSize } from 'node:http';
 import { z } from 'zod';
+import { FORM_MAX_PARAMETERS, MAX_DEPTH, MAX_VALUES } from '../http/input';
 import type { HttpMethod, Operation, ResponseDoc, RouteRegistry } from '../http/routes';
 
 /**
@@ -26,17 +28,25 @@ export const ERROR_SCHEMA = {
 };
 
 const ERROR_STATUSES: Record<number, string> = {
-  400: 'Invalid parameters (`wu_rest_invalid_parameter`, every one in data.params), malformed JSON (`rest_invalid_json`), an unknown or read-only field on update (`wu_rest_{model}_invalid_set_method`) or a business rule.',
+  400:
+    'Invalid parameters (`wu_rest_invalid_parameter`, every one in data.params: also a string holding NUL or an unpaired surrogate, a body nested too deep or too large, a query parameter with an empty or control-character name), ' +
+    'malformed JSON (`rest_invalid_json`), an unknown or read-only field on update (`wu_rest_{model}_invalid_set_method`) or a business rule.',
   401: 'Missing or wrong credentials (`rest_forbidden`).',
-  403: 'The API is disabled (`wu_rest_api_disabled`), the item is protected, or (chat) the caller may not use this route or session (`rest_forbidden`).',
+  403:
+    'The API is disabled (`wu_rest_api_disabled`), the item is protected, (chat) the caller may not use this route or session (`rest_forbidden`), ' +
+    'or a browser sent a request that changes data from another site (`rest_cross_site_forbidden`).',
   404: 'Unknown id (`wu_rest_{model}_invalid_id`) or route (`rest_no_route`).',
   409: 'Conflict: the record is still referenced (`wu_rest_{model}_in_use`) or a key was reused.',
-  413: 'Request body too large (`rest_request_too_large`, or `chat_attachment_too_large` for an attachment).',
-  415: 'Unsupported body encoding, or (chat attachments) not multipart or a file type that is not allowed.',
+  413: 'Request body too large (`rest_request_too_large`: over BODY_LIMIT, or a form with too many parameters; `chat_attachment_too_large` for an attachment).',
+  415: 'A body that is not JSON (wu/v2: or form-encoded) (`rest_unsupported_media_type`), an unsupported body encoding, or (chat attachments) not multipart or a file type that is not allowed.',
   429: 'Too many failed authentications from this address (`Retry-After` says when to try again).',
+  431: `The URL and headers exceed ${maxHeaderSize / 1024} KiB (\`rest_request_header_too_large\`); the connection is closed.`,
   500: 'Unexpected failure (`internal_error`, with data.request_id).',
   503: 'A backing service (database, Temporal) is unavailable.',
 };
+
+/** Answers after authentication hold the caller's data: never cached. */
+const NO_STORE = { 'Cache-Control': { description: 'no-store (answers after authentication are not to be cached).', schema: { type: 'string' } } };
 
 function toJsonSchema(schema: z.ZodType | Record<string, unknown>, io: 'input' | 'output'): Record<string, unknown> {
   if (!(schema instanceof z.ZodType)) return schema;
@@ -66,7 +76,7 @@ export function buildOpenApiDocument(registry: RouteRegistry, opts: { serverUrl?
     seen.add(key);
     const path = openApiPath(op.path);
     const item = (paths[path] ??= {});
-    item[op.method.toLowerCase()] = operationObject(op, registry.prefix);
+    item[op.method.toLowerCase()] = operationObject(op, registry.prefix, registry.formNamespaces.has(op.namespace));
   }
   return {
     openapi: '3.1.0',
@@ -77,7 +87,12 @@ export function buildOpenApiDocument(registry: RouteRegistry, opts: { serverUrl?
         'JSON REST API of the hostflow multi-site hosting and billing platform (namespace wu/v2, compatible with the original platform). ' +
         'Authenticate with HTTP Basic (API key as user name, API secret as password) or the api_key/api_secret query parameters. ' +
         'The support chat namespace ({product}-support-tickets/v1) also takes Bearer session and agent tokens; each of its operations says which callers it accepts. ' +
-        'Every error is {code, message, data:{status, ...}}.',
+        'Every error is {code, message, data:{status, ...}}. ' +
+        'Bodies are JSON; wu/v2 also takes application/x-www-form-urlencoded (nested fields as billing_address[city]=x; numbers and booleans converted where the schema expects them); any other body type is 415. ' +
+        `Limits: the URL and headers together at most ${maxHeaderSize / 1024} KiB (else 431: put long inputs in a body, such as POST /translations/check/batch, and split long filters such as id__in, at most 100 values each, over several requests); ` +
+        `a body at most BODY_LIMIT (1 MB by default; else 413), nested at most ${MAX_DEPTH} levels and holding at most ${MAX_VALUES} values, a form at most ${FORM_MAX_PARAMETERS} parameters (else 400 naming the field). ` +
+        'No string may hold NUL (U+0000) or an unpaired UTF-16 surrogate, nor may a query parameter name be empty or hold a control character (400 naming it). ' +
+        'Requests that change data are refused (403 rest_cross_site_forbidden) when a browser sends them from another site. Authenticated answers carry Cache-Control: no-store.',
       contact: { name: 'hostflow' },
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
@@ -111,24 +126,34 @@ function operationName(path: string, prefix: string): string {
     .join('');
 }
 
-function operationObject(op: Operation, prefix: string): Record<string, unknown> {
+/** The body's media types: JSON, and form-encoded in the namespaces that accept it (same schema; nested fields as billing_address[city]). */
+function requestBodyContent(schema: Record<string, unknown>, form: boolean): Record<string, unknown> {
+  return {
+    'application/json': { schema },
+    ...(form ? { 'application/x-www-form-urlencoded': { schema } } : {}),
+  };
+}
+
+function operationObject(op: Operation, prefix: string, formBodies: boolean): Record<string, unknown> {
   const d = op.doc;
   const parameters: Record<string, unknown>[] = [];
   for (const m of op.path.matchAll(/:([A-Za-z_]+)/g)) {
     parameters.push({ name: m[1], in: 'path', required: true, schema: m[1].endsWith('id') ? { type: 'integer', minimum: 1 } : { type: 'string' } });
   }
   for (const q of d.query ?? []) {
-    const isArray = q.schema.type === 'array';
-    parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema: q.schema, ...(isArray ? { style: 'form', explode: true } : {}) });
+    const schema = toJsonSchema(q.schema, 'input');
+    const isArray = schema.type === 'array';
+    parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema, ...(isArray ? { style: 'form', explode: true } : {}) });
   }
   const responses: Record<string, unknown> = {};
-  for (const [status, r] of Object.entries(d.responses)) responses[status] = response(r, 'output');
-  const errorStatuses = d.public ? [500] : Object.keys(ERROR_STATUSES).map(Number);
+  for (const [status, r] of Object.entries(d.responses)) responses[status] = response(d.public ? r : { ...r, headers: { ...NO_STORE, ...r.headers } }, 'output');
+  // Any request can be too long for the server (431), public ones included.
+  const errorStatuses = d.public ? [431, 500] : Object.keys(ERROR_STATUSES).map(Number);
   for (const status of errorStatuses) {
     responses[String(status)] ??= {
       description: ERROR_STATUSES[status],
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-      ...(status === 401 ? { headers: { 'WWW-Authenticate': { description: 'Basic realm', schema: { type: 'string' } } } } : {}),
+      ...(status === 401 ? { headers: { 'WWW-Authenticate': { description: 'Support chat only: a Bearer challenge (wu/v2 sends none, as WordPress).', schema: { type: 'string' } } } } : {}),
       ...(status === 429 ? { headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } } } : {}),
     };
   }
@@ -140,7 +165,7 @@ function operationObject(op: Operation, prefix: string): Record<string, unknown>
     tags: d.tags,
     ...(d.security ? { security: d.security } : d.public ? { security: [] } : {}),
     ...(parameters.length ? { parameters } : {}),
-    ...(d.body ? { requestBody: { required: true, content: { 'application/json': { schema: toJsonSchema(d.body, 'input') } } } } : {}),
+    ...(d.body ? { requestBody: { required: d.bodyRequired ?? true, content: requestBodyContent(toJsonSchema(d.body, 'input'), formBodies) } } : {}),
     ...(d.requestBody ? { requestBody: d.requestBody } : {}),
     responses,
   };

@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { ApiError } from '../http/errors';
 import type { Metrics } from '../http/metrics';
+import { publicBase } from '../http/public-url';
 import type { RouteRegistry } from '../http/routes';
 import { bodyObject } from '../http/validation';
 import type { SettingsStore } from '../settings/store';
@@ -21,8 +22,7 @@ export function mountRegister(
   documentRegister(registry, namespace);
 
   const statusUrl = (req: Request, workflowId: string) => {
-    const base = deps.config.PUBLIC_URL?.replace(/\/$/, '') ?? `${req.protocol}://${req.get('host')}`;
-    return `${base}${req.baseUrl}/register/${workflowId}`;
+    return `${publicBase(req)}${req.baseUrl}/register/${workflowId}`;
   };
   const send = (req: Request, res: Response, out: RegisterOutcome) => {
     if (out.status === 200) {

@@ -10,14 +10,17 @@ import {
 } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
+import { constantTimeEqual } from '../http/auth';
 import { ApiError, conflict } from '../http/errors';
 import type { Metrics } from '../http/metrics';
 import type { Logger } from '../logger';
-import type { SettingsStore } from '../settings/store';
+import { StoredSecret, type SettingsStore } from '../settings/store';
 import { temporalUnavailable as temporalUnavailableError, type TemporalHandle } from '../temporal/client';
+import { hashPassword } from '../users/password';
 import type { ErrorBody, RegisterResult } from '../../activities/register';
 import { SA_CUSTOMER_ID, SA_EMAIL, SA_PRODUCTS } from '../../workflows/register-search-attributes';
 import type { register } from '../../workflows/register';
+import { dropPasswords, holdPassword } from './passwords';
 import { canonicalJson, parseRegisterBody, resolveRegistration, sha256Hex } from './validate';
 
 export const REGISTER_WORKFLOW = 'register';
@@ -47,18 +50,29 @@ function failureToApiError(err: WorkflowFailedError): ApiError {
   return new ApiError(400, 'wu_rest_registration_failed', `The registration did not complete (${cause?.message ?? err.message}); nothing was kept.`);
 }
 
+function sameBody(memo: Record<string, unknown> | undefined, requestHmac: string): boolean {
+  return typeof memo?.request_hmac === 'string' && constantTimeEqual(memo.request_hmac, requestHmac);
+}
+
+const keyReused = () => conflict('wu_rest_idempotency_key_reused', 'This Idempotency-Key was already used with a different request body. Use a new key for a new registration.');
+
 /**
  * /register: validation, then the `register` workflow (see workflows/register.ts), waited for
  * up to REGISTER_WAIT_SECONDS.
  */
 export class RegisterService {
+  /** Key of the request fingerprint (an HMAC: the body holds the password). */
+  private readonly requestSecret: StoredSecret;
+
   constructor(
     private readonly db: Db,
     private readonly settings: SettingsStore,
     private readonly temporal: TemporalHandle | null,
     private readonly metrics: Metrics,
     private readonly config: Pick<Config, 'REGISTER_WAIT_SECONDS'>,
-  ) {}
+  ) {
+    this.requestSecret = new StoredSecret(db, 'register_request_secret');
+  }
 
   async isOpen(): Promise<boolean> {
     return (await this.settings.get<boolean>('enable_registration')) !== false;
@@ -87,7 +101,7 @@ export class RegisterService {
       });
     }
     const body = parseRegisterBody(raw);
-    const requestSha256 = sha256Hex(canonicalJson(raw));
+    const requestHmac = crypto.createHmac('sha256', await this.requestSecret.get()).update(canonicalJson(raw)).digest('hex');
     const keySha256 = idempotencyKey === undefined ? null : sha256Hex(idempotencyKey);
     const workflowId = workflowIdFor(idempotencyKey);
     const t = this.client();
@@ -96,12 +110,13 @@ export class RegisterService {
     if (keySha256 !== null) {
       const existing = await this.describe(workflowId, log);
       if (existing) {
-        this.checkSameBody(existing.memo, requestSha256);
+        if (!sameBody(existing.memo, requestHmac)) throw keyReused();
         return this.wait(workflowId, log);
       }
     }
 
-    const input = await resolveRegistration(this.db, this.settings, body, requestSha256, keySha256);
+    const input = await resolveRegistration(this.db, this.settings, body, requestHmac, keySha256);
+    if (input.customer.account) await holdPassword(this.db, workflowId, requestHmac, await hashPassword(body.customer!.password!));
     await this.call(log, async () => {
       try {
         await t.connection.withDeadline(Date.now() + 5_000, () =>
@@ -113,7 +128,7 @@ export class RegisterService {
             workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
             workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
             memo: {
-              request_sha256: requestSha256,
+              request_hmac: requestHmac,
               email: input.email,
               products: input.productSlugs,
               customer_id: input.customer.existingCustomerId ?? null,
@@ -130,21 +145,21 @@ export class RegisterService {
         this.metrics.workflowsStarted.inc({ workflow_type: REGISTER_WORKFLOW });
       } catch (err) {
         if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-        // Closed with this id meanwhile: its result is the answer (checked below).
+        // Closed with this id meanwhile: its result is the answer (checked below), and it
+        // needs no password held for it. (After other errors the start may have gone
+        // through: the hash stays held for it.)
+        await dropPasswords(this.db, workflowId, requestHmac);
       }
     });
     if (keySha256 !== null) {
       // Two different bodies racing with one key: whichever started owns the key.
       const desc = await this.describe(workflowId, log);
-      if (desc) this.checkSameBody(desc.memo, requestSha256);
+      if (desc && !sameBody(desc.memo, requestHmac)) {
+        await dropPasswords(this.db, workflowId, requestHmac);
+        throw keyReused();
+      }
     }
     return this.wait(workflowId, log);
-  }
-
-  private checkSameBody(memo: Record<string, unknown> | undefined, requestSha256: string): void {
-    if (memo?.request_sha256 !== requestSha256) {
-      throw conflict('wu_rest_idempotency_key_reused', 'This Idempotency-Key was already used with a different request body. Use a new key for a new registration.');
-    }
   }
 
   private async describe(workflowId: string, log: Logger) {

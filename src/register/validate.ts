@@ -1,9 +1,8 @@
 import crypto from 'node:crypto';
 import type { Db } from '../db/knex';
 import { ApiError, invalidParams } from '../http/errors';
-import { zodParams } from '../http/validation';
+import { safeParseInput, zodParams } from '../http/validation';
 import type { SettingsStore } from '../settings/store';
-import { hashPassword } from '../users/password';
 import type { RegisterInput } from '../../activities/register';
 import { registerSchema, type RegisterBody } from './schema';
 
@@ -36,8 +35,8 @@ export const sha256Hex = (s: string) => crypto.createHash('sha256').update(s, 'u
 
 /** Step 1, no database: every shape violation at once; no products is invalid_cart. */
 export function parseRegisterBody(raw: Record<string, unknown>): RegisterBody {
-  const result = registerSchema.safeParse(raw);
-  const params = result.success ? {} : zodParams(result.error, raw);
+  const { result, input } = safeParseInput(registerSchema, raw);
+  const params = result.success ? {} : zodParams(result.error, input);
   const products = raw.products;
   if (products === undefined || products === null || (Array.isArray(products) && products.length === 0)) {
     delete params.products;
@@ -51,9 +50,9 @@ export function parseRegisterBody(raw: Record<string, unknown>): RegisterBody {
  * Step 2, against the database (read-only): products exist (id or slug), are active, one plan
  * among them, one currency; the account, the customer and the site address are free or
  * found. Every problem at once; an unknown customer_id alone is customer_not_found.
- * Returns the workflow's input (the password hashed here, so it never enters the history).
+ * Returns the workflow's input, without the password (see ./passwords.ts).
  */
-export async function resolveRegistration(db: Db, settings: SettingsStore, body: RegisterBody, requestSha256: string, idempotencyKeySha256: string | null): Promise<RegisterInput> {
+export async function resolveRegistration(db: Db, settings: SettingsStore, body: RegisterBody, requestHmac: string, idempotencyKeySha256: string | null): Promise<RegisterInput> {
   const params: Record<string, string> = {};
 
   // Products.
@@ -148,14 +147,14 @@ export async function resolveRegistration(db: Db, settings: SettingsStore, body:
   let billing = c?.billing_address;
   if (body.country) billing = { country: body.country, ...(billing ?? {}) };
   return {
-    requestSha256,
+    requestHmac,
     idempotencyKeySha256,
     email,
     productSlugs: resolved.map((p) => p.slug),
     customer: {
       existingCustomerId: body.customer_id,
       userId: c?.user_id,
-      account: body.customer_id === undefined && c?.user_id === undefined ? { username: c!.username!, email: c!.email!, password_hash: await hashPassword(c!.password!) } : undefined,
+      account: body.customer_id === undefined && c?.user_id === undefined ? { username: c!.username!, email: c!.email! } : undefined,
       billing_address: billing,
     },
     cart: {

@@ -126,3 +126,37 @@ export function generateApiKey(): string {
 export function generateApiSecret(): string {
   return crypto.randomBytes(32).toString('base64url');
 }
+
+/**
+ * A server-side secret: `configured` (from the environment) when given, else a random one kept
+ * in the settings table under `key` (a sensitive name, so never shown), created by whichever
+ * process asks first and read by every API replica and worker alike. Loaded once per process;
+ * a failed load is tried again on the next call.
+ */
+export class StoredSecret {
+  private value: Promise<Buffer> | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly key: string,
+    private readonly configured?: string,
+  ) {}
+
+  get(): Promise<Buffer> {
+    this.value ??= this.load().catch((err) => {
+      this.value = undefined;
+      throw err;
+    });
+    return this.value;
+  }
+
+  private async load(): Promise<Buffer> {
+    if (this.configured) return Buffer.from(this.configured, 'utf8');
+    await this.db('settings')
+      .insert({ key: this.key, value: JSON.stringify(crypto.randomBytes(32).toString('hex')) })
+      .onConflict('key')
+      .ignore();
+    const row = await this.db('settings').where({ key: this.key }).first('value');
+    return Buffer.from(String(row.value), 'utf8');
+  }
+}

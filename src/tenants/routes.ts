@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import type { Metrics } from '../http/metrics';
+import { publicBase } from '../http/public-url';
 import { parseId } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { bodyObject, parseOrThrow } from '../http/validation';
@@ -20,8 +21,7 @@ export function mountTenants(router: Router, registry: RouteRegistry, namespace:
   documentTenants(registry, namespace);
 
   const statusUrl = (req: Request, siteId: number) => {
-    const base = deps.config.PUBLIC_URL?.replace(/\/$/, '') ?? `${req.protocol}://${req.get('host')}`;
-    return `${base}${req.baseUrl}/tenants/${siteId}/migration-status`;
+    return `${publicBase(req)}${req.baseUrl}/tenants/${siteId}/migration-status`;
   };
   const send = (req: Request, res: Response, siteId: number, out: TenantOutcome) => {
     const url = statusUrl(req, siteId);

@@ -19,7 +19,15 @@ export interface Entry {
   origin: 'human' | 'ai' | null;
 }
 
-export class GettextError extends Error {}
+export class GettextError extends Error {
+  /** What is wrong, without quoting the file (for text fetched from elsewhere). */
+  constructor(
+    message: string,
+    readonly problem: string,
+  ) {
+    super(message);
+  }
+}
 
 function entriesOf(table: GetTextTranslations): GetTextTranslation[] {
   const out: GetTextTranslation[] = [];
@@ -33,11 +41,11 @@ function entriesOf(table: GetTextTranslations): GetTextTranslation[] {
 }
 
 function parse(text: string, what: string): GetTextTranslations {
-  if (!/^\s*(#|msgctxt|msgid)/m.test(text)) throw new GettextError(`${what} is not a gettext file (no msgid found).`);
+  if (!/^\s*(#|msgctxt|msgid)/m.test(text)) throw new GettextError(`${what} is not a gettext file (no msgid found).`, 'it holds no msgid');
   try {
     return gettextParser.po.parse(text, 'utf-8');
   } catch (err) {
-    throw new GettextError(`${what} could not be parsed: ${(err as Error).message}`);
+    throw new GettextError(`${what} could not be parsed: ${(err as Error).message}`, 'it could not be parsed');
   }
 }
 
@@ -52,7 +60,7 @@ export function parsePot(text: string): Entry[] {
     str: null,
     origin: null,
   }));
-  if (entries.length === 0) throw new GettextError('The POT file has no strings.');
+  if (entries.length === 0) throw new GettextError('The POT file has no strings.', 'it has no strings');
   return entries;
 }
 

@@ -3,8 +3,39 @@
  * Pure functions (the workflow bundle never imports this; activities and routes do).
  */
 
-/** `de_DE`, bare `de` / `ja` / `bel`, and variants such as `de_DE_formal` or `ca_valencia`. */
-export const LOCALE_PATTERN = /^[a-z]{2,3}(_[A-Z]{2})?(_[a-z0-9]{2,12})?$/;
+/**
+ * The WordPress locales translate.wordpress.org makes language packs for: GlotPress' wp_locale
+ * codes, and the variants de_DE_formal, de_CH_informal, nl_NL_formal, pt_PT_ao90 and
+ * ca_valencia. en_US is the source language (no pack). A value outside this list would start
+ * a pipeline for a language no WordPress site asks for.
+ */
+export const WORDPRESS_LOCALES: readonly string[] = [
+  'af', 'am', 'ar', 'arg', 'arq', 'art_xemoji', 'art_xpirate', 'ary', 'as', 'ast', 'az', 'az_TR', 'azb', 'ba', 'bal',
+  'bcc', 'bel', 'bg_BG', 'bho', 'bn_BD', 'bo', 'bre', 'brx', 'bs_BA', 'ca', 'ca_valencia', 'ceb', 'ckb', 'co', 'cs_CZ',
+  'cy', 'da_DK', 'de_AT', 'de_CH', 'de_CH_informal', 'de_DE', 'de_DE_formal', 'dsb', 'dv', 'dzo', 'el', 'en_AU',
+  'en_CA', 'en_GB', 'en_NZ', 'en_ZA', 'eo', 'es_AR', 'es_CL', 'es_CO', 'es_CR', 'es_DO', 'es_EC', 'es_ES', 'es_GT',
+  'es_HN', 'es_MX', 'es_PE', 'es_PR', 'es_UY', 'es_VE', 'et', 'eu', 'ewe', 'fa_AF', 'fa_IR', 'fi', 'fo', 'fr_BE',
+  'fr_CA', 'fr_FR', 'frp', 'fuc', 'fur', 'fy', 'ga', 'gax', 'gd', 'gl_ES', 'gu', 'hat', 'hau', 'haw_US', 'haz',
+  'he_IL', 'hi_IN', 'hr', 'hsb', 'hu_HU', 'hy', 'ibo', 'id_ID', 'ido', 'is_IS', 'it_IT', 'ja', 'jv_ID', 'ka_GE', 'kaa',
+  'kab', 'kal', 'kin', 'kir', 'kk', 'km', 'kmr', 'kn', 'ko_KR', 'lb_LU', 'li', 'lin', 'lmo', 'lo', 'lt_LT', 'lug',
+  'lv', 'mai', 'me_ME', 'mfe', 'mg_MG', 'mk_MK', 'ml_IN', 'mlt', 'mn', 'mr', 'mri', 'ms_MY', 'my_MM', 'nb_NO', 'ne_NP',
+  'nl_BE', 'nl_NL', 'nl_NL_formal', 'nn_NO', 'nqo', 'oci', 'ory', 'os', 'pa_IN', 'pap_AW', 'pap_CW', 'pcd', 'pcm',
+  'pl_PL', 'ps', 'pt_AO', 'pt_BR', 'pt_PT', 'pt_PT_ao90', 'rhg', 'ro_RO', 'roh', 'ru_RU', 'sa_IN', 'sah', 'scn',
+  'si_LK', 'sk_SK', 'skr', 'sl_SI', 'sna', 'snd', 'so_SO', 'sq', 'sq_XK', 'sr_RS', 'srd', 'ssw', 'su_ID', 'sv_SE',
+  'sw', 'syr', 'szl', 'ta_IN', 'ta_LK', 'tah', 'te', 'tg', 'th', 'tir', 'tl', 'tr_TR', 'tt_RU', 'tuk', 'twd', 'tzm',
+  'ug_CN', 'uk', 'ur', 'uz_UZ', 'vi', 'wol', 'xho', 'yor', 'zh_CN', 'zh_HK', 'zh_SG', 'zh_TW', 'zul',
+];
+const KNOWN_LOCALES = new Set(WORDPRESS_LOCALES);
+
+/** Why a value is not a WordPress locale, as the end of a sentence naming the field; null when it is one. */
+export function localeProblem(value: string): string | null {
+  if (KNOWN_LOCALES.has(value)) return null;
+  if (value === 'en_US') return 'is en_US, the language WordPress strings are written in: it has no translation.';
+  const language = value.split(/[_-]/)[0].toLowerCase();
+  const near = WORDPRESS_LOCALES.filter((l) => l.split('_')[0] === language);
+  const hint = near.length ? `did you mean ${near.length > 1 ? `${near.slice(0, -1).join(', ')} or ` : ''}${near[near.length - 1]}?` : 'e.g. de_DE, pt_BR, ja, de_DE_formal';
+  return `is not a known WordPress locale (${hint}).`;
+}
 /** WordPress.org slugs: lower-case letters, digits and dashes (and the underscore some old themes use). */
 export const SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?$/;
 /** Versions as WordPress shows them: 1.2.3, 2.0-beta1. Used in the package URL. */
@@ -38,6 +69,15 @@ export function glotpressLocale(locale: string): string {
   let slug = lang;
   if (region && MAIN_REGION[lang] !== region) slug = `${lang}-${region.toLowerCase()}`;
   return variant ? `${slug}/${variant}` : slug;
+}
+
+/** `{slug}`, `{type}`, `{glotpress_locale}` (and `{locale}`) of a GlotPress export URL template. */
+export function glotpressUrl(template: string, slug: string, type: string, locale: string): string {
+  return template
+    .replaceAll('{slug}', encodeURIComponent(slug))
+    .replaceAll('{type}', type)
+    .replaceAll('{glotpress_locale}', glotpressLocale(locale))
+    .replaceAll('{locale}', locale);
 }
 
 const RU = '(n % 10 == 1 && n % 100 != 11) ? 0 : ((n % 10 >= 2 && n % 10 <= 4 && (n % 100 < 12 || n % 100 > 14)) ? 1 : 2)';

@@ -4,12 +4,13 @@ import { z } from 'zod';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { ApiError, invalidParams, noRoute, notFoundItem } from '../http/errors';
-import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders } from '../http/list';
+import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders, type ListQuery } from '../http/list';
 import type { Metrics } from '../http/metrics';
+import { publicBase } from '../http/public-url';
 import type { RouteRegistry } from '../http/routes';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import type { TemporalHandle } from '../temporal/client';
-import { LOCALE_PATTERN, SLUG_PATTERN, VERSION_PATTERN } from './locales';
+import { localeProblem, SLUG_PATTERN, VERSION_PATTERN, WORDPRESS_LOCALES } from './locales';
 import {
   BATCH_MAX_LOCALES,
   BATCH_MAX_PACKAGES,
@@ -39,9 +40,8 @@ const TAGS = ['translations'];
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
 const RETRY_AFTER = { 'Retry-After': { description: 'While a package is not ready (nor failed): seconds before polling again; grows with the time the package has spent in its state.', schema: { type: 'integer' } } };
 
-function namespaceUrl(req: Request, config: Config): string {
-  const site = config.PUBLIC_URL?.replace(/\/$/, '') ?? `${req.protocol}://${req.get('host')}`;
-  return `${site}${req.baseUrl}`;
+function namespaceUrl(req: Request): string {
+  return `${publicBase(req)}${req.baseUrl}`;
 }
 
 function parseId(req: Request, model: string): number {
@@ -55,6 +55,18 @@ function parseId(req: Request, model: string): number {
 /** Query parameters no route validates (credentials, WordPress' underscore parameters, context). */
 function ownQuery(query: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(query).filter(([k]) => !k.startsWith('_') && k !== 'context' && !/^api[_-](key|secret)$/.test(k)));
+}
+
+/** The jobs list's locale filters name known WordPress locales only (a typo would list nothing). */
+function checkLocaleFilters(q: ListQuery): void {
+  const params: Record<string, string> = {};
+  for (const c of q.conditions) {
+    if (c.column !== jobListSpec.filters.locale.column) continue;
+    const name = c.op === 'eq' ? 'locale' : `locale__${c.op}`;
+    const bad = c.values.map(String).find((v) => localeProblem(v) !== null);
+    if (bad !== undefined) params[name] = c.op === 'eq' ? `locale ${localeProblem(bad)}` : `${name}: ${bad.slice(0, 40)} ${localeProblem(bad)}`;
+  }
+  if (Object.keys(params).length) throw invalidParams(params);
 }
 
 /** Who acted, for the job's log (the API has one credential pair: the key's prefix). */
@@ -93,7 +105,8 @@ export function mountTranslationDownloads(router: Router, registry: RouteRegistr
     if (!(PACKAGE_TYPES as readonly string[]).includes(p.type)) params.type = 'type is not one of plugin and theme.';
     if (!SLUG_PATTERN.test(p.slug)) params.slug = 'slug is not a valid plugin or theme slug.';
     if (!VERSION_PATTERN.test(p.version)) params.version = 'version is not a valid version.';
-    if (!LOCALE_PATTERN.test(p.locale)) params.locale = 'locale is not a valid WordPress locale.';
+    const badLocale = localeProblem(p.locale);
+    if (badLocale) params.locale = `locale ${badLocale}`;
     if (Object.keys(params).length) throw invalidParams(params);
     const found = await service.packageFile(p);
     if (!found) throw new ApiError(404, 'wu_rest_translation_package_not_found', 'No ready language pack for this package, version and locale.');
@@ -131,7 +144,7 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
 
   router.get('/translations/check', async (req, res) => {
     const input = parseOrThrow(checkSchema, ownQuery(req.query as Record<string, unknown>));
-    const [out] = await service.check([input], namespaceUrl(req, deps.config), req.log);
+    const [out] = await service.check([input], namespaceUrl(req), req.log);
     if ('error' in out) throw new ApiError(out.error.data.status, out.error.code, out.error.message);
     sendRetryAfter(res, [out]);
     res.json(out);
@@ -148,7 +161,7 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
     if (locales.size > BATCH_MAX_LOCALES) {
       throw invalidParams({ packages: `packages must cover at most ${BATCH_MAX_LOCALES} different locales per call (this one has ${locales.size}).` });
     }
-    const out = await service.check(items, namespaceUrl(req, deps.config), req.log);
+    const out = await service.check(items, namespaceUrl(req), req.log);
     sendRetryAfter(res, out);
     res.json(out);
   });
@@ -183,7 +196,8 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
   // ---- jobs ----
   router.get('/translations/jobs', async (req, res) => {
     const q = parseListQuery(req.query as Record<string, unknown>, jobListSpec);
-    const { rows, total } = await service.listJobs(q, namespaceUrl(req, deps.config));
+    checkLocaleFilters(q);
+    const { rows, total } = await service.listJobs(q, namespaceUrl(req));
     setPagingHeaders(req, res, q, total);
     res.json(rows);
   });
@@ -192,7 +206,7 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
     res.json(await service.approveMany(filter, actor(req)));
   });
   const getJob = async (req: Request, id: number) => {
-    const j = await service.getJob(id, namespaceUrl(req, deps.config));
+    const j = await service.getJob(id, namespaceUrl(req));
     if (!j) throw notFoundItem('translation_job');
     return j;
   };
@@ -224,13 +238,16 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
   const checkParams = [
     { name: 'slug', required: true, description: 'Plugin or theme slug.', schema: { type: 'string', pattern: SLUG_PATTERN.source } },
     { name: 'type', required: true, description: 'plugin or theme.', schema: { type: 'string', enum: [...PACKAGE_TYPES] } },
-    { name: 'locale', required: true, description: 'WordPress locale: de_DE, pt_BR, de, ja, de_DE_formal.', schema: { type: 'string', pattern: LOCALE_PATTERN.source } },
+    { name: 'locale', required: true, description: 'A WordPress locale: de_DE, pt_BR, ja, de_DE_formal (one of the list).', schema: { type: 'string', enum: [...WORDPRESS_LOCALES] } },
   ];
   registry.operation(namespace, 'GET', '/translations/check', {
     summary: 'Status of one translation package (slug + type + locale, current version of its project)',
     description:
       'missing when no project matches. The first check of a registered package starts its pipeline (importing); a check never starts a second one. ' +
-      'download_url only when ready; Retry-After while importing, pending_approval, processing or packaging.',
+      'download_url only when ready; Retry-After while importing, pending_approval, processing or packaging. ' +
+      'A ready pack translates at least one string (translated_strings of total_strings; the rest fall back to English): a package with no translation at all ' +
+      '(no human translation and no AI provider) is failed at importing with a failure_reason saying so, never ready. ' +
+      'locale must be a known WordPress locale (400 naming it otherwise, and nothing is created).',
     tags: TAGS,
     query: checkParams,
     responses: { 200: { description: 'The package status.', schema: refs.status, headers: RETRY_AFTER } },
@@ -255,7 +272,9 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
     summary: 'Register a plugin or theme for translation',
     description:
       'Source strings as a POT file (pot, as text) or pot_url (fetched at import); human translations from a GlotPress export URL template ({slug}, {type}, ' +
-      '{glotpress_locale}; absent: TRANSLATION_GLOTPRESS_URL_TEMPLATE; null: none) and/or uploaded PO files by locale (po_files). A new version starts new packages.',
+      '{glotpress_locale}; absent: TRANSLATION_GLOTPRESS_URL_TEMPLATE; null: none) and/or uploaded PO files by locale (po_files). A new version starts new packages. ' +
+      'pot_url and glotpress_url_template are http(s) URLs; one naming a loopback, private, link-local or otherwise internal address is a 400 naming the field ' +
+      '(unless OUTBOUND_ALLOWED_HOSTS allows it); host names are checked after DNS when fetched, on every redirect.',
     tags: TAGS,
     body: createProjectSchema,
     responses: { 200: { description: 'The project.', schema: refs.project } },
@@ -263,6 +282,7 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
   registry.operation(namespace, 'GET', '/translations/projects/:id', { summary: 'Get a translation project', tags: TAGS, responses: { 200: { description: 'The project.', schema: refs.project } } });
   registry.operation(namespace, 'PUT', '/translations/projects/:id', {
     summary: 'Update a translation project (a new version starts new packages; po_files are merged by locale)',
+    description: 'The same rules as on create: pot_url and glotpress_url_template naming a refused address are a 400 naming the field.',
     tags: TAGS,
     body: updateProjectSchema,
     responses: { 200: { description: 'The project.', schema: refs.project } },
@@ -276,6 +296,7 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
 
   registry.operation(namespace, 'GET', '/translations/jobs', {
     summary: 'List translation jobs (filter by status, slug, locale, type, version, project_id)',
+    description: 'locale, locale__in and locale__not_in take known WordPress locales only (400 naming the parameter otherwise).',
     tags: TAGS,
     query: listQueryParams(jobListSpec),
     responses: { 200: { description: 'A page of jobs (a bare array, without logs).', schema: { type: 'array', items: refs.job }, headers: LIST_HEADERS } },

@@ -1,23 +1,25 @@
 import { z } from 'zod';
 import { fields } from '../http/validation';
-import { LOCALE_PATTERN, SLUG_PATTERN, VERSION_PATTERN } from './locales';
+import { localeProblem, SLUG_PATTERN, VERSION_PATTERN, WORDPRESS_LOCALES } from './locales';
 import { JOB_STATUSES, PACKAGE_STATUSES, PACKAGE_TYPES, PIPELINE_STEPS, SOURCES } from './types';
 
 /** Batch limits of the original add-on. */
 export const BATCH_MAX_PACKAGES = 100;
 export const BATCH_MAX_LOCALES = 20;
 /** Largest POT or PO text accepted in a body (BODY_LIMIT applies too). */
-const MAX_GETTEXT = 5_000_000;
+export const MAX_GETTEXT = 5_000_000;
 
 export const slug = () =>
   z.string({ error: (i) => (i.input === undefined ? undefined : 'is not of type string.') }).regex(SLUG_PATTERN, {
     message: 'must be a plugin or theme slug: lower-case letters, digits, dashes and underscores (at most 100 characters), e.g. my-plugin.',
   });
 export const packageType = () => z.enum(PACKAGE_TYPES);
+/** One of the known WordPress locales (the document lists them). */
 export const locale = () =>
-  z.string({ error: (i) => (i.input === undefined ? undefined : 'is not of type string.') }).regex(LOCALE_PATTERN, {
-    message: 'must be a WordPress locale: language_REGION (de_DE, pt_BR), a bare language (de, ja) or with a variant (de_DE_formal).',
-  });
+  z
+    .string({ error: (i) => (i.input === undefined ? undefined : 'is not of type string.') })
+    .refine((v) => localeProblem(v) === null, { error: (i) => localeProblem(String(i.input)) ?? undefined })
+    .meta({ enum: [...WORDPRESS_LOCALES] });
 const version = () => z.string().regex(VERSION_PATTERN, { message: 'must be a version such as 1.2.3 (letters, digits, . + _ -; at most 40 characters).' });
 const httpUrl = () => z.url({ protocol: /^https?$/, error: () => 'must be an http or https URL.' }).max(2000);
 
@@ -49,7 +51,9 @@ const projectFields = {
   /** GlotPress export URL template; null: no GlotPress. Absent on create: TRANSLATION_GLOTPRESS_URL_TEMPLATE. */
   glotpress_url_template: glotpressTemplate().nullable().optional(),
   /** Human translations uploaded as PO files, by locale. */
-  po_files: z.record(locale(), z.string().min(1).max(MAX_GETTEXT)).optional(),
+  po_files: z
+    .record(locale(), z.string().min(1).max(MAX_GETTEXT), { error: (i) => (i.code === 'invalid_key' ? i.issues[0]?.message : undefined) })
+    .optional(),
   auto_approve: fields.flag().optional(),
 };
 
@@ -97,6 +101,9 @@ export const statusSchema = z
     source: z.enum(SOURCES).describe('Origin of the translations: human (uploaded PO / GlotPress), ai, mixed, or none yet.'),
     remaining_strings: z.int(),
     total_strings: z.int(),
+    translated_strings: z
+      .int()
+      .describe('Strings the pack translates (total_strings - remaining_strings). A pack with none is never ready: its job fails at import, saying why.'),
     download_url: z.url().optional().describe('Only when ready.'),
     retry_after: z.int().optional().describe('Suggested seconds before polling again (while not ready and not failed).'),
     failure_step: z.enum(PIPELINE_STEPS).optional(),

@@ -4,6 +4,7 @@ import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowNotFoundError 
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
+import { OutboundPolicy, urlRefusal } from '../infra/outbound-http';
 import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import type { Metrics } from '../http/metrics';
@@ -11,6 +12,7 @@ import { isoDate, zodParams } from '../http/validation';
 import type { Logger } from '../logger';
 import { temporalUnavailable as temporalUnavailableError, type TemporalHandle } from '../temporal/client';
 import { assertParsable, GettextError } from './gettext';
+import { glotpressUrl } from './locales';
 import { packagesDir } from './package';
 import { checkSchema, type CheckInput, type CreateProject, type UpdateProject } from './schema';
 import {
@@ -100,6 +102,7 @@ export interface PackageStatus {
   source: string;
   remaining_strings: number;
   total_strings: number;
+  translated_strings: number;
   download_url?: string;
   retry_after?: number;
   failure_step?: PipelineStep;
@@ -150,12 +153,16 @@ const PROJECT_COLUMNS = [
 ].map((c) => (c.includes('.') ? c : `translation_projects.${c}`));
 
 export class TranslationService {
+  private readonly outbound: OutboundPolicy;
+
   constructor(
     private readonly db: Db,
     private readonly temporal: TemporalHandle | null,
     private readonly metrics: Metrics,
-    private readonly config: Pick<Config, 'TRANSLATION_GLOTPRESS_URL_TEMPLATE' | 'TRANSLATION_AI_MAX_TRIES' | 'DATA_DIR'>,
-  ) {}
+    private readonly config: Pick<Config, 'TRANSLATION_GLOTPRESS_URL_TEMPLATE' | 'TRANSLATION_AI_MAX_TRIES' | 'DATA_DIR' | 'OUTBOUND_ALLOWED_HOSTS'>,
+  ) {
+    this.outbound = new OutboundPolicy(config.OUTBOUND_ALLOWED_HOSTS);
+  }
 
   /** URL of a package; `base` is the namespace URL (…/wp-json/wu/v2). */
   static downloadUrl(base: string, j: { type: string; slug: string; version: string; locale: string }): string {
@@ -182,8 +189,20 @@ export class TranslationService {
     return row ? projectRecord(row) : null;
   }
 
-  private checkGettext(input: { pot?: string | null; po_files?: Record<string, string> }): void {
+  /**
+   * What create and update can tell before anything runs: the POT and PO texts parse, and the
+   * URLs do not name an address the server refuses to fetch from (names are checked after DNS,
+   * at fetch time). All problems at once, naming each field.
+   */
+  private checkInput(input: { pot?: string | null; po_files?: Record<string, string>; pot_url?: string | null; glotpress_url_template?: string | null }): void {
     const params: Record<string, string> = {};
+    const url = (raw: string | null | undefined, name: string) => {
+      const refusal = raw ? urlRefusal(this.outbound, raw) : null;
+      if (refusal) params[name] = refusal.kind === 'invalid_url' ? `${name} ${refusal.message}` : `${name}: ${refusal.message}`;
+    };
+    url(input.pot_url, 'pot_url');
+    // A sample package stands in for the placeholders.
+    if (input.glotpress_url_template) url(glotpressUrl(input.glotpress_url_template, 'example', 'plugin', 'de_DE'), 'glotpress_url_template');
     const check = (text: string, name: string, what: string) => {
       try {
         assertParsable(text, what);
@@ -203,7 +222,7 @@ export class TranslationService {
   }
 
   async createProject(input: CreateProject) {
-    this.checkGettext(input);
+    this.checkInput(input);
     const row = {
       slug: input.slug,
       type: input.type,
@@ -220,7 +239,7 @@ export class TranslationService {
   }
 
   async updateProject(id: number, input: UpdateProject) {
-    this.checkGettext({ pot: input.pot, po_files: input.po_files });
+    this.checkInput(input);
     return this.db.transaction(async (trx) => {
       const current = await trx('translation_projects').where({ id }).forUpdate().first('pot', 'pot_url', 'po_files');
       if (!current) return null;
@@ -281,7 +300,7 @@ export class TranslationService {
     for (const row of rows) {
       const { it, i } = valid[row.ord - 1];
       if (row.project_id === null) {
-        out[i] = { slug: it.slug, type: it.type, locale: it.locale, status: 'missing', source: 'none', remaining_strings: 0, total_strings: 0 };
+        out[i] = { slug: it.slug, type: it.type, locale: it.locale, status: 'missing', source: 'none', remaining_strings: 0, total_strings: 0, translated_strings: 0 };
         continue;
       }
       if (row.job_id === null) {
@@ -308,6 +327,7 @@ export class TranslationService {
       source: row.source ?? 'none',
       remaining_strings: row.remaining_strings ?? 0,
       total_strings: row.total_strings ?? 0,
+      translated_strings: (row.total_strings ?? 0) - (row.remaining_strings ?? 0),
       job_id: Number(row.job_id),
     };
     if (status === 'ready') s.download_url = TranslationService.downloadUrl(base, { ...it, version: row.version! });
@@ -351,6 +371,7 @@ export class TranslationService {
           source: 'none',
           remaining_strings: 0,
           total_strings: 0,
+          translated_strings: 0,
           retry_after: retryAfterSeconds('importing', new Date()),
           ...(row ? { job_id: Number(row.id) } : {}),
         };
