@@ -237,12 +237,26 @@ describe('support chat: attachments', () => {
     expect(await ctx.db('chat_attachments').count({ n: '*' }).first()).toEqual(rows);
   });
 
-  test('bad uploads: no file field is 400, a JSON body is 415, a closed session is 409; refused callers never reach the parser', async () => {
+  test('bad uploads: no file field is 400, a caption with NUL or too long is 400, a JSON body is 415, a closed session is 409; refused callers never reach the parser', async () => {
     const s = await makeSession(ctx);
     const noFile = await ctx.http.post(`${CHAT}/chat/sessions/${s.id}/attachments`).set(bearer(s.token)).field('message', 'no file');
     expectError(noFile, 400, 'wu_rest_invalid_parameter');
     expect(Object.keys(noFile.body.data.params)).toEqual(['file']);
     expectError(await ctx.http.post(`${CHAT}/chat/sessions/${s.id}/attachments`).set(bearer(s.token)).send({ file: 'x' }), 415, 'chat_attachment_not_multipart');
+    // A caption PostgreSQL cannot store (NUL), or too long: 400 naming the field, nothing kept.
+    const files = storedFiles().length;
+    const nul = await upload(s.id, s.token, Buffer.from('notes\n'), 'notes.txt', 'a\u0000b');
+    expectError(nul, 400, 'wu_rest_invalid_parameter');
+    expect(Object.keys(nul.body.data.params)).toEqual(['message']);
+    // Too long, in one-byte and in four-byte characters (the parser cuts fields at 40004 bytes: still too long).
+    for (const caption of ['x'.repeat(10_001), '\u{1F600}'.repeat(10_001), 'x'.repeat(50_000)]) {
+      expectError(await upload(s.id, s.token, Buffer.from('notes\n'), 'notes.txt', caption), 400, 'wu_rest_invalid_parameter');
+    }
+    expect(storedFiles().length).toBe(files);
+    expect(await ctx.db('chat_attachments').where({ session_id: s.id })).toEqual([]);
+    // The longest caption (10000 UTF-16 units, 20000 bytes) is taken whole.
+    const longest = '\u{1F600}'.repeat(5000);
+    expect((await upload(s.id, s.token, Buffer.from('notes\n'), 'notes.txt', longest)).body.message.body).toBe(longest);
     const other = await makeSession(ctx);
     expectError(await upload(s.id, other.token, await png(5, 5), 'x.png'), 403);
     expectError(await ctx.http.post(`${CHAT}/chat/sessions/${s.id}/attachments`).attach('file', await png(5, 5), 'x.png'), 401);

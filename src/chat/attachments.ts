@@ -14,6 +14,8 @@ import { ApiError, invalidParams } from '../http/errors';
  * chat_attachments. Images get a 250 px PNG thumbnail made by sharp (libvips) within a budget.
  */
 export const THUMBNAIL_SIZE = 250;
+/** The longest caption (the `message` field), in characters. */
+export const MAX_CAPTION_CHARS = 10_000;
 /** The first bytes of a file, kept for sniffing its type (the rest goes straight to disk). */
 const HEAD_BYTES = 64 * 1024;
 
@@ -215,8 +217,10 @@ export function receiveFile(req: Request, storage: AttachmentStorage, maxBytes: 
     }
     let bb: busboy.Busboy;
     try {
-      // One byte over the limit reaches the inspector, which refuses the file.
-      bb = busboy({ headers: req.headers, limits: { fileSize: maxBytes + 1, files: 1, fields: 5, fieldSize: 10_000, parts: 10 } });
+      // One byte over the limit reaches the inspector, which refuses the file. A field is cut at
+      // fieldSize bytes: room for the longest caption in 4-byte characters, and a cut one is
+      // still over MAX_CAPTION_CHARS, so it is refused rather than stored shortened.
+      bb = busboy({ headers: req.headers, limits: { fileSize: maxBytes + 1, files: 1, fields: 5, fieldSize: 4 * MAX_CAPTION_CHARS + 4, parts: 10 } });
     } catch {
       reject(invalidParams({ file: 'The multipart body could not be read.' }));
       return;

@@ -3,7 +3,8 @@ import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { ApiError, invalidParams } from '../http/errors';
-import { AttachmentStorage, fileName, imageSize, receiveFile, Thumbnailer, typeNotAllowed, type ReceivedFile, type Sniffed } from './attachments';
+import { unstorableProblems } from '../http/input';
+import { AttachmentStorage, fileName, imageSize, MAX_CAPTION_CHARS, receiveFile, Thumbnailer, typeNotAllowed, type ReceivedFile, type Sniffed } from './attachments';
 import { assertOpen, insertMessage, lockSession, type AttachmentRow, type MessageRow, type SenderType } from './sessions';
 
 export interface UploadTarget {
@@ -55,7 +56,12 @@ export class AttachmentUploads {
     const file = await receiveFile(req, this.storage, this.config.CHAT_ATTACHMENT_MAX_BYTES);
     const written = [file.storageName];
     try {
-      if (file.caption !== null && file.caption.length > 10_000) throw invalidParams({ message: 'message must be at most 10000 characters long.' });
+      if (file.caption !== null) {
+        // A multipart field is text input as any other: what PostgreSQL cannot store is a 400.
+        const problems = unstorableProblems({ message: file.caption });
+        if (file.caption.length > MAX_CAPTION_CHARS) problems.message = `message must be at most ${MAX_CAPTION_CHARS} characters long.`;
+        if (Object.keys(problems).length) throw invalidParams(problems);
+      }
       const sniffed = await this.sized(file);
       const thumb = await this.thumbnails.make(this.storage.pathOf(file.storageName), file.size, sniffed);
       let thumbName: string | null = null;
