@@ -139,7 +139,7 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     responses: {
       201: ok('The attachment metadata and the message carrying it.', obj({ attachment: { $ref: '#/components/schemas/ChatAttachment' }, message })),
       400: {
-        description: 'No "file" part, an unreadable multipart body or a message over 10000 characters (`wu_rest_invalid_parameter`), or a body cut off before its end (`chat_attachment_aborted`).',
+        description: 'No "file" part, an unreadable multipart body, or a message over 10000 characters or holding NUL (`wu_rest_invalid_parameter`, naming file or message); or a body cut off before its end (`chat_attachment_aborted`).',
         schema: { $ref: '#/components/schemas/Error' },
       },
       409: { description: 'The session is closed (`chat_session_closed`).', schema: { $ref: '#/components/schemas/Error' } },
