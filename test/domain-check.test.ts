@@ -1,8 +1,8 @@
 import dgram from 'node:dgram';
 import type { AddressInfo } from 'node:net';
-import { startWorker, type RunningWorker } from '../src/temporal/worker';
+import type { RunningWorker } from '../src/temporal/worker';
 import { checkDnsRecord } from '../activities/domains';
-import { BASE, createTestContext, type TestContext } from './helpers';
+import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { offsetDomainIds, waitFor, workflowStatus } from './estate-helpers';
 import { startDnsServer, startTlsServer, type DnsServer, type TlsServer } from './loopback-servers';
 import { SA_SITE_ID } from '../workflows/register-search-attributes';
@@ -44,13 +44,7 @@ describe('domain checks (Temporal workflow)', () => {
     });
     await offsetDomainIds(ctx);
     await ctx.settings.set('network_domain', NETWORK);
-    worker = await startWorker({
-      address: process.env.HF_TEST_TEMPORAL_ADDRESS!,
-      namespace: ctx.config.TEMPORAL_NAMESPACE,
-      taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
-      db: ctx.db,
-      config: ctx.config,
-    });
+    worker = await startTestWorker(ctx);
   });
   afterAll(async () => {
     await worker?.shutdown();
@@ -240,7 +234,7 @@ describe('domain checks with a DNS resolver that refuses connections', () => {
     resolver = `127.0.0.1:${(socket.address() as AddressInfo).port}`;
     await new Promise<void>((resolve) => socket.close(() => resolve()));
     ctx = await createTestContext({ DOMAIN_DNS_RESOLVER: resolver, DOMAIN_MAPPING_TARGET: '203.0.113.10', DOMAIN_CHECK_INTERVAL_SECONDS: '60', DOMAIN_CHECK_MAX_TRIES: '3' });
-    worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    worker = await startTestWorker(ctx);
   });
   afterAll(async () => {
     await worker?.shutdown();
