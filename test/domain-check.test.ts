@@ -1,7 +1,8 @@
 import dgram from 'node:dgram';
 import type { AddressInfo } from 'node:net';
 import type { RunningWorker } from '../src/temporal/worker';
-import { checkDnsRecord } from '../activities/domains';
+import { checkCertificate, checkDnsRecord } from '../activities/domains';
+import { OutboundPolicy } from '../src/infra/outbound-http';
 import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { offsetDomainIds, waitFor, workflowStatus } from './estate-helpers';
 import { startDnsServer, startTlsServer, type DnsServer, type TlsServer } from './loopback-servers';
@@ -271,5 +272,27 @@ describe('domain checks with a DNS resolver that refuses connections', () => {
       expect((await ctx.temporal.client.workflow.getHandle(created.body.workflow_id).describe()).runId).not.toBe(runId);
     }
     expect((await ctx.http.delete(`${BASE}/domains/${id}`).set(auth())).status).toBe(200);
+  });
+});
+
+describe('the certificate check connects only where outbound fetches may (SSRF)', () => {
+  let tlsServer: TlsServer;
+  beforeAll(async () => {
+    tlsServer = await startTlsServer('localhost');
+  });
+  afterAll(() => tlsServer.close());
+
+  test('a domain name that resolves to a loopback address is refused before any connection; allow-listed, it is checked', async () => {
+    const opts = { port: tlsServer.port, caFile: tlsServer.certFile, timeoutMs: 5000 };
+    const refused = await checkCertificate('localhost', { ...opts, outbound: new OutboundPolicy() });
+    expect(refused.ok).toBe(false);
+    expect(refused.error).toMatch(/loopback/);
+    expect(tlsServer.connections()).toBe(0);
+    const allowed = await checkCertificate('localhost', { ...opts, outbound: new OutboundPolicy({ hosts: ['localhost'], networks: [] }) });
+    expect(allowed).toEqual({ ok: true });
+    expect(tlsServer.connections()).toBe(1);
+    // The operator's own front end (DOMAIN_TLS_ADDRESS) is configuration, not input: not checked.
+    const front = await checkCertificate('localhost', { ...opts, address: '127.0.0.1', outbound: new OutboundPolicy() });
+    expect(front).toEqual({ ok: true });
   });
 });
