@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { Resolver } from 'node:dns/promises';
 import tls from 'node:tls';
 import type { Db } from '../src/db/knex';
+import { checkedLookup, OutboundPolicy } from '../src/infra/outbound-http';
 import { canonicalIp, MappingTarget, recordText, requiredRecord, type DnsRecord } from '../src/domains/target';
 import { SettingsStore } from '../src/settings/store';
 
@@ -11,8 +12,12 @@ export interface DomainActivityDeps {
   dnsResolver: string;
   /** What mapped domains must point to (DOMAIN_MAPPING_TARGET); unset: the setting network_domain. */
   mappingTarget?: string;
-  /** Where the TLS handshake goes; the domain name itself when unset. */
+  /**
+   * Where the TLS handshake goes (the operator's own front end); unset: the domain name itself,
+   * connected to only at an address `outbound` allows (never loopback, private or link-local).
+   */
   tlsAddress?: string;
+  outbound: OutboundPolicy;
   tlsPort: number;
   /** CA bundle trusted instead of the system roots (tests, private CAs). */
   tlsCaFile?: string;
@@ -88,7 +93,7 @@ export async function checkDnsRecord(record: DnsRecord, server: string, timeoutM
   return { ok: false, error: `${record.name} points to ${found.addresses.join(', ')}, not to this network (${expected.join(', ')}). Create ${wanted} in place of the current one` };
 }
 
-export function checkCertificate(name: string, opts: { address?: string; port: number; caFile?: string; timeoutMs?: number }): Promise<Probe> {
+export function checkCertificate(name: string, opts: { address?: string; port: number; caFile?: string; timeoutMs?: number; outbound: OutboundPolicy }): Promise<Probe> {
   let ca: Buffer | undefined;
   try {
     ca = opts.caFile ? fs.readFileSync(opts.caFile) : undefined;
@@ -107,6 +112,8 @@ export function checkCertificate(name: string, opts: { address?: string; port: n
     const socket = tls.connect({
       host: opts.address ?? name,
       port: opts.port,
+      // A name from a request: its addresses are checked after DNS, as every outbound fetch's.
+      ...(opts.address ? {} : { lookup: checkedLookup(opts.outbound, name) as NonNullable<tls.ConnectionOptions['lookup']> }),
       servername: name,
       ca,
       rejectUnauthorized: true,
@@ -183,7 +190,7 @@ export function createDomainActivities(deps: DomainActivityDeps) {
       return step(
         input,
         'checking-ssl-cert',
-        (name) => checkCertificate(name, { address: deps.tlsAddress, port: deps.tlsPort, caFile: deps.tlsCaFile, timeoutMs: deps.timeoutMs }),
+        (name) => checkCertificate(name, { address: deps.tlsAddress, port: deps.tlsPort, caFile: deps.tlsCaFile, timeoutMs: deps.timeoutMs, outbound: deps.outbound }),
         { stage: 'done', secure: true, active: true },
         { stage: 'ssl-failed', secure: false, active: false },
         'SSL check',

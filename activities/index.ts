@@ -1,5 +1,6 @@
 import { WU_NAMESPACE, type Config } from '../src/config';
 import type { Db } from '../src/db/knex';
+import { OutboundPolicy } from '../src/infra/outbound-http';
 import { createChatActivities } from './chat';
 import { createDomainActivities } from './domains';
 import { createRegisterActivities } from './register';
@@ -26,6 +27,7 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
       tlsAddress: config.DOMAIN_TLS_ADDRESS,
       tlsPort: config.DOMAIN_TLS_PORT,
       tlsCaFile: config.DOMAIN_TLS_CA_FILE,
+      outbound: new OutboundPolicy(config.OUTBOUND_ALLOWED_HOSTS),
     }),
     ...createRegisterActivities({ db }),
     ...createTenantActivities({ db, config }),

@@ -160,6 +160,25 @@ const schema = z.object({
     .transform((v) => v.split(',').map((s) => s.trim().replace(/\/$/, '')).filter(Boolean))
     .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)), 'must be a comma-separated list of origins such as https://example.com, or *'),
   CHAT_ATTACHMENT_MAX_BYTES: z.coerce.number().int().min(1).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  /**
+   * Attachment quotas for customers (session tokens; agents are not limited), counted from the
+   * rows in PostgreSQL so every API replica enforces the same limit: files and bytes per session
+   * and per client address (req.ip) over a rolling window, then 429 with Retry-After.
+   */
+  CHAT_ATTACHMENT_QUOTA_WINDOW_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
+  CHAT_ATTACHMENT_SESSION_MAX_FILES: z.coerce.number().int().min(1).default(20),
+  CHAT_ATTACHMENT_SESSION_MAX_TOTAL_BYTES: z.coerce.number().int().min(1).default(100 * 1024 * 1024),
+  CHAT_ATTACHMENT_ADDRESS_MAX_FILES: z.coerce.number().int().min(1).default(100),
+  CHAT_ATTACHMENT_ADDRESS_MAX_TOTAL_BYTES: z.coerce.number().int().min(1).default(500 * 1024 * 1024),
+  /**
+   * Thumbnail budget (sharp/libvips on libuv's thread pool): images over these input bytes or
+   * pixels, or taking longer, get no thumbnail; at most CHAT_THUMBNAIL_CONCURRENCY are made at
+   * once per process, and uploads arriving while all are busy get none.
+   */
+  CHAT_THUMBNAIL_MAX_BYTES: z.coerce.number().int().min(1).default(10 * 1024 * 1024),
+  CHAT_THUMBNAIL_MAX_PIXELS: z.coerce.number().int().min(1).max(1_000_000_000).default(16_000_000),
+  CHAT_THUMBNAIL_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(60).default(3),
+  CHAT_THUMBNAIL_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
   /** Secret for realtime tokens and identity hashes; when unset a random one is kept in the database. */
   CHAT_TOKEN_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   CHAT_REALTIME_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).max(3600).default(300),

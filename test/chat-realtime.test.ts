@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import WebSocket from 'ws';
 import { createApp, type AppWithRegistry } from '../src/http/app';
-import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { API_KEY, API_SECRET, createTestContext, type TestContext } from './helpers';
+import type { RunningWorker } from '../src/temporal/worker';
+import { API_KEY, API_SECRET, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { bearer, CHAT, makeAgent, makeSession } from './chat-helpers';
 import { waitFor, workflowStatus } from './estate-helpers';
 
@@ -32,7 +32,7 @@ describe('support chat: realtime and follow-up', () => {
     return s;
   };
   const newWorker = () =>
-    startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    startTestWorker(ctx);
 
   /** A connected client that records every event it receives, with the time it arrived. */
   const connect = async (url: string, origin?: string) => {

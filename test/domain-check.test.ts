@@ -1,8 +1,9 @@
 import dgram from 'node:dgram';
 import type { AddressInfo } from 'node:net';
-import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { checkDnsRecord } from '../activities/domains';
-import { BASE, createTestContext, type TestContext } from './helpers';
+import type { RunningWorker } from '../src/temporal/worker';
+import { checkCertificate, checkDnsRecord } from '../activities/domains';
+import { OutboundPolicy } from '../src/infra/outbound-http';
+import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { offsetDomainIds, waitFor, workflowStatus } from './estate-helpers';
 import { startDnsServer, startTlsServer, type DnsServer, type TlsServer } from './loopback-servers';
 import { SA_SITE_ID } from '../workflows/register-search-attributes';
@@ -44,13 +45,7 @@ describe('domain checks (Temporal workflow)', () => {
     });
     await offsetDomainIds(ctx);
     await ctx.settings.set('network_domain', NETWORK);
-    worker = await startWorker({
-      address: process.env.HF_TEST_TEMPORAL_ADDRESS!,
-      namespace: ctx.config.TEMPORAL_NAMESPACE,
-      taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
-      db: ctx.db,
-      config: ctx.config,
-    });
+    worker = await startTestWorker(ctx);
   });
   afterAll(async () => {
     await worker?.shutdown();
@@ -240,7 +235,7 @@ describe('domain checks with a DNS resolver that refuses connections', () => {
     resolver = `127.0.0.1:${(socket.address() as AddressInfo).port}`;
     await new Promise<void>((resolve) => socket.close(() => resolve()));
     ctx = await createTestContext({ DOMAIN_DNS_RESOLVER: resolver, DOMAIN_MAPPING_TARGET: '203.0.113.10', DOMAIN_CHECK_INTERVAL_SECONDS: '60', DOMAIN_CHECK_MAX_TRIES: '3' });
-    worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    worker = await startTestWorker(ctx);
   });
   afterAll(async () => {
     await worker?.shutdown();
@@ -277,5 +272,27 @@ describe('domain checks with a DNS resolver that refuses connections', () => {
       expect((await ctx.temporal.client.workflow.getHandle(created.body.workflow_id).describe()).runId).not.toBe(runId);
     }
     expect((await ctx.http.delete(`${BASE}/domains/${id}`).set(auth())).status).toBe(200);
+  });
+});
+
+describe('the certificate check connects only where outbound fetches may (SSRF)', () => {
+  let tlsServer: TlsServer;
+  beforeAll(async () => {
+    tlsServer = await startTlsServer('localhost');
+  });
+  afterAll(() => tlsServer.close());
+
+  test('a domain name that resolves to a loopback address is refused before any connection; allow-listed, it is checked', async () => {
+    const opts = { port: tlsServer.port, caFile: tlsServer.certFile, timeoutMs: 5000 };
+    const refused = await checkCertificate('localhost', { ...opts, outbound: new OutboundPolicy() });
+    expect(refused.ok).toBe(false);
+    expect(refused.error).toMatch(/loopback/);
+    expect(tlsServer.connections()).toBe(0);
+    const allowed = await checkCertificate('localhost', { ...opts, outbound: new OutboundPolicy({ hosts: ['localhost'], networks: [] }) });
+    expect(allowed).toEqual({ ok: true });
+    expect(tlsServer.connections()).toBe(1);
+    // The operator's own front end (DOMAIN_TLS_ADDRESS) is configuration, not input: not checked.
+    const front = await checkCertificate('localhost', { ...opts, address: '127.0.0.1', outbound: new OutboundPolicy() });
+    expect(front).toEqual({ ok: true });
   });
 });

@@ -4,8 +4,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { answerClientError } from '../src/http/client-error';
-import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { API_KEY, API_SECRET, BASE, createTestContext, type TestContext } from './helpers';
+import type { RunningWorker } from '../src/temporal/worker';
+import { API_KEY, API_SECRET, BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 
 /**
  * The API fuzzed from its own served OpenAPI document with schemathesis (PyPI; installed by
@@ -40,17 +40,19 @@ describe('fuzzing from the OpenAPI document (schemathesis)', () => {
   let server: http.Server;
   let origin: string;
   const statuses = new Map<number, number>();
+  const workDir = path.resolve(__dirname, '..', '.tmp', `fuzz-${process.pid}`);
+  const dataDir = path.join(workDir, 'data');
   let requests = 0;
 
   beforeAll(async () => {
-    ctx = await createTestContext({ REGISTER_WAIT_SECONDS: '2', TENANT_WAIT_SECONDS: '2', AUTH_FAILURE_LIMIT: '1000000' });
-    worker = await startWorker({
-      address: process.env.HF_TEST_TEMPORAL_ADDRESS!,
-      namespace: ctx.config.TEMPORAL_NAMESPACE,
-      taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
-      db: ctx.db,
-      config: ctx.config,
+    ctx = await createTestContext({
+      REGISTER_WAIT_SECONDS: '2',
+      TENANT_WAIT_SECONDS: '2',
+      AUTH_FAILURE_LIMIT: '1000000',
+      // Uploads and language packs the fuzzer makes go under .tmp, removed afterwards.
+      DATA_DIR: dataDir,
     });
+    worker = await startTestWorker(ctx);
     // A little of everything, so that reads and writes by id reach records (the fuzzer's
     // random ids mostly miss; the document's links lead it to the records it creates).
     const [user] = await ctx.db('users').insert({ username: 'fuzzuser', email: 'fuzz@example.com', password_hash: 'x', display_name: 'Fuzz' }).returning('id');
@@ -80,12 +82,13 @@ describe('fuzzing from the OpenAPI document (schemathesis)', () => {
     });
     await worker.shutdown();
     await ctx.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   test(
     'no 5xx and no answer outside the document',
     async () => {
-      const reportDir = path.resolve(__dirname, '..', '.tmp', `fuzz-${process.pid}`);
+      const reportDir = workDir;
       const args = [
         'run',
         `${origin}${BASE}/openapi.json`,

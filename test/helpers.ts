@@ -10,6 +10,7 @@ import { revokePublicConnect } from '../src/infra/embedded-postgres';
 import { prepareDatabase } from '../src/runtime';
 import type { SettingsStore } from '../src/settings/store';
 import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
+import { startWorker, type RunningWorker } from '../src/temporal/worker';
 import { buildOpenApiDocument } from '../src/openapi/document';
 import { ContractChecker } from './contract';
 
@@ -118,4 +119,9 @@ export function decodedJson(value: unknown): string {
     if (key === 'data' && typeof v === 'string' && this && 'metadata' in this) return Buffer.from(v, 'base64').toString('utf8');
     return v;
   });
+}
+
+/** A worker for the context's own task queue and database (its workflows, its activities). */
+export function startTestWorker(ctx: Pick<TestContext, 'config' | 'db'>): Promise<RunningWorker> {
+  return startWorker({ address: ctx.config.TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
 }

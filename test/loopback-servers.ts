@@ -87,6 +87,8 @@ export interface TlsServer {
   port: number;
   /** The self-signed certificate (use it as the CA file). */
   certFile: string;
+  /** TCP connections accepted so far. */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -102,10 +104,13 @@ export async function startTlsServer(certName: string): Promise<TlsServer> {
   );
   const server = tls.createServer({ key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile) }, (socket) => socket.end());
   server.on('tlsClientError', () => undefined);
+  let connections = 0;
+  server.on('connection', () => (connections += 1));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
     certFile,
+    connections: () => connections,
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       fs.rmSync(dir, { recursive: true, force: true });

@@ -1,8 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import request from 'supertest';
 import { createApp } from '../src/http/app';
-import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { BASE, createTestContext, type TestContext } from './helpers';
+import type { RunningWorker } from '../src/temporal/worker';
+import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
 
 /**
@@ -59,13 +59,7 @@ describe('/register survives a worker crash', () => {
     await killWorkerProcess(child);
     await ctx.db.raw('DROP TRIGGER crash_slow ON payments');
 
-    worker = await startWorker({
-      address: process.env.HF_TEST_TEMPORAL_ADDRESS!,
-      namespace: ctx.config.TEMPORAL_NAMESPACE,
-      taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
-      db: ctx.db,
-      config: ctx.config,
-    });
+    worker = await startTestWorker(ctx);
     const result = await ctx.temporal.client.workflow.getHandle(workflowId).result();
     expect(await counts()).toEqual({
       users: before.users + 1,

@@ -6,8 +6,8 @@ import { createApp } from '../src/http/app';
 import { canonicalJson, sha256Hex } from '../src/register/validate';
 import { verifyPassword } from '../src/users/password';
 import { createRegisterActivities, type RegisterInput } from '../activities/register';
-import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { BASE, createTestContext, decodedJson, type TestContext } from './helpers';
+import type { RunningWorker } from '../src/temporal/worker';
+import { BASE, createTestContext, decodedJson, type TestContext, startTestWorker } from './helpers';
 
 /**
  * /register end to end: the real `register` workflow on a worker of this file's own task
@@ -49,13 +49,7 @@ describe('/register (Temporal saga)', () => {
 
   beforeAll(async () => {
     ctx = await createTestContext();
-    worker = await startWorker({
-      address: process.env.HF_TEST_TEMPORAL_ADDRESS!,
-      namespace: ctx.config.TEMPORAL_NAMESPACE,
-      taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
-      db: ctx.db,
-      config: ctx.config,
-    });
+    worker = await startTestWorker(ctx);
     await ctx.db('products').insert([
       { slug: 'reg-plan', name: 'Reg Plan', type: 'plan', amount: '29.99', setup_fee: '0.1', duration: 1, duration_unit: 'month' },
       { slug: 'reg-addon', name: 'Reg Addon', type: 'service', amount: '0.2', setup_fee: '0' },

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { BASE, createTestContext, type TestContext } from './helpers';
+import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { waitFor } from './estate-helpers';
 import { killWorkerProcess, spawnWorkerProcess } from './worker-process';
 import { makeSite, onServer, serverHas, settled, status, tenantEnv } from './tenant-helpers';
@@ -58,7 +58,7 @@ describe('tenant workflows survive a worker crash', () => {
     await dropTrigger();
     expect((await status(ctx, site.siteId)).body).toMatchObject({ state: 'bootstrapping', step: 'push' });
 
-    worker = await startWorker({ address: ctx.config.TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    worker = await startTestWorker(ctx);
     const done = await settled(ctx, site.siteId, 'bootstrapping', 90_000);
     expect(done.body).toMatchObject({ state: 'ready', ready: true });
     const t = await ctx.db('tenants').where({ site_id: site.siteId }).whereNot({ state: 'torn_down' }).first();
@@ -79,7 +79,7 @@ describe('tenant workflows survive a worker crash', () => {
     await killDuring(child, 'insert into "site_posts"%');
     await dropTrigger();
 
-    worker = await startWorker({ address: ctx.config.TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    worker = await startTestWorker(ctx);
     const gone = await waitFor(() => status(ctx, site.siteId), (r) => r.status === 404, 90_000);
     expect(gone.status).toBe(404);
     expect(await shared(site.siteId)).toEqual(posts);
@@ -115,7 +115,7 @@ describe('tenant workflows survive a worker crash', () => {
     expect(checked.body.checks.no_legacy.message).toMatch(/does not exist on .*Run bootstrap/);
 
     await worker.shutdown();
-    worker = await startWorker({ address: ctx.config.TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    worker = await startTestWorker(ctx);
     expect((await ctx.http.post(`${BASE}/tenants/${site.siteId}/bootstrap`).set('Authorization', ctx.basic).send({})).status).toBe(202);
     const done = await settled(ctx, site.siteId);
     expect(done.body).toMatchObject({ state: 'ready', ready: true, error: null });

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { decryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
-import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { BASE, createTestContext, type TestContext } from './helpers';
+import type { RunningWorker } from '../src/temporal/worker';
+import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { waitFor } from './estate-helpers';
 import { makeSite, onServer, serverHas, settled, status, tenantEnv } from './tenant-helpers';
 import { startTenantPushRelay } from '../src/tenants/push-relay';
@@ -130,7 +130,7 @@ describe('isolated tenants', () => {
     const b = await post(`/tenants/${B.siteId}/bootstrap`);
     expect(b.status).toBe(202);
 
-    worker = await startWorker({ address: ctx.config.TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    worker = await startTestWorker(ctx);
     for (const site of [A, B]) {
       const done = await settled(ctx, site.siteId);
       expect(done.status).toBe(200);

@@ -2,8 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { BASE, createTestContext, type TestContext } from './helpers';
+import type { RunningWorker } from '../src/temporal/worker';
+import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
 import { status, waitForJob } from './translation-helpers';
 import { samplePot, startFakeAi, type FakeAi } from './translation-servers';
@@ -63,7 +63,7 @@ describe('translation pipeline survives a worker crash during processing', () =>
     const progress = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'tcrash-plugin', type: 'plugin', locale: 'nl_NL' }).set('Authorization', ctx.basic);
     expect(progress.body).toMatchObject({ status: 'processing', remaining_strings: 14, total_strings: 20 });
 
-    worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    worker = await startTestWorker(ctx);
     const ready = await waitForJob(ctx, jobId, status('ready'), 90_000);
     expect(ready).toMatchObject({ remaining_strings: 0, ai_strings: 20, batches_done: 10 });
 

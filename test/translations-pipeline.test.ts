@@ -3,9 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import gettextParser from 'gettext-parser';
-import { startWorker, type RunningWorker } from '../src/temporal/worker';
+import type { RunningWorker } from '../src/temporal/worker';
 import { pluralForms } from '../src/translations/locales';
-import { BASE, createTestContext, type TestContext } from './helpers';
+import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { binaryParser, status, unzip, waitForJob } from './translation-helpers';
 import { fakeTranslation, GERMAN_PO, samplePot, startFakeAi, startFakeGlotPress, startFakeMetrics, type FakeAi, type FakeGlotPress, type FakeMetrics } from './translation-servers';
 
@@ -40,7 +40,7 @@ describe('translation pipeline (Temporal workflow)', () => {
       // The fakes listen on loopback, which server-side fetches refuse unless allowed.
       OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
     });
-    worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    worker = await startTestWorker(ctx);
     const created = await post('/translations/projects', { slug: SLUG, type: 'plugin', name: 'Example Plugin', version: '1.0.0', pot: samplePot() });
     expect(created.status).toBe(200);
   });
@@ -336,7 +336,7 @@ describe('translation pipeline without an AI provider', () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hf-tr-'));
     gp = await startFakeGlotPress({ 'tpipe-noai/de/formal': GERMAN_PO });
     ctx = await createTestContext({ DATA_DIR: dataDir, OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' });
-    worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    worker = await startTestWorker(ctx);
   });
   afterAll(async () => {
     await worker?.shutdown();
@@ -439,7 +439,7 @@ describe('translation fetches refuse internal addresses (SSRF)', () => {
     metrics = await startFakeMetrics();
     // Nothing allow-listed: the provider and the metrics server on loopback are internal.
     ctx = await createTestContext({ DATA_DIR: dataDir, TRANSLATION_AI_BASE_URL: ai.baseUrl, TRANSLATION_AI_MODEL: 'fake-gpt', TRANSLATION_AI_API_KEY: KEY });
-    worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    worker = await startTestWorker(ctx);
   });
   afterAll(async () => {
     await worker?.shutdown();

@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startWorker, type RunningWorker } from '../src/temporal/worker';
+import type { RunningWorker } from '../src/temporal/worker';
 import { buildL10nPhp, parsePot, placeholderProblem, placeholders, scriptOf } from '../src/translations/gettext';
 import { glotpressLocale, glotpressUrl, pluralForms, pluralIndex } from '../src/translations/locales';
 import { retryAfterSeconds } from '../src/translations/service';
 import { openApiPath } from '../src/openapi/document';
-import { BASE, createTestContext, type TestContext } from './helpers';
+import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { status, waitForJob } from './translation-helpers';
 import { samplePot } from './translation-servers';
 
@@ -92,7 +92,7 @@ describe('translation routes', () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hf-tr-'));
     // Many unauthenticated calls below: no throttling here (auth.test.ts covers it).
     ctx = await createTestContext({ DATA_DIR: dataDir, AUTH_FAILURE_LIMIT: '1000' });
-    worker = await startWorker({ address: process.env.HF_TEST_TEMPORAL_ADDRESS!, namespace: ctx.config.TEMPORAL_NAMESPACE, taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
+    worker = await startTestWorker(ctx);
     // One human translation for the locales whose packs the tests wait for (a pack with none is never ready).
     const po = (str: string) => `msgid "Settings"\nmsgstr "${str}"\n`;
     const created = await post('/translations/projects', {

@@ -1,31 +1,54 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Request } from 'express';
 import busboy from 'busboy';
-import jpeg from 'jpeg-js';
-import { PNG } from 'pngjs';
+import sharp from 'sharp';
 import { ApiError, invalidParams } from '../http/errors';
 
 /**
- * Attachments: multipart upload, type from the bytes (never the name or the declared type),
- * stored under DATA_DIR/chat-attachments with random names, metadata in chat_attachments.
- * PNG and JPEG images get a 250 px thumbnail (pure JavaScript: pngjs, jpeg-js); GIF and WebP
- * get width and height but no thumbnail (thumbnail_url null: clients show an icon).
+ * Attachments: multipart upload streamed to disk, type from the bytes (never the name or the
+ * declared type), stored under DATA_DIR/chat-attachments with random names, metadata in
+ * chat_attachments. Images get a 250 px PNG thumbnail made by sharp (libvips) within a budget.
  */
 export const THUMBNAIL_SIZE = 250;
-/** Images larger than this (pixels) are stored but not decoded for a thumbnail. */
-const MAX_THUMBNAIL_SOURCE_PIXELS = 40_000_000;
+/** The longest caption (the `message` field), in characters. */
+export const MAX_CAPTION_CHARS = 10_000;
+/** The first bytes of a file, kept for sniffing its type (the rest goes straight to disk). */
+const HEAD_BYTES = 64 * 1024;
 
 export interface Sniffed {
   mime: string;
+  /** From the header; null for a JPEG whose size is further in than the bytes kept. */
   width: number | null;
   height: number | null;
+  /** An Adam7-interlaced PNG (never thumbnailed, see Thumbnailer). */
+  interlaced?: boolean;
 }
 
 export const ALLOWED_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'application/pdf', 'text/plain'] as const;
 
-function jpegSize(b: Buffer): { width: number; height: number } | null {
+/** The extensions a stored name may keep for each type; the first is the one given otherwise. */
+const EXTENSIONS: Record<string, string[]> = {
+  'image/png': ['png'],
+  'image/jpeg': ['jpg', 'jpeg'],
+  'image/gif': ['gif'],
+  'image/webp': ['webp'],
+  'application/pdf': ['pdf'],
+  'text/plain': ['txt', 'log'],
+};
+
+export const typeNotAllowed = () =>
+  new ApiError(415, 'chat_attachment_type_not_allowed', `The file's content is not one of the allowed types: ${ALLOWED_TYPES.join(', ')} (the type is read from the bytes, not the name).`, {
+    allowed_types: [...ALLOWED_TYPES],
+  });
+
+const tooLarge = (maxBytes: number) => new ApiError(413, 'chat_attachment_too_large', `The file is larger than the limit of ${maxBytes} bytes.`, { limit: maxBytes });
+
+/** The JPEG's size from its SOF marker; undefined when `b` ends before it. */
+function jpegSize(b: Buffer): { width: number; height: number } | null | undefined {
   let i = 2;
   while (i + 9 < b.length) {
     if (b[i] !== 0xff) return null;
@@ -41,7 +64,7 @@ function jpegSize(b: Buffer): { width: number; height: number } | null {
     }
     i += 2 + len;
   }
-  return null;
+  return undefined;
 }
 
 function webpSize(b: Buffer): { width: number; height: number } | null {
@@ -55,148 +78,184 @@ function webpSize(b: Buffer): { width: number; height: number } | null {
   return null;
 }
 
-function isPlainText(b: Buffer): boolean {
-  if (b.length === 0) return false;
-  try {
-    const text = new TextDecoder('utf-8', { fatal: true }).decode(b);
-    // No control characters but tab, line feed, carriage return, form feed.
-    return !/[\u0000-\u0008\u000b\u000e-\u001f\u007f]/.test(text);
-  } catch {
-    return false;
+/**
+ * A binary type from the first bytes of a file (`whole`: they are the whole file), or null.
+ * UTF-8 text is recognised by TextCheck over the whole file instead.
+ */
+function sniffBinary(head: Buffer, whole: boolean): Sniffed | null {
+  if (head.length >= 29 && head.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) && head.toString('ascii', 12, 16) === 'IHDR') {
+    return { mime: 'image/png', width: head.readUInt32BE(16), height: head.readUInt32BE(20), interlaced: head[28] === 1 };
   }
-}
-
-/** The file's type from its first bytes; null when it is not on the allow-list. */
-export function sniff(b: Buffer): Sniffed | null {
-  if (b.length >= 24 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) && b.toString('ascii', 12, 16) === 'IHDR') {
-    return { mime: 'image/png', width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
+  if (head.length >= 4 && head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) {
+    const size = jpegSize(head);
+    if (size) return { mime: 'image/jpeg', ...size };
+    // The size may lie past the bytes kept (large EXIF/XMP segments): read from the file later.
+    return size === undefined && !whole ? { mime: 'image/jpeg', width: null, height: null } : null;
   }
-  if (b.length >= 4 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) {
-    const size = jpegSize(b);
-    return size ? { mime: 'image/jpeg', ...size } : null;
+  if (head.length >= 10 && (head.toString('ascii', 0, 6) === 'GIF87a' || head.toString('ascii', 0, 6) === 'GIF89a')) {
+    return { mime: 'image/gif', width: head.readUInt16LE(6), height: head.readUInt16LE(8) };
   }
-  if (b.length >= 10 && (b.toString('ascii', 0, 6) === 'GIF87a' || b.toString('ascii', 0, 6) === 'GIF89a')) {
-    return { mime: 'image/gif', width: b.readUInt16LE(6), height: b.readUInt16LE(8) };
-  }
-  if (b.length >= 16 && b.toString('ascii', 0, 4) === 'RIFF' && b.toString('ascii', 8, 12) === 'WEBP') {
-    const size = webpSize(b);
+  if (head.length >= 16 && head.toString('ascii', 0, 4) === 'RIFF' && head.toString('ascii', 8, 12) === 'WEBP') {
+    const size = webpSize(head);
     return size ? { mime: 'image/webp', ...size } : null;
   }
-  if (b.length >= 5 && b.toString('ascii', 0, 5) === '%PDF-') return { mime: 'application/pdf', width: null, height: null };
-  if (isPlainText(b)) return { mime: 'text/plain', width: null, height: null };
+  if (head.length >= 5 && head.toString('ascii', 0, 5) === '%PDF-') return { mime: 'application/pdf', width: null, height: null };
   return null;
 }
 
-/** Box-filter downscale of RGBA pixels so the longer side is at most THUMBNAIL_SIZE. */
-function downscale(src: Uint8Array | Buffer, w: number, h: number): { data: Buffer; width: number; height: number } {
-  const scale = Math.min(1, THUMBNAIL_SIZE / Math.max(w, h));
-  const tw = Math.max(1, Math.round(w * scale));
-  const th = Math.max(1, Math.round(h * scale));
-  const out = Buffer.alloc(tw * th * 4);
-  for (let y = 0; y < th; y++) {
-    const y0 = Math.floor((y * h) / th);
-    const y1 = Math.max(y0 + 1, Math.floor(((y + 1) * h) / th));
-    for (let x = 0; x < tw; x++) {
-      const x0 = Math.floor((x * w) / tw);
-      const x1 = Math.max(x0 + 1, Math.floor(((x + 1) * w) / tw));
-      const acc = [0, 0, 0, 0];
-      let n = 0;
-      // Sample at most 4x4 source pixels per target pixel (enough for a thumbnail).
-      const sy = Math.max(1, Math.floor((y1 - y0) / 4));
-      const sx = Math.max(1, Math.floor((x1 - x0) / 4));
-      for (let yy = y0; yy < y1; yy += sy) {
-        for (let xx = x0; xx < x1; xx += sx) {
-          const i = (yy * w + xx) * 4;
-          acc[0] += src[i];
-          acc[1] += src[i + 1];
-          acc[2] += src[i + 2];
-          acc[3] += src[i + 3];
-          n++;
-        }
-      }
-      const o = (y * tw + x) * 4;
-      for (let c = 0; c < 4; c++) out[o + c] = Math.round(acc[c] / n);
+/** UTF-8 text without control characters (but tab, line feed, carriage return, form feed), checked chunk by chunk. */
+class TextCheck {
+  private readonly decoder = new TextDecoder('utf-8', { fatal: true });
+  ok = true;
+
+  push(chunk: Buffer, last = false): void {
+    if (!this.ok) return;
+    try {
+      // stream: a character split across chunks is completed by the next one.
+      if (/[\u0000-\u0008\u000b\u000e-\u001f\u007f]/.test(this.decoder.decode(chunk, { stream: !last }))) this.ok = false;
+    } catch {
+      this.ok = false;
     }
   }
-  return { data: out, width: tw, height: th };
 }
 
-/** A PNG thumbnail of a PNG or JPEG image, or null. */
-export function thumbnail(b: Buffer, s: Sniffed): Buffer | null {
-  if (!s.width || !s.height || s.width * s.height > MAX_THUMBNAIL_SOURCE_PIXELS) return null;
-  try {
-    let rgba: { data: Uint8Array | Buffer; width: number; height: number };
-    if (s.mime === 'image/png') rgba = PNG.sync.read(b);
-    else if (s.mime === 'image/jpeg') rgba = jpeg.decode(b, { useTArray: true, formatAsRGBA: true, maxMemoryUsageInMB: 256, maxResolutionInMP: 40 });
-    else return null;
-    const small = downscale(rgba.data, rgba.width, rgba.height);
-    const png = new PNG({ width: small.width, height: small.height });
-    small.data.copy(png.data);
-    return PNG.sync.write(png);
-  } catch {
-    return null;
+const TEXT: Sniffed = { mime: 'text/plain', width: null, height: null };
+
+/** The type of a whole file held in memory; null when it is not on the allow-list. */
+export function sniff(b: Buffer): Sniffed | null {
+  const binary = sniffBinary(b, true);
+  if (binary) return binary;
+  const text = new TextCheck();
+  text.push(b, true);
+  return text.ok && b.length > 0 ? TEXT : null;
+}
+
+export interface Inspected {
+  size: number;
+  sha256: string;
+  sniffed: Sniffed | null;
+}
+
+/**
+ * Passes a file through on its way to disk: counts it against the size limit, hashes it, keeps
+ * its first bytes to sniff the type and checks it as text, failing as soon as it is too large or
+ * can be none of the allowed types.
+ */
+class ContentInspector extends Transform {
+  private size = 0;
+  private readonly hash = crypto.createHash('sha256');
+  /** The first bytes, until HEAD_BYTES have come and the type is sniffed from them. */
+  private head: Buffer[] | null = [];
+  private headBytes = 0;
+  private binary: Sniffed | null = null;
+  private readonly text = new TextCheck();
+  result: Inspected | null = null;
+
+  constructor(private readonly maxBytes: number) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.size += chunk.length;
+    if (this.size > this.maxBytes) return done(tooLarge(this.maxBytes));
+    this.hash.update(chunk);
+    if (this.head) {
+      this.head.push(chunk.subarray(0, HEAD_BYTES - this.headBytes));
+      this.headBytes = Math.min(HEAD_BYTES, this.headBytes + chunk.length);
+      if (this.headBytes === HEAD_BYTES) {
+        this.binary = sniffBinary(Buffer.concat(this.head), false);
+        this.head = null;
+      }
+    }
+    if (!this.binary) {
+      this.text.push(chunk);
+      // Neither a known binary type nor text: refused before the rest is read.
+      if (!this.head && !this.text.ok) return done(typeNotAllowed());
+    }
+    done(null, chunk);
+  }
+
+  override _flush(done: TransformCallback): void {
+    let sniffed: Sniffed | null;
+    if (this.head) sniffed = sniff(Buffer.concat(this.head)); // the whole file
+    else {
+      this.text.push(Buffer.alloc(0), true);
+      sniffed = this.binary ?? (this.text.ok ? TEXT : null);
+    }
+    this.result = { size: this.size, sha256: this.hash.digest('hex'), sniffed };
+    done();
   }
 }
 
-export interface UploadedFile {
+export interface ReceivedFile extends Inspected {
+  sniffed: Sniffed;
+  /** The name the uploader gave. */
   name: string;
-  bytes: Buffer;
+  storageName: string;
   caption: string | null;
 }
 
-/** Reads one multipart file (field `file`) and an optional `message` field, within `maxBytes`. */
-export function readMultipart(req: Request, maxBytes: number): Promise<UploadedFile> {
+/**
+ * Reads one multipart file (field `file`) and an optional `message` field, streaming the file to
+ * storage (never held whole in memory) within `maxBytes`. Refuses a file of a type not allowed.
+ * On any failure (the client going away included) the file is removed before this rejects.
+ */
+export function receiveFile(req: Request, storage: AttachmentStorage, maxBytes: number): Promise<ReceivedFile> {
   return new Promise((resolve, reject) => {
     const type = req.headers['content-type'] ?? '';
     if (!/^multipart\/form-data/i.test(type)) {
+      req.resume();
       reject(new ApiError(415, 'chat_attachment_not_multipart', 'Send the file as multipart/form-data, in the field "file".'));
       return;
     }
-    const tooLarge = () => new ApiError(413, 'chat_attachment_too_large', `The file is larger than the limit of ${maxBytes} bytes.`, { limit: maxBytes });
     const declared = Number(req.headers['content-length']);
     // The body holds the file plus a little framing; far above the limit is refused unread.
     if (Number.isFinite(declared) && declared > maxBytes + 64 * 1024) {
       req.resume();
-      reject(tooLarge());
+      reject(tooLarge(maxBytes));
       return;
     }
     let bb: busboy.Busboy;
     try {
-      bb = busboy({ headers: req.headers, limits: { fileSize: maxBytes + 1, files: 1, fields: 5, fieldSize: 10_000, parts: 10 } });
+      // One byte over the limit reaches the inspector, which refuses the file. A field is cut at
+      // fieldSize bytes: room for the longest caption in 4-byte characters, and a cut one is
+      // still over MAX_CAPTION_CHARS, so it is refused rather than stored shortened.
+      bb = busboy({ headers: req.headers, limits: { fileSize: maxBytes + 1, files: 1, fields: 5, fieldSize: 4 * MAX_CAPTION_CHARS + 4, parts: 10 } });
     } catch {
       reject(invalidParams({ file: 'The multipart body could not be read.' }));
       return;
     }
-    let file: { name: string; chunks: Buffer[]; truncated: boolean } | null = null;
+    let file: { name: string; storageName: string; inspector: ContentInspector; written: Promise<void> } | null = null;
     let caption: string | null = null;
     let failed = false;
-    const fail = (err: ApiError) => {
+    const stop = new AbortController();
+    const fail = (err: unknown) => {
       if (failed) return;
       failed = true;
       req.unpipe(bb);
       req.resume();
-      if (file) file.chunks.length = 0;
-      reject(err);
+      stop.abort();
+      const f = file;
+      // Removed only once the write has settled: an open still pending would create it again.
+      const removed = f ? f.written.catch(() => undefined).then(() => storage.remove(f.storageName)) : Promise.resolve();
+      removed.then(() => reject(err), reject);
     };
     bb.on('file', (field, stream, info) => {
       if (field !== 'file' || file) {
         stream.resume();
         return;
       }
-      const current = { name: info.filename ?? 'file', chunks: [] as Buffer[], truncated: false };
-      file = current;
-      stream.on('data', (c: Buffer) => current.chunks.push(c));
-      stream.on('limit', () => {
-        current.truncated = true;
-        fail(tooLarge());
-      });
+      const inspector = new ContentInspector(maxBytes);
+      const storageName = AttachmentStorage.newName();
+      const written = storage.writeStream(storageName, stream, inspector, stop.signal);
+      file = { name: info.filename ?? 'file', storageName, inspector, written };
+      written.catch(fail);
     });
     bb.on('field', (name, value) => {
       if (name === 'message') caption = value;
     });
     bb.on('error', () => fail(invalidParams({ file: 'The multipart body could not be read.' })));
-    // A client that goes away mid-body: busboy never sees the end, so give up here (nothing has
-    // been written yet; the chunks read so far are dropped with the request).
+    // A client that goes away mid-body: busboy never sees the end, so give up here.
     const aborted = () => {
       if (!req.complete) fail(new ApiError(400, 'chat_attachment_aborted', 'The upload was interrupted before the whole file arrived.'));
     };
@@ -204,22 +263,42 @@ export function readMultipart(req: Request, maxBytes: number): Promise<UploadedF
     req.on('error', aborted);
     bb.on('close', () => {
       if (failed) return;
-      const f = file as { name: string; chunks: Buffer[]; truncated: boolean } | null;
+      const f = file as typeof file;
       if (!f) return fail(invalidParams({ file: 'file is required (a multipart field named "file").' }));
-      const bytes = Buffer.concat(f.chunks);
-      // busboy stops one byte past the limit: anything above it is refused.
-      if (f.truncated || bytes.length > maxBytes) return fail(tooLarge());
-      resolve({ name: f.name, bytes, caption });
+      f.written.then(() => {
+        if (failed) return;
+        const r = f.inspector.result!;
+        if (!r.sniffed) return fail(typeNotAllowed());
+        resolve({ ...r, sniffed: r.sniffed, name: f.name, storageName: f.storageName, caption });
+      }, fail);
     });
     req.pipe(bb);
   });
 }
 
 /** A file name that is safe to show and to put in Content-Disposition. */
-export function cleanName(name: string): string {
+function cleanName(name: string): string {
   const base = name.split(/[\\/]/).pop() ?? '';
-  const cleaned = base.replace(/[\u0000-\u001f\u007f"]/g, '').trim().slice(0, 200);
+  const cleaned = base
+    .replace(/[\u0000-\u001f\u007f"]/g, '')
+    .replace(/[\s.]+$/, '')
+    .trim()
+    .slice(0, 200);
   return cleaned || 'file';
+}
+
+/**
+ * The name a file is stored and served under: its extension is the detected type's, whatever the
+ * uploader called it (a GIF-prefixed page named invoice.html becomes invoice.gif), so saving it
+ * never makes the system open it as something else.
+ */
+export function fileName(name: string, mime: string): string {
+  const clean = cleanName(name);
+  const allowed = EXTENSIONS[mime] ?? ['bin'];
+  const dot = clean.lastIndexOf('.');
+  const ext = dot > 0 ? clean.slice(dot + 1).toLowerCase() : '';
+  if (allowed.includes(ext)) return clean;
+  return `${dot > 0 ? clean.slice(0, dot) : clean}.${allowed[0]}`;
 }
 
 export class AttachmentStorage {
@@ -247,7 +326,84 @@ export class AttachmentStorage {
     await fs.promises.writeFile(p, bytes, { flag: 'wx', mode: 0o600 });
   }
 
+  /** Streams `source` through `through` into a new file (never an existing one), until `signal` aborts. */
+  async writeStream(storageName: string, source: Readable, through: Transform, signal: AbortSignal): Promise<void> {
+    const p = this.pathOf(storageName);
+    await fs.promises.mkdir(path.dirname(p), { recursive: true });
+    await pipeline(source, through, fs.createWriteStream(p, { flags: 'wx', mode: 0o600 }), { signal });
+  }
+
   async remove(storageName: string): Promise<void> {
     await fs.promises.rm(this.pathOf(storageName), { force: true });
+  }
+}
+
+/** An image's width and height from its header (libvips reads no pixels for this). */
+export async function imageSize(file: string): Promise<{ width: number; height: number } | null> {
+  try {
+    const m = await sharp(file).metadata();
+    return m.width && m.height ? { width: m.width, height: m.height } : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface ThumbnailBudget {
+  /** Files larger than this are not decoded. */
+  maxBytes: number;
+  /** Images with more pixels (header, then libvips' limitInputPixels) are not decoded. */
+  maxPixels: number;
+  /** libvips gives up after this long. */
+  timeoutSeconds: number;
+  /** Thumbnails made at once in this process; an upload finding all taken gets none. */
+  concurrency: number;
+}
+
+export type ThumbnailOutcome = { png: Buffer } | { skipped: 'type' | 'interlaced' | 'bytes' | 'pixels' | 'busy' | 'timeout' | 'unreadable' };
+
+/**
+ * Thumbnails with sharp (libvips): decoded on libuv's thread pool, not the event loop that the
+ * API and the worker share; read top to bottom (sequentialRead) and shrunk while loading where the
+ * format allows (JPEG, WebP), within a budget of input bytes, pixels and time.
+ *
+ * Adam7-interlaced PNGs get none: they cannot be read top to bottom, so libvips would decode the
+ * whole image (up to 8 bytes a pixel at 16 bits) before shrinking it; screenshot tools, browsers
+ * and cameras do not write them, and they are the shape of the reported decompression bomb.
+ * Other images decoded whole (progressive JPEG, GIF, lossless WebP) cost about 4 bytes a pixel,
+ * which the pixel budget bounds.
+ *
+ * Beyond `concurrency` thumbnails at once, an upload gets none rather than waiting for one: no
+ * queue for a flood to fill, legitimate uploads never wait on an attacker's, and thumbnail_url
+ * null is an answer clients already handle (PDF, text).
+ */
+export class Thumbnailer {
+  private busy = 0;
+
+  constructor(private readonly budget: ThumbnailBudget) {
+    // libvips' operation cache would keep decoded uploads in memory after use.
+    sharp.cache(false);
+    // One libvips thread per image: the semaphore alone says how many images are decoded at once.
+    sharp.concurrency(1);
+  }
+
+  async make(file: string, size: number, s: Sniffed): Promise<ThumbnailOutcome> {
+    if (!['image/png', 'image/jpeg', 'image/gif', 'image/webp'].includes(s.mime)) return { skipped: 'type' };
+    if (s.interlaced) return { skipped: 'interlaced' };
+    if (size > this.budget.maxBytes) return { skipped: 'bytes' };
+    if (!s.width || !s.height || s.width * s.height > this.budget.maxPixels) return { skipped: 'pixels' };
+    if (this.busy >= this.budget.concurrency) return { skipped: 'busy' };
+    this.busy++;
+    try {
+      const png = await sharp(file, { limitInputPixels: this.budget.maxPixels, sequentialRead: true, autoOrient: true })
+        .timeout({ seconds: this.budget.timeoutSeconds })
+        .resize(THUMBNAIL_SIZE, THUMBNAIL_SIZE, { fit: 'inside', withoutEnlargement: true })
+        .png()
+        .toBuffer();
+      return { png };
+    } catch (err) {
+      return { skipped: /timeout/i.test((err as Error).message) ? 'timeout' : 'unreadable' };
+    } finally {
+      this.busy--;
+    }
   }
 }

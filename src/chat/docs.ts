@@ -109,11 +109,24 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     body: S.postMessageSchema,
     responses: { 201: ok('The message.', message) },
   });
+  const errorWith = (codes: string, data: Record<string, unknown>) => ({
+    type: 'object',
+    required: ['code', 'message', 'data'],
+    properties: {
+      code: { type: 'string', description: codes },
+      message: { type: 'string' },
+      data: { type: 'object', required: ['status'], properties: { status: { type: 'integer' }, ...data }, additionalProperties: true },
+    },
+    additionalProperties: false,
+  });
   op('POST', '/chat/sessions/:session_id/attachments', 'session', {
     summary: 'Upload a file (multipart/form-data, field "file", optional field "message")',
     description:
-      'At most CHAT_ATTACHMENT_MAX_BYTES (default 10 MB; larger: 413 chat_attachment_too_large). The type is read from the bytes: PNG, JPEG, GIF, WebP, PDF or UTF-8 text; anything else is 415 chat_attachment_type_not_allowed. ' +
-      'PNG and JPEG images get a 250 px PNG thumbnail (thumbnail_url); render thumbnails defensively. ' +
+      'At most CHAT_ATTACHMENT_MAX_BYTES (default 10 MB; larger: 413 chat_attachment_too_large), streamed to disk. The type is read from the bytes: PNG, JPEG, GIF, WebP, PDF or UTF-8 text; anything else is 415 chat_attachment_type_not_allowed. ' +
+      "The stored name takes the detected type's extension (invoice.html holding a GIF is invoice.gif). " +
+      'Images get a 250 px PNG thumbnail (thumbnail_url) within a budget (CHAT_THUMBNAIL_MAX_BYTES, CHAT_THUMBNAIL_MAX_PIXELS, CHAT_THUMBNAIL_TIMEOUT_SECONDS, CHAT_THUMBNAIL_CONCURRENCY at once); ' +
+      'an image over it, unreadable, interlaced (Adam7 PNG) or arriving while all thumbnail slots are busy is stored with thumbnail_url null. Render thumbnails defensively. ' +
+      'Customers (not agents) have quotas of files and bytes per session and per client address within a rolling window (CHAT_ATTACHMENT_QUOTA_WINDOW_SECONDS, default 24 h): over one, 429 chat_attachment_quota_exceeded with Retry-After, and nothing is written. ' +
       'A body cut off before its end is dropped (400 chat_attachment_aborted); a failed upload leaves no file and no row.',
     requestBody: {
       required: true,
@@ -123,7 +136,35 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
         },
       },
     },
-    responses: { 201: ok('The attachment metadata and the message carrying it.', obj({ attachment: { $ref: '#/components/schemas/ChatAttachment' }, message })) },
+    responses: {
+      201: ok('The attachment metadata and the message carrying it.', obj({ attachment: { $ref: '#/components/schemas/ChatAttachment' }, message })),
+      400: {
+        description: 'No "file" part, an unreadable multipart body, or a message over 10000 characters or holding NUL (`wu_rest_invalid_parameter`, naming file or message); or a body cut off before its end (`chat_attachment_aborted`).',
+        schema: { $ref: '#/components/schemas/Error' },
+      },
+      409: { description: 'The session is closed (`chat_session_closed`).', schema: { $ref: '#/components/schemas/Error' } },
+      413: {
+        description: 'The file is over CHAT_ATTACHMENT_MAX_BYTES, or larger than a whole bytes quota (`chat_attachment_too_large`); data.limit is the limit it broke.',
+        schema: errorWith('chat_attachment_too_large', { limit: { type: 'integer' } }),
+      },
+      415: {
+        description: 'Not multipart/form-data (`chat_attachment_not_multipart`), or content of a type not allowed (`chat_attachment_type_not_allowed`, with data.allowed_types).',
+        schema: errorWith('chat_attachment_not_multipart or chat_attachment_type_not_allowed', { allowed_types: { type: 'array', items: { type: 'string' } } }),
+      },
+      429: {
+        description:
+          'An attachment quota is reached (`chat_attachment_quota_exceeded`): data.quota says which (session_files, session_bytes, address_files, address_bytes), with its limit, the usage in the window, the window and retry_after, the seconds until enough of the window\'s uploads age out. ' +
+          'Or too many failed authentications (`rest_too_many_auth_failures`). Retry-After says when to try again.',
+        schema: errorWith('chat_attachment_quota_exceeded or rest_too_many_auth_failures', {
+          quota: { enum: ['session_files', 'session_bytes', 'address_files', 'address_bytes'] },
+          limit: { type: 'integer', description: 'Files, or bytes.' },
+          usage: { type: 'integer', description: 'Files, or bytes, uploaded in the window before this upload.' },
+          window_seconds: { type: 'integer' },
+          retry_after: { type: 'integer', minimum: 1 },
+        }),
+        headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
+      },
+    },
   });
   op('GET', '/chat/attachments/:attachment_id/download', 'session', {
     summary: 'Download an attachment (or its thumbnail)',

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import crypto from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { chatNamespace, type Config } from '../config';
 import type { Db } from '../db/knex';
@@ -17,7 +16,7 @@ import { logger } from '../logger';
 import type { SettingsStore } from '../settings/store';
 import type { TemporalHandle } from '../temporal/client';
 import { agentRecord, AgentStore } from './agents';
-import { AttachmentStorage, ALLOWED_TYPES, cleanName, readMultipart, sniff, thumbnail } from './attachments';
+import { AttachmentStorage, fileName } from './attachments';
 import { callerOf, chatAuth, forbidden, requireAdmin, requireAgent, requireSessionCaller, unauthorized, type ChatCaller } from './auth';
 import { Availability } from './availability';
 import { cannedRecord, CannedReplies, fillPlaceholders } from './canned';
@@ -26,9 +25,10 @@ import { ChatFollowUps } from './followup';
 import { ChatRealtime } from './realtime';
 import { chatReport } from './reports';
 import * as S from './schemas';
-import { assertOpen, attachmentRecord, insertMessage, lockSession, messageRecord, sessionListSpec, sessionRecord, SessionStore, sessionView, type AttachmentRow, type MessageRow, type SessionRow } from './sessions';
+import { assertOpen, attachmentRecord, insertMessage, lockSession, messageRecord, sessionListSpec, sessionRecord, SessionStore, sessionView, type MessageRow, type SessionRow } from './sessions';
 import { createTicketForSession, ticketDetail, updateTicket, type FallbackReason } from './tickets';
 import { ChatSecret } from './tokens';
+import { AttachmentUploads } from './uploads';
 
 export interface ChatDeps {
   config: Config;
@@ -104,6 +104,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   const agents = new AgentStore(db);
   const canned = new CannedReplies(db);
   const storage = new AttachmentStorage(config.DATA_DIR);
+  const uploads = new AttachmentUploads(db, storage, config);
   // Session creation by non-agents, per client address (req.ip: TRUST_PROXY decides whether
   // X-Forwarded-For counts). Bounded memory, as the failed-authentication limiter.
   const sessionCreation = new AddressLimiter(config.CHAT_SESSION_CREATE_LIMIT, config.CHAT_SESSION_CREATE_WINDOW_SECONDS * 1000);
@@ -287,55 +288,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     const id = parseId(req, 'chat_session', 'session_id');
     const session = await sessions.get(id);
     assertOpen(session);
-    const upload = await readMultipart(req, config.CHAT_ATTACHMENT_MAX_BYTES);
-    const sniffed = sniff(upload.bytes);
-    if (!sniffed) {
-      throw new ApiError(415, 'chat_attachment_type_not_allowed', `The file's content is not one of the allowed types: ${ALLOWED_TYPES.join(', ')} (the type is read from the bytes, not the name).`, {
-        allowed_types: [...ALLOWED_TYPES],
-      });
-    }
-    if (upload.caption !== null && upload.caption.length > 10_000) throw invalidParams({ message: 'message must be at most 10000 characters long.' });
-    const name = cleanName(upload.name);
-    const sender = senderOf(caller, session);
-    // Files are written first, then the rows in one transaction. Until that transaction has
-    // committed, any failure (a write, the thumbnail, the session closed meanwhile, the
-    // database) removes every file written so far: no file without a row, no row without a file.
-    const written: string[] = [];
-    const store = async (bytes: Buffer) => {
-      const storageName = AttachmentStorage.newName();
-      written.push(storageName); // before the write: a partial file is removed too
-      await storage.write(storageName, bytes);
-      return storageName;
-    };
-    let out: { att: AttachmentRow; message: MessageRow };
-    try {
-      const storageName = await store(upload.bytes);
-      const thumb = thumbnail(upload.bytes, sniffed);
-      const thumbName = thumb ? await store(thumb) : null;
-      out = await db.transaction(async (trx) => {
-        const s = await lockSession(trx, id);
-        assertOpen(s);
-        const [att] = await trx('chat_attachments')
-          .insert({
-            session_id: id,
-            uploader_type: sender.sender_type,
-            name,
-            mime_type: sniffed.mime,
-            size: upload.bytes.length,
-            sha256: crypto.createHash('sha256').update(upload.bytes).digest('hex'),
-            width: sniffed.width,
-            height: sniffed.height,
-            storage_name: storageName,
-            thumbnail_storage_name: thumbName,
-          })
-          .returning('*');
-        const r = await insertMessage(trx, s, { ...sender, body: upload.caption?.trim() || `Sent a file: ${name}`, attachment_id: att.id });
-        return { att, message: r.message };
-      });
-    } catch (err) {
-      await Promise.all(written.map((n) => storage.remove(n).catch((e) => req.log.warn({ err: e, storage_name: n }, 'attachment cleanup failed'))));
-      throw err;
-    }
+    const out = await uploads.upload(req, { sessionId: id, sender: senderOf(caller, session), address: req.ip ?? 'unknown' });
     // Committed: from here on the files belong to the rows and are never removed.
     const message = await publishMessage(out.message);
     res.status(201).json({ attachment: attachmentRecord(out.att, base), message });
@@ -364,7 +317,8 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
       req.log.warn({ err, attachment_id: id }, 'attachment read failed');
       res.destroy(err);
     });
-    const filename = thumb ? `thumbnail-${att.name.replace(/\.[^.]*$/, '')}.png` : att.name;
+    // fileName: rows stored before names took the detected type's extension are served with it too.
+    const filename = thumb ? `thumbnail-${att.name.replace(/\.[^.]*$/, '')}.png` : fileName(att.name, att.mime_type);
     const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
     res.setHeader('Content-Type', thumb ? 'image/png' : att.mime_type === 'text/plain' ? 'text/plain; charset=utf-8' : att.mime_type);
     res.setHeader('Content-Disposition', `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`);

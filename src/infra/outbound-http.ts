@@ -245,7 +245,11 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 
 /** The connection's lookup: every address a name resolves to is checked before one is used. */
-function checkedLookup(policy: OutboundPolicy, host: string, base: Lookup): Lookup {
+/**
+ * A `lookup` for a connection (http, https, tls, net) that refuses the addresses the policy
+ * refuses, so the check binds to the address actually connected to.
+ */
+export function checkedLookup(policy: OutboundPolicy, host: string, base: Lookup = dns.lookup as unknown as Lookup): Lookup {
   const skip = policy.hostAllowed(host);
   return (hostname, options, callback) => {
     base(hostname, { ...options, all: true }, (err, addresses) => {
