@@ -227,10 +227,6 @@ export function recordSchema(cfg: Pick<TableResourceConfig, 'model' | 'columns'>
   return z.strictObject(shape);
 }
 
-/**
- * The resource definition of a table resource: model, list spec and response schema come from
- * the service's table config, so a resource states each of them once.
- */
 /** The references and unique constraints of a table, in words (for the document). */
 function tableRules(cfg: TableResourceConfig): string {
   const refs = Object.entries(cfg.references ?? {}).map(([field, ref]) => `${field} (a ${ref.label})`);
@@ -243,6 +239,10 @@ function tableRules(cfg: TableResourceConfig): string {
     .join(' ');
 }
 
+/**
+ * The resource definition of a table resource: model, list spec and response schema come from
+ * the service's table config, so a resource states each of them once.
+ */
 export function tableResource<S extends ResourceService<Row>>(
   service: S,
   cfg: TableResourceConfig,

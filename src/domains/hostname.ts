@@ -34,12 +34,15 @@ export const HOST_NAME_PATTERN = `^(?=.{1,253}\\.?$)(?:${DOC_LABEL}\\.)+(?![0-9]
 
 /** A host name from JSON: trimmed, lower-cased, trailing dot stripped, then validated. */
 export const hostName = () =>
-  z.string().meta({ pattern: HOST_NAME_PATTERN, maxLength: 254, description: 'A host name such as shop.example.com (any case; one trailing dot allowed).' }).transform((v, ctx) => {
-    const name = normalizeHostName(v);
-    const problem = hostNameProblem(name);
-    if (problem) {
-      ctx.addIssue({ code: 'custom', message: `is not a valid host name: it ${problem}` });
-      return z.NEVER;
-    }
-    return name;
-  });
+  z
+    .string()
+    .meta({ pattern: HOST_NAME_PATTERN, maxLength: 254, description: 'A host name such as shop.example.com (any case; one trailing dot allowed).' })
+    .transform((v, ctx) => {
+      const name = normalizeHostName(v);
+      const problem = hostNameProblem(name);
+      if (problem) {
+        ctx.addIssue({ code: 'custom', message: `is not a valid host name: it ${problem}` });
+        return z.NEVER;
+      }
+      return name;
+    });

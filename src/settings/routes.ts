@@ -14,6 +14,8 @@ const SETTING_TYPES: Record<string, 'boolean' | 'string'> = {
   network_domain: 'string',
 };
 
+const MAX_JSON = 65_536;
+
 function coerce(key: string, value: unknown): { value?: unknown; error?: string } {
   if (value === undefined) return { error: `${key} needs a value.` };
   const type = SETTING_TYPES[key];
@@ -32,7 +34,6 @@ function coerce(key: string, value: unknown): { value?: unknown; error?: string 
   return { value };
 }
 
-const MAX_JSON = 65_536;
 const LOOSE_BOOLEANS = [true, false, 1, 0, '1', '0', 'true', 'false'];
 /** What coerce() takes for each typed setting, for the document. */
 const TYPED_VALUES = Object.fromEntries(
