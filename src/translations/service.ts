@@ -12,7 +12,7 @@ import { isoDate, zodParams } from '../http/validation';
 import type { Logger } from '../logger';
 import { temporalUnavailable as temporalUnavailableError, type TemporalHandle } from '../temporal/client';
 import { assertParsable, GettextError } from './gettext';
-import { glotpressUrl } from './locales';
+import { glotpressUrl, WORDPRESS_LOCALES } from './locales';
 import { packagesDir } from './package';
 import { checkSchema, type CheckInput, type CreateProject, type UpdateProject } from './schema';
 import {
@@ -65,7 +65,8 @@ export const jobListSpec: ListSpec = {
     status: { column: 'translation_jobs.status', type: { enum: JOB_STATUSES } },
     slug: { column: 'translation_jobs.slug', type: 'string' },
     type: { column: 'translation_jobs.type', type: { enum: PACKAGE_TYPES } },
-    locale: { column: 'translation_jobs.locale', type: 'string' },
+    // Known WordPress locales only: routes.ts checks them (checkLocaleFilters).
+    locale: { column: 'translation_jobs.locale', type: 'string', known: WORDPRESS_LOCALES },
     version: { column: 'translation_jobs.version', type: 'string' },
     project_id: { column: 'translation_jobs.project_id', type: 'int' },
   },
