@@ -6,7 +6,7 @@ import { OutboundPolicy } from '../src/infra/outbound-http';
 import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { offsetDomainIds, waitFor, workflowStatus } from './estate-helpers';
 import { startDnsServer, startTlsServer, type DnsServer, type TlsServer } from './loopback-servers';
-import { SA_SITE_ID } from '../workflows/register-search-attributes';
+import { SA_SITE_ID } from '../workflows/search-attributes';
 
 /**
  * The domain-check workflow end to end: a real worker, our own DNS server and TLS server on

@@ -8,7 +8,6 @@ import { Connection } from '@temporalio/client';
 /** Custom search attributes every dev server is started with (workflows use them). */
 export const SEARCH_ATTRIBUTES: Record<string, string> = {
   HostflowCustomerId: 'Int',
-  HostflowEmail: 'Keyword',
   HostflowSiteId: 'Int',
   HostflowProducts: 'KeywordList',
 };
