@@ -1,5 +1,6 @@
 import {
   isGrpcDeadlineError,
+  isGrpcServiceError,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowIdConflictPolicy,
@@ -43,16 +44,28 @@ function isAnswer(err: unknown): boolean {
   );
 }
 
+class NoAnswer extends Error {}
+
 /** `p`, or a rejection once `ms` have passed (the promise itself is left to end on its own deadline). */
 function within<T>(ms: number, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new NoAnswer(`no answer within ${ms} ms`)), ms);
   });
   p.catch(() => undefined);
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
+/** The server did not answer, or could not be reached (gRPC UNAVAILABLE, DEADLINE_EXCEEDED), at any depth of causes. */
+function isUnreachable(err: unknown): boolean {
+  for (let e = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
+    if (e instanceof NoAnswer || isGrpcDeadlineError(e)) return true;
+    if (isGrpcServiceError(e) && (e as { code?: number }).code === GRPC_UNAVAILABLE) return true;
+  }
+  return false;
+}
+
+const GRPC_UNAVAILABLE = 14;
 const TRANSIENT_FAILURE = 3; // grpc connectivityState: the last connection attempt failed (refused, reset)
 const PROBE_DEADLINE_MS = 500;
 
@@ -265,7 +278,7 @@ export class TemporalGateway {
   private failure(err: unknown, unavailable: Unavailable): unknown {
     if (isAnswer(err)) return err;
     const message = (err as Error)?.message ?? String(err);
-    this.trip(message);
+    if (isUnreachable(err)) this.trip(message);
     return unavailable(message);
   }
 
@@ -285,7 +298,8 @@ export class TemporalGateway {
     if (this.open || this.closed) return;
     this.open = true;
     logger.warn({ reason }, 'temporal unreachable: workflow starts answer 503 until it answers again');
-    this.scheduleProbe();
+    // The first probe at once: a lone failed call on a healthy server closes the circuit again within one round trip.
+    this.scheduleProbe(0);
   }
 
   private reset(): void {
@@ -296,7 +310,7 @@ export class TemporalGateway {
     logger.info('temporal reachable again');
   }
 
-  private scheduleProbe(): void {
+  private scheduleProbe(delayMs = this.opts.probeIntervalMs ?? 1000): void {
     if (this.closed) return;
     this.probeTimer = setTimeout(() => {
       this.probeTimer = null;
@@ -304,7 +318,7 @@ export class TemporalGateway {
         if (ok) this.reset();
         else if (this.open) this.scheduleProbe();
       });
-    }, this.opts.probeIntervalMs ?? 1000);
+    }, delayMs);
     this.probeTimer.unref();
   }
 
