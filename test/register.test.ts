@@ -474,14 +474,15 @@ describe('/register (one transaction, early answer)', () => {
     expect(await counts()).toEqual({ users: before.users + 1, customers: before.customers + 1, memberships: before.memberships + 1, payments: before.payments + 1, sites: before.sites + 1 });
   });
 
-  describe('a failure after each step rolls everything back', () => {
-    // A trigger makes the step's write fail for real, inside the activity's transaction.
+  describe('a failure anywhere in the records transaction leaves nothing', () => {
+    // A trigger makes a write fail for real, inside the transaction.
     const cases: { step: string; table: string; when: string; condition: string }[] = [
       { step: 'membership insert', table: 'memberships', when: 'BEFORE INSERT', condition: 'true' },
       { step: 'payment insert', table: 'payments', when: 'BEFORE INSERT', condition: 'true' },
       { step: 'site insert', table: 'sites', when: 'BEFORE INSERT', condition: "NEW.title = 'Doomed Shop'" },
       { step: 'membership activation', table: 'memberships', when: 'BEFORE UPDATE', condition: "NEW.status = 'active'" },
-      { step: 'payment completion', table: 'payments', when: 'BEFORE UPDATE', condition: "NEW.status = 'completed'" },
+      // Created completed (the rule takes the invoice number on create).
+      { step: 'payment completion', table: 'payments', when: 'BEFORE INSERT', condition: "NEW.status = 'completed'" },
     ];
     for (const c of cases) {
       test(`${c.step}`, async () => {

@@ -126,7 +126,8 @@ export class TableService implements ResourceService<Row> {
         await this.checkReferences(trx, cols);
         await this.cfg.hooks?.beforeCreate?.(trx, cols);
         const [row] = await trx(this.cfg.table).insert(cols).returning('*');
-        await this.cfg.hooks?.afterCreate?.(trx, row);
+        if (!this.cfg.hooks?.afterCreate) return this.toRecord(row);
+        await this.cfg.hooks.afterCreate(trx, row);
         return this.toRecord((await this.getRow(Number(row.id), trx))!);
       });
     } catch (err) {

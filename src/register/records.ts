@@ -68,13 +68,11 @@ export class RegistrationRecords {
   async commit(registrationId: number): Promise<CommitOutcome> {
     try {
       return await this.db.transaction(async (trx) => {
-        await trx.raw(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'; SET LOCAL statement_timeout = '${STATEMENT_TIMEOUT}'`);
-        const row = await trx('registrations').where({ id: registrationId }).forUpdate().first();
+        const row = await this.lock(trx, registrationId);
         if (!row) throw new Error(`registration ${registrationId} does not exist`);
         if (row.status !== 'running') return this.outcomeOf(row);
         const request = row.request as RegistrationRequest;
-        const created = await this.write(trx, request, row.password_hash);
-        const result = await this.result(trx, created.ids);
+        const { result, ...created } = await this.write(trx, request, row.password_hash);
         const provision = request.site?.template_id !== undefined && created.ids.site_id !== null;
         await trx('registrations')
           .where({ id: registrationId })
@@ -117,6 +115,19 @@ export class RegistrationRecords {
       .update({ status: 'failed', error: JSON.stringify(body), password_hash: null, date_modified: this.db.fn.now() });
   }
 
+  /**
+   * The registration's row, locked, with the transaction's timeouts set in the same round trip
+   * (the id is a number: nothing to escape).
+   */
+  private async lock(trx: Trx, registrationId: number): Promise<Row | undefined> {
+    const id = Number(registrationId);
+    if (!Number.isSafeInteger(id)) throw new Error(`not a registration id: ${registrationId}`);
+    const res = await trx.raw(
+      `SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'; SET LOCAL statement_timeout = '${STATEMENT_TIMEOUT}'; SELECT * FROM registrations WHERE id = ${id} FOR UPDATE`,
+    );
+    return (res as { rows: Row[] }[])[2].rows[0];
+  }
+
   private outcomeOf(row: Row): CommitOutcome {
     if (row.status === 'completed') return { status: 'committed', ids: idsOf(row), provision: row.provisioning !== null };
     const status = Number((row.error as ErrorBody | null)?.data?.status ?? 500);
@@ -125,15 +136,13 @@ export class RegistrationRecords {
 
   private async write(trx: Trx, req: RegistrationRequest, passwordHash: string | null) {
     const c = req.customer;
-    let customerId: number;
-    let userId: number;
+    let customer: Row;
     let createdUser = false;
     let createdCustomer = true;
     if (c.existingCustomerId !== undefined) {
-      const row = await trx('customers').where({ id: c.existingCustomerId }).first('id', 'user_id');
-      if (!row) throw new ApiError(400, 'customer_not_found', `Customer ${c.existingCustomerId} was not found.`, { params: { customer_id: 'customer_id does not match any customer.' } });
-      customerId = Number(row.id);
-      userId = Number(row.user_id);
+      const existing = await this.customers.get(c.existingCustomerId, trx);
+      if (!existing) throw new ApiError(400, 'customer_not_found', `Customer ${c.existingCustomerId} was not found.`, { params: { customer_id: 'customer_id does not match any customer.' } });
+      customer = existing;
       createdCustomer = false;
     } else {
       if (c.account && passwordHash === null) {
@@ -142,13 +151,12 @@ export class RegistrationRecords {
       const input = c.account
         ? { username: c.account.username, email: c.account.email, billing_address: c.billing_address ?? {}, signup_form: 'by-register' }
         : { user_id: c.userId, billing_address: c.billing_address ?? {}, signup_form: 'by-register' };
-      const customer = await this.customers
+      customer = await this.customers
         .create(input as Parameters<CustomerService['create']>[0], { trx, passwordHash: passwordHash ?? undefined, id: c.newCustomerId })
         .catch((err: unknown) => Promise.reject(underField(err, 'customer')));
-      customerId = customer.id;
-      userId = customer.user_id;
       createdUser = c.account !== undefined;
     }
+    const customerId = Number(customer.id);
 
     const cart = await priceCart(trx, req.cart);
     const pm = req.payment_method;
@@ -177,6 +185,7 @@ export class RegistrationRecords {
       },
       trx,
     );
+    // Created with its status: the payment rules apply on create (completion takes the next invoice number).
     const payment = await this.payments.create(
       {
         customer_id: customerId,
@@ -186,21 +195,25 @@ export class RegistrationRecords {
         line_items: cart.line_items,
         subtotal: cart.subtotal,
         total: cart.total,
-        status: 'pending',
+        status: req.payment.status,
         gateway: pm.gateway,
         gateway_payment_id: pm.gateway_payment_id,
       },
       trx,
     );
-    const siteId = req.site ? await this.writeSite(trx, req.site, customerId, Number(membership.id)) : null;
+    let site: Row = req.site ? await this.writeSite(trx, req.site, customerId, Number(membership.id)) : { id: 0 };
 
-    // The requested statuses, through the resources' rules (activation publishes the pending
-    // site; completion takes the next invoice number).
-    if (m.status !== 'pending') await this.memberships.update(Number(membership.id), { status: m.status }, trx);
-    if (req.payment.status !== 'pending') await this.payments.update(Number(payment.id), { status: req.payment.status }, trx);
+    // The membership moves to its status after the site exists: activation publishes the
+    // membership's pending sites (a rule of the memberships service).
+    let membershipRecord: Row = membership;
+    if (m.status !== 'pending') {
+      membershipRecord = (await this.memberships.update(Number(membership.id), { status: m.status }, trx))!;
+      if (site.id) site = (await this.sites.get(Number(site.id), trx))!;
+    }
 
-    const ids: RegistrationIds = { customer_id: customerId, membership_id: Number(membership.id), payment_id: Number(payment.id), site_id: siteId };
-    return { ids, userId, createdUser, createdCustomer };
+    const ids: RegistrationIds = { customer_id: customerId, membership_id: Number(membership.id), payment_id: Number(payment.id), site_id: site.id ? Number(site.id) : null };
+    const result = { customer, membership: membershipRecord, payment, site } as unknown as RegisterResult;
+    return { ids, result, userId: Number(customer.user_id), createdUser, createdCustomer };
   }
 
   /**
@@ -209,7 +222,7 @@ export class RegistrationRecords {
    * site_meta are copied here (the request's site_meta wins per key); its content follows
    * after the answer (./provisioning.ts).
    */
-  private async writeSite(trx: Trx, s: NonNullable<RegistrationRequest['site']>, customerId: number, membershipId: number): Promise<number> {
+  private async writeSite(trx: Trx, s: NonNullable<RegistrationRequest['site']>, customerId: number, membershipId: number): Promise<Row> {
     if (await siteAtAddress(trx, s.domain, s.path)) throw invalidParams({ 'site.site_url': SITE_URL_TAKEN });
     let description = '';
     let meta: Record<string, unknown> = {};
@@ -222,7 +235,7 @@ export class RegistrationRecords {
     }
     meta = { ...meta, ...(s.site_meta ?? {}) };
     if (s.site_option) meta.site_option = s.site_option;
-    const site = await this.sites
+    return this.sites
       .create(
         {
           title: s.title,
@@ -239,16 +252,5 @@ export class RegistrationRecords {
         trx,
       )
       .catch((err: unknown) => Promise.reject(underField(err, 'site', { domain: ['site.site_url', SITE_URL_TAKEN] })));
-    return Number(site.id);
-  }
-
-  /** The records as their resources' GETs return them. */
-  private async result(trx: Trx, ids: RegistrationIds): Promise<RegisterResult> {
-    // One after the other: a transaction is one connection.
-    const customer = await this.customers.get(ids.customer_id, trx);
-    const membership = await this.memberships.get(ids.membership_id, trx);
-    const payment = await this.payments.get(ids.payment_id, trx);
-    const site = ids.site_id === null ? { id: 0 } : await this.sites.get(ids.site_id, trx);
-    return { customer, membership, payment, site } as unknown as RegisterResult;
   }
 }

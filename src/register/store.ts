@@ -71,12 +71,13 @@ export class RegistrationStore {
    * for a new attempt. Null when another request holds the key (the caller reads that row).
    */
   async claim(r: { workflowId: string; keySha256: string | null; requestHmac: string; request: RegistrationRequest; passwordHash: string | null }): Promise<RegistrationRow | null> {
-    await this.db('registrations')
-      .whereNotNull('password_hash')
-      .andWhere('date_modified', '<', this.db.raw(`now() - interval '${HOLD_HOURS} hours'`))
-      .update({ password_hash: null });
+    // One round trip: held hashes nobody took within HOLD_HOURS are given up, then the row.
     const res = await this.db.raw(
-      `INSERT INTO registrations (workflow_id, idempotency_key_sha256, request_hmac, request, password_hash, status)
+      `WITH expired AS (
+         UPDATE registrations SET password_hash = NULL
+         WHERE password_hash IS NOT NULL AND date_modified < now() - interval '${HOLD_HOURS} hours'
+       )
+       INSERT INTO registrations (workflow_id, idempotency_key_sha256, request_hmac, request, password_hash, status)
        VALUES (?, ?, ?, ?::jsonb, ?, 'running')
        ON CONFLICT (idempotency_key_sha256) WHERE idempotency_key_sha256 IS NOT NULL
        DO UPDATE SET status = 'running', attempt = registrations.attempt + 1, request = EXCLUDED.request, password_hash = EXCLUDED.password_hash, error = NULL, date_modified = now()
