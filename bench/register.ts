@@ -16,14 +16,15 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
+import os from 'node:os';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { setLogLevel } from '../src/logger';
 import { startHttp } from '../src/runtime';
 import { startWorker } from '../src/temporal/worker';
 import { hashPassword } from '../src/users/password';
 import { benchLocal, benchNoop } from '../workflows/benchNoop';
-import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, type Step } from './run';
+import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, textTable, type Step } from './run';
 
 const CALLERS = [1, 16];
 const DURATION = Number(process.env.BENCH_SECONDS ?? 15);
@@ -67,6 +68,9 @@ export interface Measurement {
   /** Other answers than 200, below 500. */
   other: number;
   durationSeconds: number;
+  /** Event loop delay of this process during the run (API and worker share it): p99 and max, ms. */
+  loopDelayP99?: number;
+  loopDelayMax?: number;
 }
 
 /** POST /register with autocannon, a fresh body per request. */
@@ -129,15 +133,23 @@ interface Row {
 }
 
 function table(rows: Row[]): string {
-  const header = ['scenario', 'callers', 'p50 ms', 'p99 ms', 'rate/s', '5xx', 'other'];
-  const body = rows.map((r) => [r.scenario, String(r.callers), r.m.p50.toFixed(0), r.m.p99.toFixed(0), r.m.rps.toFixed(1), String(r.m.errors5xx), String(r.m.other)]);
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+  const header = ['scenario', 'callers', 'p50 ms', 'p99 ms', 'rate/s', '5xx', 'other', 'loop p99/max ms'];
+  const body = rows.map((r) => [
+    r.scenario,
+    String(r.callers),
+    r.m.p50.toFixed(0),
+    r.m.p99.toFixed(0),
+    r.m.rps.toFixed(1),
+    String(r.m.errors5xx),
+    String(r.m.other),
+    `${r.m.loopDelayP99?.toFixed(0)}/${r.m.loopDelayMax?.toFixed(0)}`,
+  ]);
+  return textTable(header, body);
 }
 
 async function main(): Promise<void> {
   setLogLevel('silent');
+  const loadAverageBefore = os.loadavg();
   const cleanup: Step[] = [];
   const log = benchLog();
   try {
@@ -175,7 +187,12 @@ async function main(): Promise<void> {
       for (const s of scenarios) {
         log(`${s.name}: ${callers} caller(s), ${WARMUP_SECONDS}s warm-up + ${DURATION}s`);
         await s.run(callers, WARMUP_SECONDS);
+        const lag = monitorEventLoopDelay({ resolution: 5 });
+        lag.enable();
         const m = await s.run(callers, DURATION);
+        lag.disable();
+        m.loopDelayP99 = lag.percentile(99) / 1e6;
+        m.loopDelayMax = lag.max / 1e6;
         log(`  p50 ${m.p50.toFixed(0)} ms, p99 ${m.p99.toFixed(0)} ms, ${m.rps.toFixed(1)}/s, 5xx ${m.errors5xx}, other ${m.other}`);
         rows.push({ scenario: s.name, callers, m });
       }
@@ -207,14 +224,16 @@ async function main(): Promise<void> {
       warmupSeconds: WARMUP_SECONDS,
       dbPoolMax: config.DB_POOL_MAX,
       uvThreadpoolSize: process.env.UV_THREADPOOL_SIZE ?? '4 (default)',
-      loadAverage: (await import('node:os')).loadavg(),
+      loadAverageBefore,
+      loadAverage: os.loadavg(),
       postgres: env.embedded ? 'embedded' : 'TEST_DATABASE_URL',
       temporal: process.env.TEMPORAL_ADDRESS ? 'TEMPORAL_ADDRESS' : 'dev server, SQLite file',
     };
     const yes = (b: boolean) => (b ? 'met' : 'NOT met');
     process.stdout.write(
       `\nPOST /register vs bare workflows (same dev server, worker and process)\n` +
-        `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}, load average at the end ${meta.loadAverage.map((l) => l.toFixed(2)).join(' ')}\n\n` +
+        `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}, UV_THREADPOOL_SIZE ${meta.uvThreadpoolSize}, ` +
+        `load average before ${meta.loadAverageBefore.map((l) => l.toFixed(2)).join(' ')}, at the end ${meta.loadAverage.map((l) => l.toFixed(2)).join(' ')}\n\n` +
         `${table(rows)}\n\n` +
         verdicts
           .map(

@@ -328,6 +328,11 @@ function table(rows: ScenarioResult[]): string {
     r.bare.p99.toFixed(1),
     r.ratio.toFixed(2),
   ]);
+  return textTable(header, body);
+}
+
+/** A plain-text table: the first column left-aligned, the others right-aligned. */
+export function textTable(header: string[], body: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
