@@ -173,6 +173,7 @@ describe('domain checks (Temporal workflow)', () => {
     // Found in the Temporal UI with the site's other workflows.
     const mappedDesc = await ctx.temporal.client.workflow.getHandle(mapped.body.workflow_id).describe();
     expect(mappedDesc.typedSearchAttributes.get(SA_SITE_ID)).toBe(site.id);
+    expect(await mappedDesc.staticSummary()).toBe(`Domain check of ${SLOW[1]} (domain ${mapped.body.id}, site ${site.id})`);
     expect((await ctx.http.delete(`${BASE}/sites/${site.id}`).set(auth())).status).toBe(200);
     expect(await workflowStatus(ctx, mapped.body.workflow_id)).toBe('TERMINATED');
     expect(await ctx.db('domains').where({ id: mapped.body.id })).toEqual([]);
