@@ -86,5 +86,38 @@ describe('/register survives a worker crash', () => {
       .set('Authorization', ctx.basic);
     expect(status.status).toBe(200);
     expect(status.body).toEqual(result);
+    await worker.shutdown();
+    worker = undefined;
+  }, 120_000);
+
+  test('a worker that dies while the client waits: 202 with the status URL (not 503: Temporal itself answers), then 200 once another worker ran it', async () => {
+    child = await spawnWorkerProcess(ctx);
+    await ctx.db.raw("CREATE OR REPLACE FUNCTION crash_slow() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(4); RETURN NEW; END $$ LANGUAGE plpgsql");
+    await ctx.db.raw('CREATE TRIGGER crash_slow BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION crash_slow()');
+    const app = createApp({ config: { ...ctx.config, REGISTER_WAIT_SECONDS: 3 }, db: ctx.db, settings: ctx.settings, temporal: ctx.temporal, metrics: ctx.metrics });
+    const started = Date.now();
+    const answer = request(app)
+      .post(`${BASE}/register`)
+      .set('Authorization', ctx.basic)
+      .send({ customer: { username: 'waituser', password: 'secret123', email: 'wait@example.com' }, products: ['crash-plan'], site: { site_url: 'waitsite', site_title: 'Wait Site' } })
+      .then((r) => r);
+    await until(async () => {
+      const r = await ctx.db.raw("select count(*)::int as n from pg_stat_activity where datname = current_database() and state = 'active' and query ilike 'insert into \"payments\"%'");
+      return r.rows[0].n > 0;
+    }, 30_000);
+    await killWorkerProcess(child);
+    await ctx.db.raw('DROP TRIGGER crash_slow ON payments');
+    const res = await answer;
+    expect(res.status).toBe(202);
+    expect(Date.now() - started).toBeLessThan(6000);
+    const path = new URL(res.body.status_url).pathname;
+    expect((await ctx.http.get(path).set('Authorization', ctx.basic)).status).toBe(202);
+
+    worker = await startTestWorker(ctx);
+    await ctx.temporal.client.workflow.getHandle(res.body.workflow_id).result();
+    const status = await ctx.http.get(path).set('Authorization', ctx.basic);
+    expect(status.status).toBe(200);
+    expect(status.body.customer).toMatchObject({ username: 'waituser' });
+    expect(Number((await ctx.db('users').where({ username: 'waituser' }).count({ n: '*' }))[0].n)).toBe(1);
   }, 120_000);
 });
