@@ -112,10 +112,6 @@ export class TemporalGateway {
     return this.handle !== null;
   }
 
-  get callTimeoutMs(): number {
-    return this.opts.callTimeoutMs;
-  }
-
   /** The connection to use now, or the caller's 503 (not configured, or known unreachable). */
   check(unavailable: Unavailable): TemporalHandle {
     const t = this.handle;
@@ -141,8 +137,7 @@ export class TemporalGateway {
 
   /** Starts a workflow by its function; the type name is the function's name. */
   async start<T extends Workflow>(workflow: T, opts: StartOptions<T>, unavailable: Unavailable): Promise<WorkflowHandle<T>> {
-    const t = this.check(unavailable);
-    const handle = await this.call(unavailable, (c) => c.workflow.start(workflow, this.startOptions(t, opts)));
+    const handle = await this.call(unavailable, (c) => c.workflow.start(workflow, this.startOptions(this.handle!, opts)));
     this.metrics?.workflowsStarted.inc({ workflow_type: workflow.name });
     return handle;
   }
@@ -157,15 +152,11 @@ export class TemporalGateway {
    */
   async result<T extends Workflow>(workflowId: string, waitMs: number, unavailable: Unavailable): Promise<WorkflowResultType<T> | null> {
     const t = this.check(unavailable);
-    const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(), waitMs);
     try {
-      return await t.connection.withAbortSignal(ac.signal, () => t.client.workflow.getHandle<T>(workflowId).result());
+      return await within(waitMs, t.connection.withDeadline(Date.now() + waitMs, () => t.client.workflow.getHandle<T>(workflowId).result()));
     } catch (err) {
-      if (ac.signal.aborted && !isAnswer(err)) return null;
+      if (err instanceof NoAnswer || isGrpcDeadlineError(err)) return null;
       throw this.failure(err, unavailable);
-    } finally {
-      clearTimeout(timer);
     }
   }
 
