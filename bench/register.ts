@@ -71,6 +71,8 @@ export interface Measurement {
   /** Event loop delay of this process during the run (API and worker share it): p99 and max, ms. */
   loopDelayP99?: number;
   loopDelayMax?: number;
+  /** p99 of an fs.stat every 20 ms during the run: how long libuv's thread pool (scrypt's) keeps other work waiting, ms. */
+  poolWaitP99?: number;
 }
 
 /** POST /register with autocannon, a fresh body per request. */
@@ -133,7 +135,7 @@ interface Row {
 }
 
 function table(rows: Row[]): string {
-  const header = ['scenario', 'callers', 'p50 ms', 'p99 ms', 'rate/s', '5xx', 'other', 'loop p99/max ms'];
+  const header = ['scenario', 'callers', 'p50 ms', 'p99 ms', 'rate/s', '5xx', 'other', 'loop p99/max ms', 'pool p99 ms'];
   const body = rows.map((r) => [
     r.scenario,
     String(r.callers),
@@ -143,6 +145,7 @@ function table(rows: Row[]): string {
     String(r.m.errors5xx),
     String(r.m.other),
     `${r.m.loopDelayP99?.toFixed(0)}/${r.m.loopDelayMax?.toFixed(0)}`,
+    r.m.poolWaitP99?.toFixed(0) ?? '',
   ]);
   return textTable(header, body);
 }
@@ -189,10 +192,23 @@ async function main(): Promise<void> {
         await s.run(callers, WARMUP_SECONDS);
         const lag = monitorEventLoopDelay({ resolution: 5 });
         lag.enable();
+        let running = true;
+        const poolWaits: number[] = [];
+        const poolProbe = (async () => {
+          while (running) {
+            const t0 = performance.now();
+            await fs.promises.stat(__dirname);
+            poolWaits.push(performance.now() - t0);
+            await new Promise((r) => setTimeout(r, 20));
+          }
+        })();
         const m = await s.run(callers, DURATION);
+        running = false;
+        await poolProbe;
         lag.disable();
         m.loopDelayP99 = lag.percentile(99) / 1e6;
         m.loopDelayMax = lag.max / 1e6;
+        m.poolWaitP99 = percentile(poolWaits.sort((a, b) => a - b), 99);
         log(`  p50 ${m.p50.toFixed(0)} ms, p99 ${m.p99.toFixed(0)} ms, ${m.rps.toFixed(1)}/s, 5xx ${m.errors5xx}, other ${m.other}`);
         rows.push({ scenario: s.name, callers, m });
       }
