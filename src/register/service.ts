@@ -107,7 +107,9 @@ export class RegisterService {
 
   /** A key's row: 409 for another body, else its answer; null when a 503 may be tried again. */
   private async known(row: RegistrationRow, requestHmac: string, log: Logger): Promise<RegisterOutcome | null> {
-    if (!row.request_hmac || !constantTimeEqual(row.request_hmac, requestHmac)) throw keyReused();
+    // A row from before fingerprints were kept (request_hmac null) can only be answered when complete.
+    const same = row.request_hmac === null ? row.status === 'completed' : constantTimeEqual(row.request_hmac, requestHmac);
+    if (!same) throw keyReused();
     if (row.status === 'completed') return { status: 200, body: row.result! };
     if (row.status === 'running') return this.run(row, log); // join it
     if (row.error && row.error.data.status < 500) throw errorOf(row.error);
