@@ -141,12 +141,29 @@ describe('Temporal away: routes that start workflows fail fast, CRUD is unaffect
     checkRoutes(handle);
   });
 
+  test('the readiness check opens the circuit: the next workflow start answers at once', async () => {
+    const http = request(await appOn(own));
+    process.kill(server.pid!, 'SIGSTOP');
+    try {
+      const ready = await http.get('/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body.checks.temporal.ok).toBe(false);
+      const started = Date.now();
+      expect((await routes[3].call(http)).status).toBe(503);
+      expect(Date.now() - started).toBeLessThan(200);
+      expect(await ctx.metrics.registry.getSingleMetricAsString('temporal_unreachable')).toMatch(/temporal_unreachable 1/);
+    } finally {
+      process.kill(server.pid!, 'SIGCONT');
+    }
+  }, 30_000);
+
   test('back again: the circuit closes by itself and a registration goes through', async () => {
     const app = await appOn(own);
     const http = request(app);
     process.kill(server.pid!, 'SIGSTOP');
     try {
       expect((await routes[0].call(http)).status).toBe(503);
+      expect(await ctx.metrics.registry.getSingleMetricAsString('temporal_unreachable')).toMatch(/temporal_unreachable 1/);
     } finally {
       process.kill(server.pid!, 'SIGCONT');
     }
@@ -158,5 +175,6 @@ describe('Temporal away: routes that start workflows fail fast, CRUD is unaffect
     }
     expect(res.status).toBe(200);
     expect(res.body.customer).toMatchObject({ model: 'customer' });
+    expect(await ctx.metrics.registry.getSingleMetricAsString('temporal_unreachable')).toMatch(/temporal_unreachable 0/);
   }, 60_000);
 });
