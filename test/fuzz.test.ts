@@ -17,7 +17,8 @@ import { API_KEY, API_SECRET, BASE, createTestContext, type TestContext, startTe
  * answer once more.
  *
  * FUZZ_MAX_EXAMPLES and FUZZ_SEED size it: `npm test` runs a few thousand requests with a
- * fixed seed; `npm run fuzz` runs ≥ 20,000 with a random one.
+ * fixed seed; `npm run fuzz` runs ≥ 20,000 with a random one (FUZZ_ALIASES=1: the singular
+ * paths too).
  */
 const MAX_EXAMPLES = Number(process.env.FUZZ_MAX_EXAMPLES ?? 2);
 const PHASES = process.env.FUZZ_PHASES ?? 'examples,coverage,fuzzing,stateful';
@@ -61,9 +62,14 @@ describe('fuzzing from the OpenAPI document (schemathesis)', () => {
     await ctx.db('memberships').insert({ customer_id: customer.id, plan_id: product.id, amount: '9.5' });
     server = http.createServer(ctx.app);
     server.on('clientError', answerClientError);
-    server.on('request', (_req, res) => {
+    server.on('request', (req, res) => {
       requests += 1;
       res.on('finish', () => statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1));
+      // The document lets the fuzzer switch the API (and registration) off through the settings:
+      // switch them back on after every settings write, so that the rest of the run reaches the routes.
+      if (req.method !== 'GET' && req.url?.includes('/settings')) {
+        res.on('finish', () => void ctx.settings.setMany({ enable_api: true, enable_registration: true }));
+      }
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -86,6 +92,8 @@ describe('fuzzing from the OpenAPI document (schemathesis)', () => {
       const args = [
         'run',
         `${origin}${BASE}/openapi.json`,
+        // The singular paths (/customer, …) run the same handlers as the plural ones: `npm run fuzz` alone takes them.
+        ...(process.env.FUZZ_ALIASES === '1' ? [] : ['--exclude-path-regex', '^/wp-json/wu/v2/(customer|product|membership|payment|site|domain)(/|$)']),
         '--url',
         origin,
         '--auth',
@@ -98,8 +106,10 @@ describe('fuzzing from the OpenAPI document (schemathesis)', () => {
         PHASES,
         '--max-examples',
         String(MAX_EXAMPLES),
+        // One worker: with two, hypothesis (describing a lambda) can run CPython 3.11's ast.parse on two threads at
+        // once, whose shared AST state then fails with "SystemError: AST constructor recursion depth mismatch".
         '--workers',
-        '2',
+        '1',
         '--request-timeout',
         '30',
         '--suppress-health-check',

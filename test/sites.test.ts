@@ -85,7 +85,7 @@ describe('sites', () => {
 
   test.each([
     [{ domain: 'x.example.com' }, 'title', 'title is required.'],
-    [{ title: '   ', domain: 'x.example.com' }, 'title', 'title must be at least 1 character long.'],
+    [{ title: '   ', domain: 'x.example.com' }, 'title', 'title must not be blank.'],
     [{ title: 'T' }, 'domain', 'domain is required.'],
     [{ title: 'T', domain: 'bad_name.example.com' }, 'domain', /not a valid host name.*underscores/],
     [{ title: 'T', domain: '10.0.0.1' }, 'domain', /not an IP address/],

@@ -15,23 +15,12 @@ import { AGENT_ONLY_FIELDS } from './sessions';
 export const TICKET_STATUSES = ['open', 'pending', 'resolved', 'closed'] as const;
 export const TICKET_PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
 
-/**
- * A string of at most `max` characters counted as JSON Schema counts them (code points: an
- * emoji is one character, where zod's max() would count two UTF-16 units).
- */
-const text = (max: number) =>
-  z
-    .string()
-    .refine((v) => v.length <= max || [...v].length <= max, { message: `must be at most ${max} characters long.` })
-    .meta({ maxLength: max });
-/** Text that is not blank, stored trimmed (the length is checked as sent, as the document says). */
-const shortText = (max: number) => text(max).regex(/\S/, 'must not be blank.').trim();
-const url = () => text(2000).regex(/^https?:\/\/\S+$/, 'is not a valid http(s) URL.');
+const url = () => fields.text(2000).regex(/^https?:\/\/\S+$/, 'is not a valid http(s) URL.');
 const locale = () => z.string().regex(/^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})*$/, 'is not a locale such as en_GB.');
 const metadataKey = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'keys must be 1-64 letters, digits, _, . or -');
 const MAX_METADATA_KEYS = 50;
 const metadataValues = z
-  .record(metadataKey, text(1000))
+  .record(metadataKey, fields.text(1000))
   .refine((m) => Object.keys(m).length <= MAX_METADATA_KEYS, { message: `must hold at most ${MAX_METADATA_KEYS} keys.` })
   .meta({ maxProperties: MAX_METADATA_KEYS });
 /** At least one of the object's fields (the document says minProperties: 1). */
@@ -46,22 +35,22 @@ export const createSessionSchema = z
       .regex(/^[a-fA-F0-9]{64}$/, 'is not 64 hexadecimal digits.')
       .optional()
       .describe('HMAC-SHA256 of the customer id with the chat secret (`npm run cli -- chat identity-hash <id>`). Required with customer_id unless the caller is an agent.'),
-    customer_name: text(200).trim().optional().describe('Unverified unless customer_id is proven (identity_verified).'),
+    customer_name: fields.text(200).trim().optional().describe('Unverified unless customer_id is proven (identity_verified).'),
     customer_email: z.email().max(254).optional().describe('Unverified unless customer_id is proven (identity_verified).'),
     site_id: fields.id().optional().describe('The site the chat is about. From callers other than agents it is an unverified claim, dropped when no such site exists (agents get 400).'),
     page_url: url().optional(),
-    page_title: text(500).optional(),
+    page_title: fields.text(500).optional(),
     referrer: url().optional(),
     locale: locale().optional(),
     metadata: metadataValues.optional(),
-    message: shortText(10_000).optional().describe('The opening message.'),
+    message: fields.label(10_000).optional().describe('The opening message.'),
     realtime: z.boolean().optional().describe('false: the widget cannot use the realtime channel (the session then also gets a ticket).'),
   })
   .strict();
 
 export const postMessageSchema = z
   .object({
-    body: shortText(10_000).optional(),
+    body: fields.label(10_000).optional(),
     canned_reply_id: fields.id().optional().describe('Agents: send this canned reply, placeholders filled.'),
   })
   .strict()
@@ -72,7 +61,7 @@ export const contextSchema = notEmpty(
   z
     .object({
       page_url: url().nullable().optional(),
-      page_title: text(500).nullable().optional(),
+      page_title: fields.text(500).nullable().optional(),
       referrer: url().nullable().optional(),
       locale: locale().nullable().optional(),
     })
@@ -86,7 +75,7 @@ export const tokenSchema = z
 export const metadataSchema = z
   .object({
     metadata: z
-      .record(metadataKey, text(1000).nullable())
+      .record(metadataKey, fields.text(1000).nullable())
       .refine((m) => Object.keys(m).length >= 1 && Object.keys(m).length <= MAX_METADATA_KEYS, { message: `must hold 1 to ${MAX_METADATA_KEYS} keys.` })
       .meta({ minProperties: 1, maxProperties: MAX_METADATA_KEYS })
       .describe(`Keys to set (string values) or remove (null); other keys are kept. The session holds at most ${MAX_METADATA_KEYS} keys in all.`),
@@ -103,22 +92,22 @@ export const linkTicketSchema = z.object({ ticket_id: fields.id() }).strict();
 
 export const convertTicketSchema = z
   .object({
-    subject: shortText(200).optional(),
+    subject: fields.label(200).optional(),
     priority: z.enum(TICKET_PRIORITIES).optional(),
-    category: shortText(100).optional(),
-    note: shortText(10_000).optional().describe('A private staff note on the ticket.'),
+    category: fields.label(100).optional(),
+    note: fields.label(10_000).optional().describe('A private staff note on the ticket.'),
   })
   .strict();
 
 export const agentTimeSchema = z
   .object({
     minutes: fields.int().min(1).max(1440),
-    note: text(2000).optional(),
+    note: fields.text(2000).optional(),
     agent_id: fields.id().optional().describe('Admins only: log the time of another agent (required with the API credentials).'),
   })
   .strict();
 
-export const satisfactionSchema = z.object({ rating: fields.int().min(1).max(5), comment: text(2000).trim().optional() }).strict();
+export const satisfactionSchema = z.object({ rating: fields.int().min(1).max(5), comment: fields.text(2000).trim().optional() }).strict();
 
 const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$|^24:00$/, 'is not a time HH:MM');
 export const businessHoursSchema = z
@@ -136,7 +125,7 @@ export const businessHoursSchema = z
       .optional()
       .describe('Per weekday (sun..sat): open intervals [["09:00","17:00"]] in the time zone; each ends after it starts ("24:00" for midnight).'),
     holidays: z.array(z.iso.date({ error: 'is not a date YYYY-MM-DD' })).max(366).optional(),
-    offline_message: text(1000).optional(),
+    offline_message: fields.text(1000).optional(),
   })
   .strict();
 
@@ -150,24 +139,24 @@ export const agentAvailabilitySchema = z
   .refine((b) => b.presence !== undefined || b.business_hours !== undefined, { message: 'give presence and/or business_hours.', path: ['body'] })
   .meta({ anyOf: [{ required: ['presence'] }, { required: ['business_hours'] }] });
 
-export const createAgentSchema = z.object({ name: shortText(200), email: z.email().max(254), is_admin: z.boolean().optional() }).strict();
+export const createAgentSchema = z.object({ name: fields.label(200), email: z.email().max(254), is_admin: z.boolean().optional() }).strict();
 export const updateAgentSchema = z
-  .object({ name: shortText(200).optional(), email: z.email().max(254).optional(), is_admin: z.boolean().optional(), active: z.boolean().optional() })
+  .object({ name: fields.label(200).optional(), email: z.email().max(254).optional(), is_admin: z.boolean().optional(), active: z.boolean().optional() })
   .strict();
 
 const shortcut = () => z.string().regex(/^[a-z0-9][a-z0-9_-]{0,49}$/, 'must be 1-50 lower-case letters, digits, _ or -');
-export const createCannedSchema = z.object({ shortcut: shortcut(), title: shortText(200), body: shortText(10_000) }).strict();
-export const updateCannedSchema = z.object({ shortcut: shortcut().optional(), title: shortText(200).optional(), body: shortText(10_000).optional() }).strict();
+export const createCannedSchema = z.object({ shortcut: shortcut(), title: fields.label(200), body: fields.label(10_000) }).strict();
+export const updateCannedSchema = z.object({ shortcut: shortcut().optional(), title: fields.label(200).optional(), body: fields.label(10_000).optional() }).strict();
 
-export const ticketNoteSchema = z.object({ note: shortText(10_000) }).strict();
+export const ticketNoteSchema = z.object({ note: fields.label(10_000) }).strict();
 
 export const updateTicketSchema = notEmpty(
   z
     .object({
       status: z.enum(TICKET_STATUSES).optional(),
       priority: z.enum(TICKET_PRIORITIES).optional(),
-      subject: shortText(200).optional(),
-      category: shortText(100).nullable().optional().describe('null removes the category.'),
+      subject: fields.label(200).optional(),
+      category: fields.label(100).nullable().optional().describe('null removes the category.'),
     })
     .strict(),
 );
@@ -190,7 +179,7 @@ export const reportQuery = z
 
 export const cannedQuery = z
   .object({
-    search: text(200).optional().describe('Substring of shortcut, title or body.'),
+    search: fields.text(200).optional().describe('Substring of shortcut, title or body.'),
     session_id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional().describe('Fill the placeholders for this session (an existing one).'),
   })
   .strict();

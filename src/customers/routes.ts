@@ -14,7 +14,8 @@ export function mountCustomers(router: Router, registry: RouteRegistry, namespac
     createSchema: createCustomerSchema,
     updateSchema: updateCustomerSchema,
     recordSchema: customerRecordSchema,
-    description: 'Either user_id of an existing user, or username, email and password to create the account.',
+    description:
+      'On create, either user_id of an existing user, or username, email and password to create the account. user_id must name a user that has no customer yet (400 naming it otherwise); username and email must not be taken by another account.',
     service,
   });
   return service;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { allOptional, fields } from '../http/validation';
+import { allOptional, anyOfRequired, fields } from '../http/validation';
 
 export const EMAIL_VERIFICATION = ['none', 'pending', 'verified'] as const;
 export const CUSTOMER_TYPES = ['customer'] as const;
@@ -17,7 +17,7 @@ const customerFields = {
   has_trialed: fields.flag(),
   vip: fields.flag(),
   extra_information: fields.text(),
-  signup_form: z.string().min(1).max(100),
+  signup_form: fields.text(100, 1),
   billing_address: fields.jsonObject(),
   notes: z.array(z.unknown()).max(1000),
   ips: z.array(z.union([z.ipv4(), z.ipv6()])).max(100),
@@ -28,8 +28,8 @@ const customerFields = {
 /** User account fields that can be set through the customer. */
 const accountFields = {
   email: z.email().max(254),
-  display_name: z.string().max(250),
-  password: z.string().min(6).max(4096),
+  display_name: fields.text(250),
+  password: fields.text(4096, 6),
 };
 
 export const createCustomerSchema = z
@@ -49,6 +49,13 @@ export const createCustomerSchema = z
         if (v[k] === undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} is required when user_id is not given.` });
       }
     }
+  })
+  // The rule above, for the document.
+  .meta({
+    oneOf: [
+      { required: ['user_id'], not: anyOfRequired(['username', 'email', 'password', 'display_name']) },
+      { required: ['username', 'email', 'password'], not: { required: ['user_id'] } },
+    ],
   });
 
 export const updateCustomerSchema = z.strictObject({

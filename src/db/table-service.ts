@@ -6,7 +6,7 @@ import { ApiError, conflict, invalidParams } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import { moneyOut } from '../http/money';
 import type { ResourceDefinition, ResourceService } from '../http/resource';
-import { isoDate } from '../http/validation';
+import { humanList, isoDate } from '../http/validation';
 
 /** How a column travels between the API and the database. */
 export type ColumnKind = 'int' | 'text' | 'bool' | 'money' | 'json' | 'timestamp';
@@ -233,6 +233,18 @@ export function recordSchema(cfg: Pick<TableResourceConfig, 'model' | 'columns'>
   return z.strictObject(shape);
 }
 
+/** The references and unique constraints of a table, in words (for the document). */
+function tableRules(cfg: TableResourceConfig): string {
+  const refs = Object.entries(cfg.references ?? {}).map(([field, ref]) => `${field} (a ${ref.label})`);
+  const uniques = Object.values(cfg.uniques ?? {}).map((u) => u.message.replace(/\.$/, ''));
+  return [
+    refs.length ? `${humanList(refs)} must name existing records (400 naming the field otherwise).` : '',
+    uniques.length ? `Refused (400 naming the field) when ${uniques.join('; ')}.` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
+}
+
 /**
  * The resource definition of a table resource: model, list spec and response schema come from
  * the service's table config, so a resource states each of them once.
@@ -249,7 +261,7 @@ export function tableResource<S extends ResourceService<Row>>(
     createSchema: def.createSchema,
     updateSchema: def.updateSchema,
     recordSchema: recordSchema(cfg, def.createSchema, def.nullable, def.extra),
-    description: def.description,
+    description: [def.description, tableRules(cfg)].filter(Boolean).join(' '),
     service,
   };
 }

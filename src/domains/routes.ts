@@ -39,7 +39,8 @@ export function mountDomains(
     nullable: ['workflow_id', 'last_error'],
     extra: { dns_record: dnsRecordSchema },
     description:
-      'A domain in checking-dns is checked by a workflow: last_error says what failed (the record missing or pointing elsewhere, or the DNS resolver not answering), next_check_at when it tries again; POST …/domains/{id}/retry tries at once.',
+      'A domain in checking-dns is checked by a workflow: last_error says what failed (the record missing or pointing elsewhere, or the DNS resolver not answering), next_check_at when it tries again; POST …/domains/{id}/retry tries at once. ' +
+      "The site blog_id names must belong to customer_id (on create without customer_id, the site's customer is taken); primary_domain needs blog_id.",
   });
   mountResource(router, registry, namespace, resource);
 

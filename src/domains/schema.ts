@@ -20,9 +20,12 @@ const domainFields = {
   stage: z.enum(DOMAIN_STAGES),
 };
 
-export const createDomainSchema = z.strictObject({
-  ...allOptional(domainFields),
-  domain: domainFields.domain,
-});
+export const createDomainSchema = z
+  .strictObject({
+    ...allOptional(domainFields),
+    domain: domainFields.domain,
+  })
+  // A primary domain needs its site (store.ts, checkDomain): what the document can say of it on create.
+  .meta({ if: { required: ['primary_domain'], properties: { primary_domain: { const: true } } }, then: { required: ['blog_id'], properties: { blog_id: { type: 'integer' } } } });
 
 export const updateDomainSchema = z.strictObject(allOptional(domainFields));

@@ -41,6 +41,9 @@ export function printable(name: string): string {
   return `${escaped.slice(0, end)}…`;
 }
 
+/** No NUL: what the document can say of the rule below (JSON Schema has no word for an unpaired surrogate). */
+export const NUL_FREE_PATTERN = '^[^\\u0000]*$';
+
 function stringProblem(s: string): string | null {
   if (s.includes('\u0000')) return 'the NUL character (U+0000)';
   if (LONE_SURROGATE.test(s)) return 'an unpaired UTF-16 surrogate (U+D800 to U+DFFF; send valid Unicode)';

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { invalidParams } from './errors';
 import { printable } from './input';
 import { publicBase } from './public-url';
-import { humanList } from './validation';
+import { codePointLength, DATETIME_PATTERN, humanList, MAX_QUERY_INTEGER } from './validation';
 
 /**
  * The list machinery every list endpoint shares: paging, search, ordering, exact filters,
@@ -22,8 +22,11 @@ export interface ListSpec {
   searchable: string[];
   /** orderby value -> SQL column. */
   sortable: Record<string, string>;
-  /** filter parameter -> SQL column and value type. */
-  filters: Record<string, { column: string; type: FilterType }>;
+  /**
+   * filter parameter -> SQL column and value type; `known`: the only values the route
+   * takes (it checks them itself, with its own message), for the document.
+   */
+  filters: Record<string, { column: string; type: FilterType; known?: readonly string[] }>;
 }
 
 export interface ListQuery {
@@ -42,13 +45,14 @@ function ignoredKey(key: string): boolean {
   return key.startsWith('_') || key === 'context' || /^api[_-](key|secret)$/.test(key);
 }
 
+/** At most 15 digits (MAX_QUERY_INTEGER), so that it is exact as a JavaScript number. */
 function parseInteger(raw: string): number | null {
   return /^-?\d{1,15}$/.test(raw.trim()) ? Number.parseInt(raw, 10) : null;
 }
 
 function parseDate(raw: string): Date | null {
   const s = raw.trim();
-  if (!/^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(s)) return null;
+  if (!DATETIME_PATTERN.test(s)) return null;
   // A date or time without a zone is taken as UTC.
   let iso = s.replace(' ', 'T');
   if (/^\d{4}-\d{2}-\d{2}$/.test(iso)) iso += 'T00:00:00Z';
@@ -114,7 +118,7 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
     if (key === 'search') {
       const v = single();
       if (v === null) continue;
-      if (v.length > 200) errors.search = 'search must be at most 200 characters long.';
+      if (codePointLength(v) > 200) errors.search = 'search must be at most 200 characters long.';
       else if (v.trim() !== '') out.search = v.trim();
       continue;
     }
@@ -253,35 +257,42 @@ export function setPagingHeaders(req: Request, res: Response, q: ListQuery, tota
   if (links.length) res.setHeader('Link', links.join(', '));
 }
 
-function filterSchema(type: FilterType): Record<string, unknown> {
+const INTEGER = { type: 'integer', minimum: -MAX_QUERY_INTEGER, maximum: MAX_QUERY_INTEGER };
+
+function filterSchema(type: FilterType, inList: boolean): Record<string, unknown> {
   if (typeof type === 'object') return { type: 'string', enum: [...type.enum] };
-  if (type === 'int') return { type: 'integer' };
+  if (type === 'int') return INTEGER;
   if (type === 'bool') return { type: 'boolean' };
-  return { type: 'string' };
+  // In a list, commas separate values: an item holds none (and is not empty); nor NUL (input.ts).
+  return inList ? { type: 'string', pattern: '^[^,\\u0000]+$' } : { type: 'string' };
 }
 
 /** The list parameters of a resource, for the OpenAPI document. */
 export function listQueryParams(spec: ListSpec): import('./routes').ParamDoc[] {
   const params: import('./routes').ParamDoc[] = [
     { name: 'per_page', description: 'Items per page.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
-    { name: 'page', description: 'Page number; a page past the end is [].', schema: { type: 'integer', minimum: 1, default: 1 } },
+    { name: 'page', description: 'Page number; a page past the end is [].', schema: { type: 'integer', minimum: 1, maximum: MAX_QUERY_INTEGER, default: 1 } },
     { name: 'search', description: `Substring match (case-insensitive) over ${spec.searchable.map((s) => s.replace(/^\w+\./, '')).join(', ')}.`, schema: { type: 'string', maxLength: 200 } },
     { name: 'orderby', description: 'Field to sort by (default id).', schema: { type: 'string', enum: Object.keys(spec.sortable) } },
     { name: 'order', description: 'Direction (default desc).', schema: { type: 'string', enum: ['asc', 'desc'] } },
   ];
   for (const form of ['date_created', 'date_created_query']) {
     for (const edge of ['after', 'before']) {
-      params.push({ name: `${form}[${edge}]`, description: `Created at or ${edge} this time (ISO 8601; no zone means UTC).`, schema: { type: 'string' } });
+      params.push({
+        name: `${form}[${edge}]`,
+        description: `Created at or ${edge} this time (ISO 8601 date, or date and time; no zone means UTC). date_created[after] must not be later than date_created[before] (400).`,
+        schema: { type: 'string', pattern: DATETIME_PATTERN.source },
+      });
     }
   }
-  const filters: [string, FilterType][] = [['id', 'int'], ...Object.entries(spec.filters).map(([k, f]) => [k, f.type] as [string, FilterType])];
+  const filters: [string, FilterType][] = [['id', 'int'], ...Object.entries(spec.filters).map(([k, f]) => [k, f.known ? { enum: f.known } : f.type] as [string, FilterType])];
   for (const [name, type] of filters) {
-    params.push({ name, description: `Exact filter on ${name}.`, schema: filterSchema(type) });
+    params.push({ name, description: `Exact filter on ${name}.${type === 'int' ? ' At most 15 digits.' : ''}`, schema: filterSchema(type, false) });
     for (const suffix of ['__in', '__not_in']) {
       params.push({
         name: `${name}${suffix}`,
-        description: `${suffix === '__in' ? 'Any' : 'None'} of these values (repeat \`${name}${suffix}[]=\` or give a comma-separated list).`,
-        schema: { type: 'array', items: filterSchema(type), maxItems: 100 },
+        description: `${suffix === '__in' ? 'Any' : 'None'} of these values (repeat \`${name}${suffix}[]=\` or give a comma-separated list), 1 to 100 of them.`,
+        schema: { type: 'array', items: filterSchema(type, true), minItems: 1, maxItems: 100 },
       });
     }
   }

@@ -27,7 +27,7 @@ export interface ResourceDefinition<Rec> {
   /** What a record looks like in a response (the OpenAPI document's schema of the model). */
   recordSchema: z.ZodType;
   service: ResourceService<Rec>;
-  /** A sentence for the document. */
+  /** What the document says of create and update beyond the body's schema (references, uniqueness, rules across fields). */
   description?: string;
 }
 
@@ -68,6 +68,7 @@ export function mountResource<Rec>(router: Router, registry: RouteRegistry, name
     for (const method of ['PUT', 'PATCH', 'POST'] as const) {
       registry.operation(namespace, method, `${base}/:id`, {
         summary: `Update a ${def.model}${alias}${method === 'POST' ? ' (POST on the id, as the original)' : ''}`,
+        description: `${def.description ? `${def.description} ` : ''}A field that does not exist or cannot be set: 400 wu_rest_${def.model}_invalid_set_method.`,
         tags,
         body: def.updateSchema,
         responses: { 200: { description: `The updated ${def.model}.`, schema: record } },

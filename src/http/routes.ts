@@ -37,7 +37,10 @@ export interface OperationDoc {
   /** No authentication (index, health). */
   public?: boolean;
   query?: ParamDoc[];
-  body?: z.ZodType;
+  /** Path parameters other than ids (`*id`: integers, documented for you), by name. */
+  pathParams?: Record<string, z.ZodType | Record<string, unknown>>;
+  /** The zod schema that validates the body, or (a route that validates by hand) a JSON Schema of it. */
+  body?: z.ZodType | Record<string, unknown>;
   /** false: the route also takes a request without a body (as {}); default true (400 without one). */
   bodyRequired?: boolean;
   /** Who may call it, in words (default: the API credentials). */

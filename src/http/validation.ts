@@ -107,10 +107,28 @@ function takesString(schema: z.ZodType): boolean {
 }
 
 /**
+ * An array as a form sends it: repeated names (qs makes an array of two or more, a string of
+ * one), nothing for an empty one, or indices (line_items[0][name]=x; qs makes an object of
+ * indices over its array limit). Null when the value is no array in any of these spellings.
+ */
+function formArray(value: unknown): unknown[] | null {
+  if (Array.isArray(value)) return value;
+  if (value === '') return [];
+  if (typeof value === 'string') return [value];
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value);
+    if (keys.length > 0 && keys.every((k) => /^(0|[1-9]\d{0,8})$/.test(k))) {
+      return keys.sort((a, b) => Number(a) - Number(b)).map((k) => (value as Record<string, unknown>)[k]);
+    }
+  }
+  return null;
+}
+
+/**
  * A form body's strings turned into what the schema expects where a form cannot say it:
- * integers and numbers, booleans (true/false/1/0), null for an empty value of a nullable
- * field that takes no string. Driven by the schema, the same for every route; anything
- * else is left for the schema to judge.
+ * integers and numbers, booleans (true/false/1/0), null (see nullable below), arrays (see
+ * formArray). Driven by the schema, the same for every route; anything else is left for the
+ * schema to judge.
  */
 export function coerceFormValues(schema: z.ZodType, value: unknown): unknown {
   const def = schema._zod.def as unknown as Record<string, any>;
@@ -124,6 +142,8 @@ export function coerceFormValues(schema: z.ZodType, value: unknown): unknown {
       return hit === undefined ? value : hit;
     }
     case 'nullable':
+      // null has no form spelling: `null` (unless the field takes that string), or empty where no text is taken.
+      if (value === 'null' && !def.innerType.safeParse('null').success) return null;
       return value === '' && !takesString(def.innerType) ? null : coerceFormValues(def.innerType, value);
     case 'optional':
     case 'default':
@@ -145,7 +165,7 @@ export function coerceFormValues(schema: z.ZodType, value: unknown): unknown {
       return value;
     }
     case 'array':
-      return Array.isArray(value) ? value.map((v) => coerceFormValues(def.element, v)) : value;
+      return formArray(value)?.map((v) => coerceFormValues(def.element, v)) ?? value;
     case 'object': {
       if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
       const shape = def.shape as Record<string, z.ZodType>;
@@ -195,7 +215,52 @@ export function allOptional<T extends Record<string, z.ZodType>>(shape: T): { [K
   return Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, v.optional()])) as { [K in keyof T]: z.ZodOptional<T[K]> };
 }
 
-// Field building blocks shared by every resource schema.
+/**
+ * Lengths as JSON Schema counts them: code points (an emoji is one character, where a string's
+ * length counts two UTF-16 units).
+ */
+export function codePointLength(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length - 1; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
+/**
+ * The characters String.prototype.trim removes (ECMAScript's WhiteSpace and LineTerminator),
+ * spelled out: documented patterns use this class rather than \s, which other regex engines
+ * (a client's, the fuzzer's) read differently.
+ */
+const WHITESPACE = '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+/** Nothing but whitespace (or nothing at all). */
+export const BLANK = new RegExp(`^[${WHITESPACE}]*$`, 'u');
+/** At least `min` characters (code points) once trimmed: the first and last non-blank ones, and what lies between. */
+export function trimmedAtLeast(min: number): RegExp {
+  return new RegExp(min <= 1 ? `[^${WHITESPACE}]` : `[^${WHITESPACE}][\\s\\S]{${min - 2},}[^${WHITESPACE}]`, 'u');
+}
+
+const DATE = '[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29';
+const TIME = '(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\\.[0-9]{1,6})?)?|24:00(?::00(?:\\.0{1,6})?)?';
+/**
+ * A date (a real one: 2026-02-30 is refused, not read as March 2), optionally with a time
+ * (T or a space; 24:00 is the end of the day) and a zone (Z, +05:30 or +0530). The one rule
+ * for dates in bodies and filters, and their documented pattern.
+ */
+export const DATETIME_PATTERN = new RegExp(`^(?:${DATE})(?:[T ](?:${TIME})(?:Z|[+-](?:[01][0-9]|2[0-3]):?[0-5][0-9])?)?$`);
+
+/** The largest integer (15 digits) that query parameters and path ids take. */
+export const MAX_QUERY_INTEGER = 999_999_999_999_999;
+
+// Field building blocks shared by every resource schema. Each states its rule so that the
+// OpenAPI document generated from it says the same (a pattern rather than a refine).
 export const fields = {
   /** An integer; a non-number says "is not of type integer." (zod alone says "number"). */
   int: () => z.int({ error: (iss) => (iss.code === 'invalid_type' ? 'is not of type integer.' : undefined) }),
@@ -206,15 +271,23 @@ export const fields = {
       if (v === 0 || v === '0' || v === 'false') return false;
       return v;
     }, z.boolean()),
-  text: (max = 65_535) => z.string().max(max),
-  datetime: () =>
-    z
-      .string()
-      .refine((v) => /^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) && !Number.isNaN(Date.parse(v.replace(' ', 'T'))), {
-        message: 'is not a valid date (use ISO 8601, e.g. 2026-01-31T12:00:00Z).',
-      }),
+  /** Text of at most `max` characters, counted in code points as the document's maxLength counts them. */
+  text: (max = 65_535, min = 0) =>
+    (min > 0 ? z.string().min(min) : z.string()).refine((v) => v.length <= max || codePointLength(v) <= max, { message: `must be at most ${max} characters long.` }).meta({ maxLength: max }),
+  /** Text that is not blank (at least `min` characters once trimmed), stored trimmed; at most `max` characters. */
+  label: (max: number, min = 1) =>
+    fields
+      .text(max)
+      .regex(trimmedAtLeast(min), min <= 1 ? 'must not be blank.' : `must be at least ${min} characters long (surrounding spaces not counted).`)
+      .trim(),
+  datetime: () => z.string().regex(DATETIME_PATTERN, 'is not a valid date (use ISO 8601, e.g. 2026-01-31T12:00:00Z).'),
   jsonObject: () => z.record(z.string(), z.unknown()),
 };
+
+/** JSON Schema for "at least one of these fields" (rules across fields, stated in the document with `.meta`). */
+export function anyOfRequired(keys: readonly string[]): { anyOf: { required: string[] }[] } {
+  return { anyOf: keys.map((k) => ({ required: [k] })) };
+}
 
 /** Dates to the wire as ISO 8601 UTC; null stays null. */
 export function isoDate(v: Date | string | null | undefined): string | null {

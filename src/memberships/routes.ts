@@ -8,6 +8,17 @@ import { createMembershipService } from './store';
 
 export function mountMemberships(router: Router, registry: RouteRegistry, namespace: string, db: Db) {
   const service = createMembershipService(db);
-  mountResource(router, registry, namespace, tableResource(service, service.cfg, { plural: 'memberships', createSchema: createMembershipSchema, updateSchema: updateMembershipSchema }));
+  mountResource(
+    router,
+    registry,
+    namespace,
+    tableResource(service, service.cfg, {
+      plural: 'memberships',
+      description:
+        'plan_id must be a product of type plan; addon_products must name existing products, each at most once; customer_id cannot change while a payment of the membership belongs to its customer.',
+      createSchema: createMembershipSchema,
+      updateSchema: updateMembershipSchema,
+    }),
+  );
   return service;
 }

@@ -2,7 +2,9 @@ import { maxHeaderSize } from 'node:http';
 import { z } from 'zod';
 import { FORM_MAX_PARAMETERS, MAX_DEPTH, MAX_VALUES } from '../http/input';
 import type { HttpMethod, Operation, ResponseDoc, RouteRegistry } from '../http/routes';
+import { MAX_QUERY_INTEGER } from '../http/validation';
 import { addLinks } from './links';
+import { formMediaType, JSON_VALUE_SCHEMA, withInputRules } from './request-schemas';
 
 /**
  * The OpenAPI 3.1 document, built from the route registry: the same zod schemas that
@@ -81,6 +83,7 @@ export function buildOpenApiDocument(registry: RouteRegistry, opts: { serverUrl?
   }
   const schemas = {
     Error: ERROR_SCHEMA,
+    JsonValue: JSON_VALUE_SCHEMA,
     ...Object.fromEntries([...registry.components].map(([name, schema]) => [name, toJsonSchema(schema, 'output')])),
   };
   addLinks(paths, schemas);
@@ -94,10 +97,13 @@ export function buildOpenApiDocument(registry: RouteRegistry, opts: { serverUrl?
         'Authenticate with HTTP Basic (API key as user name, API secret as password) or the api_key/api_secret query parameters. ' +
         'The support chat namespace ({product}-support-tickets/v1) also takes Bearer session and agent tokens; each of its operations says which callers it accepts. ' +
         'Every error is {code, message, data:{status, ...}}. ' +
-        'Bodies are JSON; wu/v2 also takes application/x-www-form-urlencoded (nested fields as billing_address[city]=x; numbers and booleans converted where the schema expects them); any other body type is 415. ' +
+        'Bodies are JSON; wu/v2 also takes application/x-www-form-urlencoded (the form media type of each body says how: objects as billing_address[city]=x, ' +
+        'arrays by repeating the name (ips=a&ips=b) or by index (line_items[0][name]=x), null as null; numbers and booleans converted where the schema expects them); any other body type is 415. ' +
         `Limits: the URL and headers together at most ${maxHeaderSize / 1024} KiB (else 431: put long inputs in a body, such as POST /translations/check/batch, and split long filters such as id__in, at most 100 values each, over several requests); ` +
         `a body at most BODY_LIMIT (1 MB by default; else 413), nested at most ${MAX_DEPTH} levels and holding at most ${MAX_VALUES} values, a form at most ${FORM_MAX_PARAMETERS} parameters (else 400 naming the field). ` +
-        'No string may hold NUL (U+0000) or an unpaired UTF-16 surrogate, nor may a query parameter name be empty or hold a control character (400 naming it). ' +
+        'No string may hold NUL (U+0000) or an unpaired UTF-16 surrogate, nor may a query parameter name be empty or hold a control character (400 naming it); ' +
+        'the schemas say the first with a pattern (free-form values are JsonValue), JSON Schema has no word for the second. ' +
+        'Lengths are counted in characters (code points), as JSON Schema counts them. ' +
         'Requests that change data are refused (403 rest_cross_site_forbidden) when a browser sends them from another site. Authenticated answers carry Cache-Control: no-store.',
       contact: { name: 'hostflow' },
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
@@ -129,22 +135,29 @@ function operationName(path: string, prefix: string): string {
     .join('');
 }
 
-/** The body's media types: JSON, and form-encoded in the namespaces that accept it (same schema; nested fields as billing_address[city]). */
+/** The body's media types: JSON, and form-encoded in the namespaces that accept it (the same body, spelled as forms spell it). */
 function requestBodyContent(schema: Record<string, unknown>, form: boolean): Record<string, unknown> {
   return {
     'application/json': { schema },
-    ...(form ? { 'application/x-www-form-urlencoded': { schema } } : {}),
+    ...(form ? { 'application/x-www-form-urlencoded': formMediaType(schema) } : {}),
   };
+}
+
+/** A request input's schema: the zod schema's, with the rules every route applies (no NUL). */
+function inputSchema(schema: z.ZodType | Record<string, unknown>): Record<string, unknown> {
+  return withInputRules(toJsonSchema(schema, 'input')) as Record<string, unknown>;
 }
 
 function operationObject(op: Operation, prefix: string, formBodies: boolean): Record<string, unknown> {
   const d = op.doc;
   const parameters: Record<string, unknown>[] = [];
   for (const m of op.path.matchAll(/:([A-Za-z_]+)/g)) {
-    parameters.push({ name: m[1], in: 'path', required: true, schema: m[1].endsWith('id') ? { type: 'integer', minimum: 1 } : { type: 'string' } });
+    const documented = d.pathParams?.[m[1]];
+    const schema = documented ?? (m[1].endsWith('id') ? { type: 'integer', minimum: 1, maximum: MAX_QUERY_INTEGER } : { type: 'string' });
+    parameters.push({ name: m[1], in: 'path', required: true, schema: inputSchema(schema) });
   }
   for (const q of d.query ?? []) {
-    const schema = toJsonSchema(q.schema, 'input');
+    const schema = inputSchema(q.schema);
     const isArray = schema.type === 'array';
     parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema, ...(isArray ? { style: 'form', explode: true } : {}) });
   }
@@ -168,7 +181,7 @@ function operationObject(op: Operation, prefix: string, formBodies: boolean): Re
     tags: d.tags,
     ...(d.security ? { security: d.security } : d.public ? { security: [] } : {}),
     ...(parameters.length ? { parameters } : {}),
-    ...(d.body ? { requestBody: { required: d.bodyRequired ?? true, content: requestBodyContent(toJsonSchema(d.body, 'input'), formBodies) } } : {}),
+    ...(d.body ? { requestBody: { required: d.bodyRequired ?? true, content: requestBodyContent(inputSchema(d.body), formBodies) } } : {}),
     ...(d.requestBody ? { requestBody: d.requestBody } : {}),
     responses,
   };

@@ -8,6 +8,17 @@ import { createPaymentService } from './store';
 
 export function mountPayments(router: Router, registry: RouteRegistry, namespace: string, db: Db) {
   const service = createPaymentService(db);
-  mountResource(router, registry, namespace, tableResource(service, service.cfg, { plural: 'payments', createSchema: createPaymentSchema, updateSchema: updatePaymentSchema }));
+  mountResource(
+    router,
+    registry,
+    namespace,
+    tableResource(service, service.cfg, {
+      plural: 'payments',
+      description:
+        "membership_id must be a membership of the payment's customer; line_items[].product_id must name existing products; parent_id must not be the payment itself. Without subtotal the line items make it, without total subtotal - discount_total + tax_total does; neither may exceed 99999999999.9999.",
+      createSchema: createPaymentSchema,
+      updateSchema: updatePaymentSchema,
+    }),
+  );
   return service;
 }

@@ -7,7 +7,7 @@ export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
 /** One line of a payment: what was bought, how many, at what unit price. */
 export const lineItem = z.strictObject({
-  name: z.string().trim().min(1).max(250),
+  name: fields.label(250),
   description: fields.text(1000).optional(),
   quantity: fields.int().min(1).max(1_000_000),
   unit_price: money(),

@@ -12,7 +12,7 @@ const productFields = {
     .min(1)
     .max(200)
     .regex(/^[a-z0-9]+(?:[-_][a-z0-9]+)*$/, { message: 'must be lower-case letters, digits and single - or _ between them.' }),
-  name: z.string().trim().min(1).max(250),
+  name: fields.label(250),
   description: fields.text(),
   currency: currency(),
   pricing_type: z.enum(PRICING_TYPES),

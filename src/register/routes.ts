@@ -91,7 +91,10 @@ function documentRegister(registry: RouteRegistry, namespace: string): void {
       'Send an Idempotency-Key header to make retries safe (same key and body: the first answer; ' +
       'same key, other body: 409 wu_rest_idempotency_key_reused; the body is compared without the password). No products: 400 invalid_cart; unknown customer_id: 400 customer_not_found; ' +
       'registration closed: 403 wu_rest_registration_closed; Temporal unreachable: 503 wu_rest_temporal_unavailable within TEMPORAL_CALL_TIMEOUT_MS (nothing is written); ' +
-      'the database unreachable while writing: 503 wu_rest_registration_unavailable. A 503 is never the final answer of an Idempotency-Key: sending it again tries again.',
+      'the database unreachable while writing: 503 wu_rest_registration_unavailable. A 503 is never the final answer of an Idempotency-Key: sending it again tries again. ' +
+      'The customer: customer_id of an existing customer, or customer.user_id of a user that has no customer yet, or customer.username, email and password (not taken). ' +
+      'products: ids or slugs of existing active products, exactly one of them a plan, all priced in one currency (currency, if given). ' +
+      'site.site_url must be free on the network; site.template_id must be a site of type site_template. Each problem is a 400 naming the field.',
     tags,
     body: registerSchema,
     responses: { 200: { description: 'The records created, as their resources return them (site {"id":0} without a site).', schema: result }, 202: accepted },

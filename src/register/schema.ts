@@ -2,8 +2,10 @@ import { z } from 'zod';
 import { MEMBERSHIP_STATUSES } from '../memberships/schema';
 import { currency } from '../http/money';
 import { PAYMENT_STATUSES } from '../payments/schema';
-import { fields } from '../http/validation';
+import { anyOfRequired, BLANK, fields } from '../http/validation';
 import { DURATION_UNITS } from '../shared-enums';
+
+const ACCOUNT = ['username', 'email', 'password'] as const;
 
 /** The /register body: the contract's registration table plus the original's optional fields. */
 const username = z
@@ -15,12 +17,12 @@ const username = z
 const customer = z.strictObject({
   user_id: fields.id().optional(),
   username: username.optional(),
-  password: z.string().min(6).max(4096).optional(),
+  password: fields.text(4096, 6).optional(),
   email: z.email().max(254).optional(),
   billing_address: fields.jsonObject().optional(),
 });
 
-const productRef = z.union([fields.id(), z.string().trim().min(1).max(200)], {
+const productRef = z.union([fields.id(), fields.label(200)], {
   error: () => 'must be a product id (integer) or slug (string).',
 });
 
@@ -28,14 +30,16 @@ export const registerSchema = z
   .strictObject({
     customer_id: fields.id().optional(),
     customer: customer.optional(),
+    // Required: none (or []) is 400 invalid_cart (validate.ts).
     products: z
       .array(productRef)
+      .min(1)
       .max(50)
       .refine((items) => new Set(items.map((i) => String(i))).size === items.length, { message: 'must not list the same product twice.' })
-      .optional(),
+      .meta({ uniqueItems: true }),
     duration: fields.int().min(1).max(1000).optional(),
     duration_unit: z.enum(DURATION_UNITS).optional(),
-    discount_code: z.string().max(100).optional(),
+    discount_code: fields.text(100).regex(BLANK, 'is not supported yet (no discount codes): leave it out or empty.').optional(),
     auto_renew: fields.flag().optional(),
     country: z
       .string()
@@ -68,7 +72,7 @@ export const registerSchema = z
           .min(4)
           .max(63)
           .regex(/^[a-z0-9]+$/, { message: 'may contain only lower-case letters and digits.' }),
-        site_title: z.string().trim().min(4).max(250),
+        site_title: fields.label(250, 4),
         publish: fields.flag().optional(),
         template_id: fields.id().optional(),
         site_meta: fields.jsonObject().optional(),
@@ -77,9 +81,6 @@ export const registerSchema = z
       .optional(),
   })
   .superRefine((v, ctx) => {
-    if (v.discount_code !== undefined && v.discount_code.trim() !== '') {
-      ctx.addIssue({ code: 'custom', path: ['discount_code'], message: 'discount_code: discount codes are not supported yet; leave it out or empty.' });
-    }
     if (v.customer_id !== undefined) {
       if (v.customer && (v.customer.user_id !== undefined || v.customer.username !== undefined || v.customer.email !== undefined || v.customer.password !== undefined)) {
         ctx.addIssue({ code: 'custom', path: ['customer'], message: 'customer cannot name an account (user_id, username, email, password) together with customer_id.' });
@@ -100,6 +101,17 @@ export const registerSchema = z
         if (c[k] === undefined) ctx.addIssue({ code: 'custom', path: ['customer', k], message: `customer.${k} is required when neither customer_id nor customer.user_id is given.` });
       }
     }
+  })
+  // The rules of the superRefine above, for the document.
+  .meta({
+    oneOf: [
+      { required: ['customer_id'], properties: { customer: { not: anyOfRequired(['user_id', ...ACCOUNT]) } } },
+      {
+        not: { required: ['customer_id'] },
+        required: ['customer'],
+        properties: { customer: { oneOf: [{ required: ['user_id'], not: anyOfRequired(ACCOUNT) }, { required: [...ACCOUNT], not: { required: ['user_id'] } }] } },
+      },
+    ],
   });
 
 export type RegisterBody = z.output<typeof registerSchema>;

@@ -2,8 +2,8 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import { ApiError, invalidParams } from '../http/errors';
 import type { RouteRegistry } from '../http/routes';
-import { bodyObject } from '../http/validation';
-import { isSensitiveSetting, SETTING_KEY_PATTERN, type SettingsStore } from './store';
+import { bodyObject, codePointLength, humanList } from '../http/validation';
+import { isSensitiveSetting, SENSITIVE_SETTING, SETTING_KEY_PATTERN, type SettingsStore } from './store';
 
 /** Typed settings: a value of the wrong type is refused, loose booleans are accepted. */
 const SETTING_TYPES: Record<string, 'boolean' | 'string'> = {
@@ -13,6 +13,8 @@ const SETTING_TYPES: Record<string, 'boolean' | 'string'> = {
   site_mode: 'string',
   network_domain: 'string',
 };
+
+const MAX_JSON = 65_536;
 
 function coerce(key: string, value: unknown): { value?: unknown; error?: string } {
   if (value === undefined) return { error: `${key} needs a value.` };
@@ -25,12 +27,24 @@ function coerce(key: string, value: unknown): { value?: unknown; error?: string 
   }
   if (type === 'string') {
     if (typeof value !== 'string') return { error: `${key} is not of type string.` };
-    if (value.length > 1000) return { error: `${key} must be at most 1000 characters long.` };
+    if (codePointLength(value) > 1000) return { error: `${key} must be at most 1000 characters long.` };
     return { value };
   }
-  if (JSON.stringify(value).length > 65_536) return { error: `${key} is too large (64 KiB at most).` };
+  if (JSON.stringify(value).length > MAX_JSON) return { error: `${key} is too large (64 KiB at most).` };
   return { value };
 }
+
+const LOOSE_BOOLEANS = [true, false, 1, 0, '1', '0', 'true', 'false'];
+/** What coerce() takes for each typed setting, for the document. */
+const TYPED_VALUES = Object.fromEntries(
+  Object.entries(SETTING_TYPES).map(([key, type]) => [key, type === 'boolean' ? { enum: LOOSE_BOOLEANS } : { type: 'string', maxLength: 1000 }]),
+);
+const VALUE_RULES =
+  `${humanList(Object.keys(SETTING_TYPES).filter((k) => SETTING_TYPES[k] === 'boolean'))} take a boolean (or 1, 0, "1", "0", "true", "false"); ` +
+  `${humanList(Object.keys(SETTING_TYPES).filter((k) => SETTING_TYPES[k] === 'string'))} a string of at most 1000 characters; any other key any JSON value of at most 64 KiB (as JSON text).`;
+/** A key that may be written (checkKey, validateSettings). */
+const KEY_SCHEMA = { type: 'string', pattern: SETTING_KEY_PATTERN.source, not: { pattern: SENSITIVE_SETTING.source } };
+const settingsMap = { type: 'object', minProperties: 1, propertyNames: KEY_SCHEMA, properties: TYPED_VALUES, additionalProperties: {} };
 
 function checkKey(key: string): void {
   if (!SETTING_KEY_PATTERN.test(key)) {
@@ -74,8 +88,12 @@ export function mountSettings(router: Router, registry: RouteRegistry, namespace
   });
   registry.operation(namespace, 'POST', '/settings', {
     summary: 'Update several settings: {"settings":{key:value,...}} (or the pairs at the top level)',
+    description:
+      'At least one pair; with a settings object, the other top-level fields are ignored. Keys: lower-case letters, digits, _ and - (1 to 100); ' +
+      `protected keys (api_key, api_secret, secrets, tokens, passwords) are refused. ${VALUE_RULES}`,
     tags,
-    body: z.union([z.object({ settings: z.record(z.string(), z.unknown()) }), z.record(z.string(), z.unknown())]),
+    // Both shapes in one object schema (a generator or a form handles one better than an anyOf).
+    body: { ...settingsMap, properties: { ...TYPED_VALUES, settings: settingsMap } },
     responses: {
       200: {
         description: 'Updated; all or nothing.',
@@ -87,11 +105,15 @@ export function mountSettings(router: Router, registry: RouteRegistry, namespace
       },
     },
   });
-  registry.operation(namespace, 'GET', '/settings/:key', { summary: 'One setting', tags, responses: { 200: { description: 'The setting.', schema: one } } });
+  // Protected keys answer 403 (setting_protected) rather than 400: the pattern says which.
+  const pathParams = { key: { ...KEY_SCHEMA, description: 'The setting key.' } };
+  registry.operation(namespace, 'GET', '/settings/:key', { summary: 'One setting', tags, pathParams, responses: { 200: { description: 'The setting.', schema: one } } });
   for (const method of ['POST', 'PUT', 'PATCH'] as const) {
     registry.operation(namespace, method, '/settings/:key', {
       summary: 'Set one setting: {"value": ...}',
+      description: `value is required. ${VALUE_RULES}`,
       tags,
+      pathParams,
       body: z.object({ value: z.unknown() }),
       responses: { 200: { description: 'The new value.', schema: one } },
     });

@@ -18,12 +18,12 @@ export const SETTING_DEFAULTS: Record<string, unknown> = {
   network_domain: 'localhost',
 };
 
-const SENSITIVE_KEYS = new Set(['api_key', 'api_secret']);
-const SENSITIVE_PATTERNS = ['_access_token', '_refresh_token', '_sk_key', '_secret', 'password', '_api_key'];
+/** api_key, api_secret, and any key naming a token, a secret or a password (the document says it with this pattern). */
+export const SENSITIVE_SETTING = /^api_key$|^api_secret$|_access_token|_refresh_token|_sk_key|_secret|password|_api_key/;
 
 /** Keys that are never returned by, nor written through, the settings API. */
 export function isSensitiveSetting(key: string): boolean {
-  return SENSITIVE_KEYS.has(key) || SENSITIVE_PATTERNS.some((p) => key.includes(p));
+  return SENSITIVE_SETTING.test(key);
 }
 
 export const SETTING_KEY_PATTERN = /^[a-z0-9_-]{1,100}$/;

@@ -11,6 +11,17 @@ import { mountSiteUsers } from './users';
 export function mountSites(router: Router, registry: RouteRegistry, namespace: string, db: Db, checks?: DomainChecks): SiteService {
   const service = new SiteService(db, checks);
   mountSiteUsers(router, registry, namespace, db);
-  mountResource(router, registry, namespace, tableResource(service, service.cfg, { plural: 'sites', createSchema: createSiteSchema, updateSchema: updateSiteSchema }));
+  mountResource(
+    router,
+    registry,
+    namespace,
+    tableResource(service, service.cfg, {
+      plural: 'sites',
+      description:
+        "template_id must be a site of type site_template (not the site itself); membership_id must be a membership of the site's customer (on create without customer_id, the membership's customer becomes the site's).",
+      createSchema: createSiteSchema,
+      updateSchema: updateSiteSchema,
+    }),
+  );
   return service;
 }

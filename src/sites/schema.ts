@@ -5,7 +5,7 @@ import { allOptional, fields } from '../http/validation';
 export const SITE_TYPES = ['default', 'site_template', 'customer_owned', 'pending', 'external', 'main', 'demo'] as const;
 
 const siteFields = {
-  title: z.string().trim().min(1).max(250),
+  title: fields.label(250),
   description: fields.text(),
   domain: hostName(),
   path: z

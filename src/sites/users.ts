@@ -59,7 +59,7 @@ export function mountSiteUsers(router: Router, registry: RouteRegistry, namespac
 
   registry.operation(namespace, 'POST', '/sites/:id/users', {
     summary: 'Link a user to a site with a role (or change the role of a linked user)',
-    description: 'Unknown user: 400 naming user_id. The owning customer\'s user is the administrator already: 400.',
+    description: "user_id must name an existing user (400 naming it otherwise); the owning customer's user is the administrator already (400).",
     tags,
     body: linkSiteUserSchema,
     responses: { 200: { description: "The site's users after the change.", schema: { type: 'array', items: siteUserSchema } } },

@@ -5,13 +5,13 @@ import type { Db } from '../db/knex';
 import { publicBase } from '../http/public-url';
 import { parseId } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
-import { bodyObject, parseOrThrow } from '../http/validation';
+import { bodyObject, fields, parseOrThrow } from '../http/validation';
 import type { TemporalGateway } from '../temporal/gateway';
 import { TenantService, type TenantOutcome } from './service';
 import { CHECK_NAMES, CHECK_STATUSES, TENANT_STATES } from './store';
 
 export const bootstrapSchema = z.object({
-  database_host: z.string().min(1).max(100).optional().describe('Name of a configured tenant database host (TENANT_DATABASE_HOSTS); default: the least loaded.'),
+  database_host: fields.text(100, 1).optional().describe('Name of a configured tenant database host (TENANT_DATABASE_HOSTS; ask the operator); default: the least loaded. Another name: 400.'),
 });
 
 /** POST bootstrap, GET migration-status, POST verify, DELETE: isolated ("sovereign") tenants. */

@@ -38,6 +38,14 @@ const TAGS = ['translations'];
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
 const RETRY_AFTER = { 'Retry-After': { description: 'While a package is not ready (nor failed): seconds before polling again; grows with the time the package has spent in its state.', schema: { type: 'integer' } } };
 
+/** A package's parts as the routes check them (paths and queries). */
+const PACKAGE_PARAMS = {
+  type: { type: 'string', enum: [...PACKAGE_TYPES] },
+  slug: { type: 'string', pattern: SLUG_PATTERN.source },
+  version: { type: 'string', pattern: VERSION_PATTERN.source },
+  locale: { type: 'string', enum: [...WORDPRESS_LOCALES] },
+};
+
 function namespaceUrl(req: Request): string {
   return `${publicBase(req)}${req.baseUrl}`;
 }
@@ -91,6 +99,7 @@ export function mountTranslationDownloads(router: Router, registry: RouteRegistr
       'The download_url of a ready package. Versioned: a new version of the plugin or theme gets new packs, old ones stay. Answers application/zip with an ETag (sha256 of the zip).',
     tags: TAGS,
     public: true,
+    pathParams: PACKAGE_PARAMS,
     responses: {
       200: { description: 'The zip (application/zip).', headers: { ETag: { description: 'sha256 of the zip', schema: { type: 'string' } } } },
       400: { description: 'A path part is not a valid type, slug, version or locale (`wu_rest_invalid_parameter`).', schema: ERROR_REF },
@@ -234,9 +243,9 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
 
 function document(registry: RouteRegistry, namespace: string, refs: { status: { $ref: string }; project: { $ref: string }; job: { $ref: string } }): void {
   const checkParams = [
-    { name: 'slug', required: true, description: 'Plugin or theme slug.', schema: { type: 'string', pattern: SLUG_PATTERN.source } },
-    { name: 'type', required: true, description: 'plugin or theme.', schema: { type: 'string', enum: [...PACKAGE_TYPES] } },
-    { name: 'locale', required: true, description: 'A WordPress locale: de_DE, pt_BR, ja, de_DE_formal (one of the list).', schema: { type: 'string', enum: [...WORDPRESS_LOCALES] } },
+    { name: 'slug', required: true, description: 'Plugin or theme slug.', schema: PACKAGE_PARAMS.slug },
+    { name: 'type', required: true, description: 'plugin or theme.', schema: PACKAGE_PARAMS.type },
+    { name: 'locale', required: true, description: 'A WordPress locale: de_DE, pt_BR, ja, de_DE_formal (one of the list).', schema: PACKAGE_PARAMS.locale },
   ];
   registry.operation(namespace, 'GET', '/translations/check', {
     summary: 'Status of one translation package (slug + type + locale, current version of its project)',
@@ -272,7 +281,8 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
       'Source strings as a POT file (pot, as text) or pot_url (fetched at import); human translations from a GlotPress export URL template ({slug}, {type}, ' +
       '{glotpress_locale}; absent: TRANSLATION_GLOTPRESS_URL_TEMPLATE; null: none) and/or uploaded PO files by locale (po_files). A new version starts new packages. ' +
       'pot_url and glotpress_url_template are http(s) URLs; one naming a loopback, private, link-local or otherwise internal address is a 400 naming the field ' +
-      '(unless OUTBOUND_ALLOWED_HOSTS allows it); host names are checked after DNS when fetched, on every redirect.',
+      '(unless OUTBOUND_ALLOWED_HOSTS allows it); host names are checked after DNS when fetched, on every redirect. pot and po_files must be gettext files that parse ' +
+      '(400 naming the field otherwise); slug and type together must be new (400 otherwise).',
     tags: TAGS,
     body: createProjectSchema,
     responses: { 200: { description: 'The project.', schema: refs.project } },
@@ -280,7 +290,8 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
   registry.operation(namespace, 'GET', '/translations/projects/:id', { summary: 'Get a translation project', tags: TAGS, responses: { 200: { description: 'The project.', schema: refs.project } } });
   registry.operation(namespace, 'PUT', '/translations/projects/:id', {
     summary: 'Update a translation project (a new version starts new packages; po_files are merged by locale)',
-    description: 'The same rules as on create: pot_url and glotpress_url_template naming a refused address are a 400 naming the field.',
+    description:
+      'The same rules as on create: pot_url and glotpress_url_template naming a refused address are a 400 naming the field. The project keeps pot or pot_url: setting the one it has to null without giving the other is a 400.',
     tags: TAGS,
     body: updateProjectSchema,
     responses: { 200: { description: 'The project.', schema: refs.project } },
@@ -315,6 +326,7 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
   };
   registry.operation(namespace, 'POST', '/translations/jobs/approve', {
     summary: 'Approve many pending jobs at once (by locale, slug, type, version, or all)',
+    description: 'At least one filter (the jobs matching all of them), or all: true alone.',
     tags: TAGS,
     body: bulkApproveSchema,
     responses: { 200: { description: 'What was approved.', schema: bulkResult } },

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { fields } from '../http/validation';
+import { anyOfRequired, fields } from '../http/validation';
 import { localeProblem, SLUG_PATTERN, VERSION_PATTERN, WORDPRESS_LOCALES } from './locales';
 import { JOB_STATUSES, PACKAGE_STATUSES, PACKAGE_TYPES, PIPELINE_STEPS, SOURCES } from './types';
 
@@ -21,6 +21,23 @@ export const locale = () =>
     .refine((v) => localeProblem(v) === null, { error: (i) => localeProblem(String(i.input)) ?? undefined })
     .meta({ enum: [...WORDPRESS_LOCALES] });
 const version = () => z.string().regex(VERSION_PATTERN, { message: 'must be a version such as 1.2.3 (letters, digits, . + _ -; at most 40 characters).' });
+
+/**
+ * The URLs the document promises to take (the checks are z.url's parse and, at create and
+ * update, urlRefusal of src/infra/outbound-http.ts): http(s), a host name (no IP address, not
+ * localhost) and an optional port, then printable URL characters. Held to the checks by
+ * test/document-rules.test.ts.
+ */
+const URL_START = [
+  '^[Hh][Tt][Tt][Pp][Ss]?://',
+  '(?![^/?#:]*[Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]\\.?(?:[/?#:]|$))',
+  '(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?',
+  '(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?',
+].join('');
+const URL_CHARS = "[A-Za-z0-9._~!$&'()*+,;=:@%/?#-]";
+const URL_PATTERN = `${URL_START}(?:[/?#]${URL_CHARS}*)?$`;
+const TEMPLATE_CHARS = "[A-Za-z0-9._~!$&'()*+,;=:@%/?#{}-]";
+const TEMPLATE_PATTERN = `${URL_START}[/?#]${TEMPLATE_CHARS}*\\{(?:glotpress_)?locale\\}${TEMPLATE_CHARS}*$`;
 const httpUrl = () => z.url({ protocol: /^https?$/, error: () => 'must be an http or https URL.' }).max(2000);
 
 /** A status check: the query of GET /translations/check, one item of a batch. */
@@ -35,31 +52,37 @@ export const batchSchema = z.strictObject({
 export const batchDocSchema = z.strictObject({ packages: z.array(checkSchema).min(1).max(BATCH_MAX_PACKAGES) });
 
 const glotpressTemplate = () =>
-  httpUrl().refine((v) => v.includes('{glotpress_locale}') || v.includes('{locale}'), {
-    message: 'must contain the {glotpress_locale} placeholder (and may use {slug} and {type}).',
-  });
+  httpUrl()
+    .refine((v) => v.includes('{glotpress_locale}') || v.includes('{locale}'), {
+      message: 'must contain the {glotpress_locale} placeholder (and may use {slug} and {type}).',
+    })
+    // A template is no RFC 3986 URI (its braces): the pattern says what it is.
+    .meta({ format: undefined, pattern: TEMPLATE_PATTERN });
 
 const projectFields = {
   slug: slug(),
   type: packageType(),
-  name: z.string().trim().min(1).max(200),
+  name: fields.label(200),
   version: version(),
   /** The source strings: a POT file as text... */
-  pot: z.string().min(1).max(MAX_GETTEXT).optional(),
+  pot: fields.text(MAX_GETTEXT, 1).optional(),
   /** ...or where to fetch it (at import). */
-  pot_url: httpUrl().optional(),
+  pot_url: httpUrl().meta({ format: undefined, pattern: URL_PATTERN }).optional(),
   /** GlotPress export URL template; null: no GlotPress. Absent on create: TRANSLATION_GLOTPRESS_URL_TEMPLATE. */
   glotpress_url_template: glotpressTemplate().nullable().optional(),
   /** Human translations uploaded as PO files, by locale. */
   po_files: z
-    .record(locale(), z.string().min(1).max(MAX_GETTEXT), { error: (i) => (i.code === 'invalid_key' ? i.issues[0]?.message : undefined) })
+    .record(locale(), fields.text(MAX_GETTEXT, 1), { error: (i) => (i.code === 'invalid_key' ? i.issues[0]?.message : undefined) })
     .optional(),
   auto_approve: fields.flag().optional(),
 };
 
-export const createProjectSchema = z.strictObject(projectFields).superRefine((v, ctx) => {
-  if (v.pot === undefined && v.pot_url === undefined) ctx.addIssue({ code: 'custom', path: ['pot'], message: 'pot (the POT file as text) or pot_url is required.' });
-});
+export const createProjectSchema = z
+  .strictObject(projectFields)
+  .superRefine((v, ctx) => {
+    if (v.pot === undefined && v.pot_url === undefined) ctx.addIssue({ code: 'custom', path: ['pot'], message: 'pot (the POT file as text) or pot_url is required.' });
+  })
+  .meta(anyOfRequired(['pot', 'pot_url']));
 export const updateProjectSchema = z.strictObject({
   ...projectFields,
   slug: projectFields.slug.optional(),
@@ -72,8 +95,9 @@ export const updateProjectSchema = z.strictObject({
 export type CreateProject = z.output<typeof createProjectSchema>;
 export type UpdateProject = z.output<typeof updateProjectSchema>;
 
-export const rejectSchema = z.strictObject({ reason: z.string().trim().min(1).max(1000) });
+export const rejectSchema = z.strictObject({ reason: fields.label(1000) });
 
+const APPROVE_FILTERS = ['locale', 'slug', 'type', 'version'];
 /** Bulk approval: the pending jobs matching every given filter; `all: true` for every pending job. */
 export const bulkApproveSchema = z
   .strictObject({
@@ -87,7 +111,8 @@ export const bulkApproveSchema = z
     const filters = [v.locale, v.slug, v.type, v.version].filter((x) => x !== undefined).length;
     if (!v.all && filters === 0) ctx.addIssue({ code: 'custom', path: ['all'], message: 'give at least one filter (locale, slug, type, version) or all: true.' });
     if (v.all && filters > 0) ctx.addIssue({ code: 'custom', path: ['all'], message: 'all: true cannot be combined with filters.' });
-  });
+  })
+  .meta({ oneOf: [{ required: ['all'], not: anyOfRequired(APPROVE_FILTERS) }, { ...anyOfRequired(APPROVE_FILTERS), not: { required: ['all'] } }] });
 
 // ---- responses ---------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ import { temporalUnavailable as temporalUnavailableError } from '../temporal/cli
 import type { TemporalGateway } from '../temporal/gateway';
 import { approveSignal, rejectSignal, translationPipeline } from '../../workflows/translationPipeline';
 import { assertParsable, GettextError } from './gettext';
-import { glotpressUrl } from './locales';
+import { glotpressUrl, WORDPRESS_LOCALES } from './locales';
 import { packagesDir } from './package';
 import { checkSchema, type CheckInput, type CreateProject, type UpdateProject } from './schema';
 import {
@@ -64,7 +64,8 @@ export const jobListSpec: ListSpec = {
     status: { column: 'translation_jobs.status', type: { enum: JOB_STATUSES } },
     slug: { column: 'translation_jobs.slug', type: 'string' },
     type: { column: 'translation_jobs.type', type: { enum: PACKAGE_TYPES } },
-    locale: { column: 'translation_jobs.locale', type: 'string' },
+    // Known WordPress locales only: routes.ts checks them (checkLocaleFilters).
+    locale: { column: 'translation_jobs.locale', type: 'string', known: WORDPRESS_LOCALES },
     version: { column: 'translation_jobs.version', type: 'string' },
     project_id: { column: 'translation_jobs.project_id', type: 'int' },
   },
