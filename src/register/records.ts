@@ -4,7 +4,7 @@ import type { Db } from '../db/knex';
 import { ApiError, invalidParams } from '../http/errors';
 import { createMembershipService } from '../memberships/store';
 import { createPaymentService } from '../payments/store';
-import { siteAtAddress, SiteService, templateProblem } from '../sites/store';
+import { SiteService } from '../sites/store';
 import { priceCart } from './cart';
 import { HOLD_HOURS } from './store';
 import type { CommitOutcome, ErrorBody, RegisterResult, RegistrationIds, RegistrationRequest } from './types';
@@ -223,15 +223,14 @@ export class RegistrationRecords {
    * after the answer (./provisioning.ts).
    */
   private async writeSite(trx: Trx, s: NonNullable<RegistrationRequest['site']>, customerId: number, membershipId: number): Promise<Row> {
-    if (await siteAtAddress(trx, s.domain, s.path)) throw invalidParams({ 'site.site_url': SITE_URL_TAKEN });
     let description = '';
     let meta: Record<string, unknown> = {};
-    if (s.template_id !== undefined) {
-      const problem = await templateProblem(trx, s.template_id);
-      if (problem) throw invalidParams({ 'site.template_id': `site.${problem}` });
-      const t = await trx('sites').where({ id: s.template_id }).first('description', 'site_meta');
-      description = t.description;
-      meta = { ...(t.site_meta ?? {}) };
+    // The site rules (a free address, a template that is a site_template) are the sites
+    // service's, checked by its create below.
+    const template = s.template_id === undefined ? undefined : await trx('sites').where({ id: s.template_id }).first('description', 'site_meta');
+    if (template) {
+      description = template.description;
+      meta = { ...(template.site_meta ?? {}) };
     }
     meta = { ...meta, ...(s.site_meta ?? {}) };
     if (s.site_option) meta.site_option = s.site_option;
