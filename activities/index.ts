@@ -29,11 +29,11 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
       tlsCaFile: config.DOMAIN_TLS_CA_FILE,
       outbound: new OutboundPolicy(config.OUTBOUND_ALLOWED_HOSTS),
     }),
-    ...createRegisterActivities({ db }),
+    ...createRegisterActivities({ db, config }),
     ...createTenantActivities({ db, config }),
     ...createTranslationActivities({ db, config }),
     ...createChatActivities({ db }),
-    // For the bench-only benchNoop workflow (bench/register.ts): does nothing.
+    // For the bench-only benchNoop and benchLocal workflows (bench/register.ts): do nothing.
     benchNoopActivity: async () => undefined,
   };
 }

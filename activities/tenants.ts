@@ -7,6 +7,7 @@ import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
 import { decryptSecret, encryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
 import { tenantHosts, type TenantDbHost } from '../src/tenants/hosts';
+import { siteUploadsDir } from '../src/sites/store';
 import {
   authenticateWithLoginKey,
   createRoleAndDatabase,
@@ -54,7 +55,7 @@ export function createTenantActivities({ db, config }: TenantActivityDeps) {
     return parseCredentialsKey(config.TENANT_CREDENTIALS_KEY);
   };
   const filesRoot = () => config.TENANT_FILES_ROOT ?? path.join(config.DATA_DIR, 'tenants');
-  const sharedUploads = (siteId: number) => path.join(config.DATA_DIR, 'uploads', 'sites', String(siteId));
+  const sharedUploads = (siteId: number) => siteUploadsDir(config.DATA_DIR, siteId);
 
   async function load(tenantId: number, step?: string): Promise<TenantRow> {
     if (step) await db('tenants').where({ id: tenantId }).update({ step, date_modified: db.fn.now() });

@@ -1,35 +1,44 @@
 /**
- * `npm run bench:register`: POST /register (the `register` saga: HTTP, validation, scrypt,
- * then one workflow of several activities, awaited) next to a bare `benchNoop` workflow running
- * the same number of no-op activities, started and awaited with client.workflow.execute, at
- * the same concurrency and duration, on the same Temporal server, worker and process.
- *
- * Starts PostgreSQL and Temporal as bench/run.ts does (its helpers), runs a worker in-process
- * (startWorker with the app's config), seeds one plan product, counts the activities one
- * registration runs from a probe's history, then measures both. Prints a table and writes
- * bench/register-results.json. Every /register answer must be 200, else it fails.
+ * `npm run bench:register`: POST /register next to the bare workflows it is measured against,
+ * in the same run, on the same Temporal dev server (SQLite file, as `npm start` runs it),
+ * worker and process, at 1 and at 16 concurrent callers:
+ * - POST /register of a new account with a site (HTTP, validation, scrypt, the registration
+ *   row, Update-With-Start, the records transaction as one local activity, the answer read
+ *   from the row); its work after the answer is not part of the latency;
+ * - POST /register for an existing user (`customer.user_id`): the same without the password
+ *   to hash, to show what scrypt costs;
+ * - `benchLocal`: a bare workflow running ONE no-op local activity (the goal's reference),
+ *   started and awaited with client.workflow.execute;
+ * - `benchNoop(7)`: seven no-op regular activities (the former saga's shape), for reference;
+ * - scrypt alone (the password hash, as hashPassword runs it).
+ * Each: p50, p99, rate and the count of 5xx. Prints a table with the issue's goals and writes
+ * bench/register-results.json. BENCH_SECONDS (15), BENCH_CALLERS (1,16) and DB_POOL_MAX (the
+ * app's default) can be set to try other runs.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
+import os from 'node:os';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { setLogLevel } from '../src/logger';
-import { workflowIdFor } from '../src/register/service';
 import { startHttp } from '../src/runtime';
 import { startWorker } from '../src/temporal/worker';
-import type { benchNoop } from '../workflows/benchNoop';
-import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, type Step } from './run';
+import { hashPassword } from '../src/users/password';
+import { benchLocal, benchNoop } from '../workflows/benchNoop';
+import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, textTable, type Step } from './run';
 
-const CONNECTIONS = 4;
-const DURATION = 15;
-const WARMUP_SECONDS = 2;
+const CALLERS = (process.env.BENCH_CALLERS ?? '1,16').split(',').map(Number);
+const DURATION = Number(process.env.BENCH_SECONDS ?? 15);
+const WARMUP_SECONDS = 3;
 const PLAN_SLUG = 'bench-plan';
 /** Lower-case alphanumeric (site_url's rule), unique per run. */
 const RUN_TAG = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+/** Existing users for the `customer.user_id` scenario: more than it can use. */
+const SEEDED_USERS = 6000;
 
 let counter = 0;
-function registerBody(n: number) {
-  const t = `${RUN_TAG}x${n}`;
+function newAccountBody() {
+  const t = `${RUN_TAG}x${++counter}`;
   return {
     customer: { username: `reg${t}`, password: 'secret123', email: `reg${t}@example.com` },
     products: [PLAN_SLUG],
@@ -41,38 +50,54 @@ function registerBody(n: number) {
     membership: { status: 'active' },
   };
 }
+let nextUser = 0;
+let userIds: number[] = [];
+function existingUserBody() {
+  const userId = userIds[nextUser++];
+  if (userId === undefined) throw new Error('out of seeded users');
+  const t = `${RUN_TAG}u${++counter}`;
+  return { customer: { user_id: userId }, products: [PLAN_SLUG], site: { site_url: `shop${t}`, site_title: 'Bench Shop' }, payment: { status: 'completed' }, membership: { status: 'active' } };
+}
 
 export interface Measurement {
   rps: number;
   p50: number;
   p99: number;
   requests: number;
+  /** Answers of status 500 and above (or failed executions). */
+  errors5xx: number;
+  /** Other answers than 200, below 500. */
+  other: number;
   durationSeconds: number;
+  /** Event loop delay of this process during the run (API and worker share it): p99 and max, ms. */
+  loopDelayP99?: number;
+  loopDelayMax?: number;
+  /** p99 of an fs.stat every 20 ms during the run: how long libuv's thread pool (scrypt's) keeps other work waiting, ms. */
+  poolWaitP99?: number;
 }
 
-/** POST /register with autocannon, a fresh body per request; anything but 200 throws. */
-async function cannonRegister(url: string, headers: Record<string, string>, duration: number, warmup = false): Promise<Measurement> {
+/** POST /register with autocannon, a fresh body per request. */
+async function cannon(url: string, headers: Record<string, string>, body: () => object, connections: number, duration: number): Promise<Measurement> {
   const result = await autocannon({
     url,
     method: 'POST',
     headers: { ...headers, 'content-type': 'application/json' },
-    connections: CONNECTIONS,
+    connections,
     duration,
     timeout: 60,
-    requests: [{ setupRequest: (req) => ({ ...req, body: JSON.stringify(registerBody(++counter)) }) }],
+    requests: [{ setupRequest: (req) => ({ ...req, body: JSON.stringify(body()) }) }],
   });
   const codes = result.statusCodeStats ?? {};
-  const other = Object.entries(codes).filter(([code]) => code !== '200');
-  if (other.length || result.errors > 0 || result.timeouts > 0 || (!warmup && result['2xx'] === 0)) {
-    const sample = await fetch(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(registerBody(++counter)) })
-      .then(async (r) => `${r.status} ${(await r.text()).slice(0, 300)}`)
-      .catch((err: Error) => err.message);
-    throw new Error(
-      `POST /register: status codes ${JSON.stringify(codes)}, ${result.errors} errors, ${result.timeouts} timeouts; ` +
-        `every answer must be 200; a fresh request answered: ${sample}`,
-    );
-  }
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, requests: result.requests.total, durationSeconds: result.duration };
+  const count = (pred: (code: number) => boolean) => Object.entries(codes).reduce((n, [code, s]) => n + (pred(Number(code)) ? (s as { count: number }).count : 0), 0);
+  return {
+    rps: result.requests.total / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    requests: result.requests.total,
+    errors5xx: count((c) => c >= 500) + result.errors + result.timeouts,
+    other: count((c) => c !== 200 && c < 500),
+    durationSeconds: result.duration,
+  };
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -80,107 +105,177 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
-/** `concurrency` loops that each start and await benchNoop(activities) until `duration` is over. */
-async function loopNoop(
-  execute: (id: string) => Promise<number>,
-  concurrency: number,
-  duration: number,
-): Promise<Measurement> {
+/** `concurrency` loops, each running `once` until `duration` is over. */
+async function loop(once: (i: number) => Promise<unknown>, concurrency: number, duration: number): Promise<Measurement> {
   const latencies: number[] = [];
+  let failed = 0;
   const start = performance.now();
   const deadline = start + duration * 1000;
   await Promise.all(
-    Array.from({ length: concurrency }, async (_, worker) => {
+    Array.from({ length: concurrency }, async () => {
       while (performance.now() < deadline) {
         const t0 = performance.now();
-        await execute(`bench-noop-${RUN_TAG}-${worker}-${++counter}`);
-        latencies.push(performance.now() - t0);
+        try {
+          await once(++counter);
+          latencies.push(performance.now() - t0);
+        } catch {
+          failed++;
+        }
       }
     }),
   );
   const elapsed = (performance.now() - start) / 1000;
   latencies.sort((a, b) => a - b);
-  return { rps: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), requests: latencies.length, durationSeconds: elapsed };
+  return { rps: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), requests: latencies.length, errors5xx: failed, other: 0, durationSeconds: elapsed };
 }
 
 interface Row {
   scenario: string;
-  connections: number;
+  callers: number;
   m: Measurement;
-  /** req/s relative to the bare workflow */
-  ratio: number;
 }
 
 function table(rows: Row[]): string {
-  const header = ['scenario', 'conc', 'req/s', 'p50 ms', 'p99 ms', 'ratio'];
-  const body = rows.map((r) => [r.scenario, String(r.connections), r.m.rps.toFixed(1), r.m.p50.toFixed(1), r.m.p99.toFixed(1), r.ratio.toFixed(2)]);
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+  const header = ['scenario', 'callers', 'p50 ms', 'p99 ms', 'rate/s', '5xx', 'other', 'loop p99/max ms', 'pool p99 ms'];
+  const body = rows.map((r) => [
+    r.scenario,
+    String(r.callers),
+    r.m.p50.toFixed(0),
+    r.m.p99.toFixed(0),
+    r.m.rps.toFixed(1),
+    String(r.m.errors5xx),
+    String(r.m.other),
+    `${r.m.loopDelayP99?.toFixed(0)}/${r.m.loopDelayMax?.toFixed(0)}`,
+    r.m.poolWaitP99?.toFixed(0) ?? '',
+  ]);
+  return textTable(header, body);
 }
 
 async function main(): Promise<void> {
   setLogLevel('silent');
+  const loadAverageBefore = os.loadavg();
   const cleanup: Step[] = [];
   const log = benchLog();
   try {
-    const env = await startBenchEnv({ cleanup, log, tag: RUN_TAG, pgDir: 'bench-register-pg', temporalLog: 'temporal-bench-register.log' });
+    const env = await startBenchEnv({
+      cleanup,
+      log,
+      tag: RUN_TAG,
+      pgDir: 'bench-register-pg',
+      temporalLog: 'temporal-bench-register.log',
+      temporalDbFile: 'bench-register-temporal.sqlite',
+      // The pool size can be tried out: DB_POOL_MAX=20 npm run bench:register.
+      env: process.env.DB_POOL_MAX ? { DB_POOL_MAX: process.env.DB_POOL_MAX } : {},
+    });
     const { config, db, settings, temporal } = env;
 
     const worker = await startWorker({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config });
     cleanup.push(['temporal worker', () => worker.shutdown()]);
     await db('products').insert({ slug: PLAN_SLUG, name: 'Bench Plan', type: 'plan', amount: '29.99', setup_fee: '0', duration: 1, duration_unit: 'month' });
+    const users = await db('users')
+      .insert(Array.from({ length: SEEDED_USERS }, (_, i) => ({ username: `seed${RUN_TAG}x${i}`, email: `seed${RUN_TAG}x${i}@example.com`, password_hash: 'scrypt$seeded', display_name: 'Seeded' })))
+      .returning('id');
+    userIds = users.map((u: { id: string }) => Number(u.id));
 
     const hostflow = await startHttp(config, db, settings, temporal);
     cleanup.push(['hostflow http', () => hostflow.close()]);
     const { root, headers } = hostflowTarget(config);
     const url = `${root}/register`;
-
-    // A probe with an Idempotency-Key (so its workflow id is known): how many activities does
-    // one registration run?
-    const key = `bench-probe-${RUN_TAG}`;
-    const probe = await fetch(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(registerBody(++counter)) });
+    const probe = await fetch(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(newAccountBody()) });
     if (probe.status !== 200) throw new Error(`probe POST /register answered ${probe.status}: ${(await probe.text()).slice(0, 300)}`);
-    const history = await temporal.client.workflow.getHandle(workflowIdFor(key)).fetchHistory();
-    const activities = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes).length;
-    if (activities < 1) throw new Error('the probe registration ran no activities');
-    log(`one registration (with a site) runs ${activities} activities`);
 
-    log(`/register: ${CONNECTIONS} connections, ${WARMUP_SECONDS}s warm-up + ${DURATION}s`);
-    const warm = await cannonRegister(url, headers, WARMUP_SECONDS, true);
-    log(`warm-up: ${warm.requests} registrations, p50 ${warm.p50} ms`);
-    const reg = await cannonRegister(url, headers, DURATION);
-
-    const execute = (workflowId: string) =>
-      temporal.client.workflow.execute<typeof benchNoop>('benchNoop', { taskQueue: config.TEMPORAL_TASK_QUEUE, workflowId, args: [activities] });
-    log(`benchNoop(${activities}): ${CONNECTIONS} concurrent loops, ${WARMUP_SECONDS}s warm-up + ${DURATION}s`);
-    await loopNoop(execute, CONNECTIONS, WARMUP_SECONDS);
-    const noop = await loopNoop(execute, CONNECTIONS, DURATION);
-
-    const rows: Row[] = [
-      { scenario: 'POST /register (hostflow)', connections: CONNECTIONS, m: reg, ratio: reg.rps / noop.rps },
-      { scenario: `benchNoop workflow (${activities} no-op activities)`, connections: CONNECTIONS, m: noop, ratio: 1 },
+    const execute = {
+      local: (i: number) => temporal.client.workflow.execute(benchLocal, { taskQueue: config.TEMPORAL_TASK_QUEUE, workflowId: `bench-local-${RUN_TAG}-${i}` }),
+      noop: (i: number) => temporal.client.workflow.execute(benchNoop, { taskQueue: config.TEMPORAL_TASK_QUEUE, workflowId: `bench-noop-${RUN_TAG}-${i}`, args: [7] }),
+    };
+    const scenarios: { name: string; run: (callers: number, seconds: number) => Promise<Measurement> }[] = [
+      { name: 'POST /register, new account (scrypt) + site', run: (c, s) => cannon(url, headers, newAccountBody, c, s) },
+      { name: 'POST /register, existing user (no hash) + site', run: (c, s) => cannon(url, headers, existingUserBody, c, s) },
+      { name: 'bare workflow, 1 local activity (benchLocal)', run: (c, s) => loop(execute.local, c, s) },
+      { name: 'bare workflow, 7 regular activities (benchNoop)', run: (c, s) => loop(execute.noop, c, s) },
+      { name: 'scrypt hash alone (hashPassword)', run: (c, s) => loop(() => hashPassword('secret123'), c, s) },
     ];
+    const rows: Row[] = [];
+    for (const callers of CALLERS) {
+      for (const s of scenarios) {
+        log(`${s.name}: ${callers} caller(s), ${WARMUP_SECONDS}s warm-up + ${DURATION}s`);
+        await s.run(callers, WARMUP_SECONDS);
+        const lag = monitorEventLoopDelay({ resolution: 5 });
+        lag.enable();
+        let running = true;
+        const poolWaits: number[] = [];
+        const poolProbe = (async () => {
+          while (running) {
+            const t0 = performance.now();
+            await fs.promises.stat(__dirname);
+            poolWaits.push(performance.now() - t0);
+            await new Promise((r) => setTimeout(r, 20));
+          }
+        })();
+        const m = await s.run(callers, DURATION);
+        running = false;
+        await poolProbe;
+        lag.disable();
+        m.loopDelayP99 = lag.percentile(99) / 1e6;
+        m.loopDelayMax = lag.max / 1e6;
+        m.poolWaitP99 = percentile(poolWaits.sort((a, b) => a - b), 99);
+        log(`  p50 ${m.p50.toFixed(0)} ms, p99 ${m.p99.toFixed(0)} ms, ${m.rps.toFixed(1)}/s, 5xx ${m.errors5xx}, other ${m.other}`);
+        rows.push({ scenario: s.name, callers, m });
+      }
+    }
+
+    const find = (prefix: string, callers: number) => rows.find((r) => r.scenario.startsWith(prefix) && r.callers === callers)!.m;
+    const goals = (name: string, reg: Measurement, reg16: Measurement) => {
+      const bare1 = find('bare workflow, 1 local', 1);
+      const bare16 = find('bare workflow, 1 local', 16);
+      const p50Ratio = reg.p50 / bare1.p50;
+      const rateRatio = reg16.rps / bare16.rps;
+      return {
+        scenario: name,
+        oneCallerP50Ratio: p50Ratio,
+        oneCallerP50Goal: p50Ratio <= 1.3,
+        sixteenCallersRateRatio: rateRatio,
+        sixteenCallersRateGoal: rateRatio >= 0.7,
+        sixteenCallersP99Goal: reg16.p99 < 1000,
+        sixteenCallersNo5xx: reg16.errors5xx === 0,
+      };
+    };
+    // The goals compare 1 and 16 callers: only when both ran (BENCH_CALLERS).
+    const verdicts =
+      CALLERS.includes(1) && CALLERS.includes(16)
+        ? [
+            goals('new account', find('POST /register, new', 1), find('POST /register, new', 16)),
+            goals('existing user', find('POST /register, existing', 1), find('POST /register, existing', 16)),
+          ]
+        : [];
     const meta = {
       ...machineMeta(),
-      activitiesPerRegistration: activities,
-      connections: CONNECTIONS,
       durationSeconds: DURATION,
       warmupSeconds: WARMUP_SECONDS,
       dbPoolMax: config.DB_POOL_MAX,
+      uvThreadpoolSize: process.env.UV_THREADPOOL_SIZE ?? '4 (default)',
+      loadAverageBefore,
+      loadAverage: os.loadavg(),
       postgres: env.embedded ? 'embedded' : 'TEST_DATABASE_URL',
-      temporal: process.env.TEMPORAL_ADDRESS ? 'TEMPORAL_ADDRESS' : 'dev server',
+      temporal: process.env.TEMPORAL_ADDRESS ? 'TEMPORAL_ADDRESS' : 'dev server, SQLite file',
     };
+    const yes = (b: boolean) => (b ? 'met' : 'NOT met');
     process.stdout.write(
-      `\nPOST /register vs a bare workflow of ${activities} no-op activities (same server, worker and process)\n` +
-        `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}\n\n` +
-        `${table(rows)}\n\nratio = req/s / benchNoop req/s; /register latencies from autocannon, benchNoop from execute() (ms).\n`,
+      `\nPOST /register vs bare workflows (same dev server, worker and process)\n` +
+        `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}, UV_THREADPOOL_SIZE ${meta.uvThreadpoolSize}, ` +
+        `load average before ${meta.loadAverageBefore.map((l) => l.toFixed(2)).join(' ')}, at the end ${meta.loadAverage.map((l) => l.toFixed(2)).join(' ')}\n\n` +
+        `${table(rows)}\n\n` +
+        verdicts
+          .map(
+            (v) =>
+              `${v.scenario}: 1 caller p50 = ${v.oneCallerP50Ratio.toFixed(2)}x bare (goal <= 1.3: ${yes(v.oneCallerP50Goal)}); ` +
+              `16 callers rate = ${v.sixteenCallersRateRatio.toFixed(2)}x bare (goal >= 0.7: ${yes(v.sixteenCallersRateGoal)}), p99 < 1 s: ${yes(v.sixteenCallersP99Goal)}, no 5xx: ${yes(v.sixteenCallersNo5xx)}`,
+          )
+          .join('\n') +
+        `\n\n/register latencies from autocannon; the workflows' from execute() (start to result); ms.\n`,
     );
     const out = path.join(__dirname, 'register-results.json');
-    fs.writeFileSync(
-      out,
-      `${JSON.stringify({ meta, results: rows.map((r) => ({ scenario: r.scenario, connections: r.connections, ...r.m, ratio: r.ratio })) }, null, 2)}\n`,
-    );
+    fs.writeFileSync(out, `${JSON.stringify({ meta, goals: verdicts, results: rows.map((r) => ({ scenario: r.scenario, callers: r.callers, ...r.m })) }, null, 2)}\n`);
     log(`wrote ${path.relative(path.resolve(__dirname, '..'), out)}`);
   } finally {
     await runCleanup(cleanup);

@@ -328,6 +328,11 @@ function table(rows: ScenarioResult[]): string {
     r.bare.p99.toFixed(1),
     r.ratio.toFixed(2),
   ]);
+  return textTable(header, body);
+}
+
+/** A plain-text table: the first column left-aligned, the others right-aligned. */
+export function textTable(header: string[], body: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
@@ -358,7 +363,7 @@ export function benchLog(started = Date.now()): Log {
  * (the HTTP port free, not listening yet), Knex and a Temporal client. Each thing started
  * pushes its stop onto `cleanup` (run them with runCleanup).
  */
-export async function startBenchEnv(opts: { cleanup: Step[]; log: Log; tag: string; pgDir?: string; temporalLog?: string; env?: Record<string, string> }): Promise<BenchEnv> {
+export async function startBenchEnv(opts: { cleanup: Step[]; log: Log; tag: string; pgDir?: string; temporalLog?: string; temporalDbFile?: string; env?: Record<string, string> }): Promise<BenchEnv> {
   const { cleanup, log } = opts;
   fs.mkdirSync(TMP, { recursive: true });
   const pgStart = (async () => {
@@ -373,7 +378,10 @@ export async function startBenchEnv(opts: { cleanup: Step[]; log: Log; tag: stri
     if (process.env.TEMPORAL_ADDRESS) return { address: process.env.TEMPORAL_ADDRESS, dev: null };
     const binary = findTemporalBinary(process.env.TEMPORAL_CLI, ROOT);
     if (!binary) throw new Error(TEMPORAL_MISSING);
-    const dev = await startTemporalDevServer({ binary, port: await freePort(), logFile: path.join(TMP, opts.temporalLog ?? 'temporal-bench.log'), timeoutMs: 90_000 });
+    // With temporalDbFile: the dev server's SQLite file, as `npm start` runs it (fresh each run).
+    const dbFile = opts.temporalDbFile ? path.join(TMP, opts.temporalDbFile) : undefined;
+    if (dbFile) fs.rmSync(dbFile, { force: true });
+    const dev = await startTemporalDevServer({ binary, port: await freePort(), dbFile, logFile: path.join(TMP, opts.temporalLog ?? 'temporal-bench.log'), timeoutMs: 90_000 });
     return { address: dev.address, dev };
   })();
   const [pgRes, temporalRes] = await Promise.allSettled([pgStart, temporalStart]);

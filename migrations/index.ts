@@ -10,6 +10,7 @@ import * as m20261127000020 from './20261127000020_chat_identity';
 import * as m20261127000030 from './20261127000030_registration_passwords';
 import * as m20261127000031 from './20261127000031_domain_next_check';
 import * as m20261127000040 from './20261127000040_chat_attachment_quotas';
+import * as m20261128000010 from './20261128000010_registration_request';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -27,6 +28,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261127000030_registration_passwords': m20261127000030,
   '20261127000031_domain_next_check': m20261127000031,
   '20261127000040_chat_attachment_quotas': m20261127000040,
+  '20261128000010_registration_request': m20261128000010,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -9,6 +9,8 @@
  *   agents disable <id> | agents enable <id>
  *   agents token <id>              (replaces the agent's token; prints the new one)
  *   chat identity-hash <customer id>   (customer_hash for POST /chat/sessions with customer_id)
+ *   registrations find <email>     (registrations of an e-mail address, with their workflow ids:
+ *                                   Temporal holds no personal data to search by)
  * Uses DATABASE_URL, or the embedded database of `npm start` (started for the command if it
  * is not running).
  */
@@ -21,6 +23,7 @@ import { ApiError } from './http/errors';
 import { setLogLevel } from './logger';
 import { openDb, resolveDatabase } from './runtime';
 import { validateSettings } from './settings/routes';
+import { RegistrationStore } from './register/store';
 import { generateApiKey, generateApiSecret, SettingsStore } from './settings/store';
 
 const USAGE = `Usage: npm run cli -- <command>
@@ -33,7 +36,8 @@ const USAGE = `Usage: npm run cli -- <command>
   agents disable <id>
   agents enable <id>
   agents token <id>
-  chat identity-hash <customer id>`;
+  chat identity-hash <customer id>
+  registrations find <email>`;
 
 class UsageError extends Error {}
 
@@ -84,7 +88,17 @@ export async function runCli(argv: string[], settings: SettingsStore, out: (s: s
     if (await runChatCli(argv, deps, out)) return;
     throw new UsageError(USAGE);
   }
-  if (group === 'settings' && command === 'list' && rest.length === 0) {
+  if (group === 'registrations' && deps) {
+    if (command !== 'find' || rest.length !== 1) throw new UsageError(USAGE);
+    const rows = await new RegistrationStore(deps.db).findByEmail(rest[0]);
+    out(
+      rows.length
+        ? rows
+            .map((r) => `registration ${r.id}\t${r.status}${r.provisioning ? ` (provisioning ${r.provisioning})` : ''}\tcustomer ${r.customer_id ?? '-'}\tsite ${r.site_id ?? '-'}\t${r.date_created.toISOString()}\tTemporal UI: WorkflowId = '${r.workflow_id}'`)
+            .join('\n')
+        : `No registration for ${rest[0]}.`,
+    );
+  } else if (group === 'settings' && command === 'list' && rest.length === 0) {
     out(JSON.stringify(await settings.publicSettings(), null, 2));
   } else if (group === 'settings' && command === 'get' && rest.length === 1) {
     const key = rest[0];

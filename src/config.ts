@@ -75,6 +75,9 @@ const schema = z.object({
   TEMPORAL_CLI: z.string().min(1).optional(),
   TEMPORAL_DEV_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
+  // Deadline of each API call to Temporal that does not wait for a worker (start, signal, describe):
+  // past it (or when the circuit is open) a route that starts a workflow answers 503.
+  TEMPORAL_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(1500),
 
   WU_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
   WU_API_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),

@@ -1,7 +1,7 @@
 import { createTestContext, type TestContext } from './helpers';
 import { bearer, CHAT, expectError, makeAgent, makeSession, uniqueEmail } from './chat-helpers';
 import { makeCustomer } from './estate-helpers';
-import { SA_CUSTOMER_ID } from '../workflows/register-search-attributes';
+import { SA_CUSTOMER_ID } from '../workflows/search-attributes';
 
 /**
  * The support chat routes: callers (public, customer session token, agent token, API
@@ -217,6 +217,7 @@ describe('support chat', () => {
       const followUp = (await ctx.db('chat_sessions').where({ id: byAgent.body.session.id }).first('follow_up_workflow_id')).follow_up_workflow_id;
       const desc = await ctx.temporal.client.workflow.getHandle(followUp).describe();
       expect(desc.typedSearchAttributes.get(SA_CUSTOMER_ID)).toBe(customerId);
+      expect(await desc.staticSummary()).toBe(`Chat follow-up, session ${byAgent.body.session.id}`);
       const unknown = await ctx.http.post(`${CHAT}/chat/sessions`).set(api()).send({ customer_id: 999999999, site_id: 999999999 });
       expectError(unknown, 400, 'wu_rest_invalid_parameter');
       expect(Object.keys(unknown.body.data.params).sort()).toEqual(['customer_id', 'site_id']);

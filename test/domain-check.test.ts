@@ -6,7 +6,7 @@ import { OutboundPolicy } from '../src/infra/outbound-http';
 import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { offsetDomainIds, waitFor, workflowStatus } from './estate-helpers';
 import { startDnsServer, startTlsServer, type DnsServer, type TlsServer } from './loopback-servers';
-import { SA_SITE_ID } from '../workflows/register-search-attributes';
+import { SA_SITE_ID } from '../workflows/search-attributes';
 
 /**
  * The domain-check workflow end to end: a real worker, our own DNS server and TLS server on
@@ -173,6 +173,7 @@ describe('domain checks (Temporal workflow)', () => {
     // Found in the Temporal UI with the site's other workflows.
     const mappedDesc = await ctx.temporal.client.workflow.getHandle(mapped.body.workflow_id).describe();
     expect(mappedDesc.typedSearchAttributes.get(SA_SITE_ID)).toBe(site.id);
+    expect(await mappedDesc.staticSummary()).toBe(`Domain check of ${SLOW[1]} (domain ${mapped.body.id}, site ${site.id})`);
     expect((await ctx.http.delete(`${BASE}/sites/${site.id}`).set(auth())).status).toBe(200);
     expect(await workflowStatus(ctx, mapped.body.workflow_id)).toBe('TERMINATED');
     expect(await ctx.db('domains').where({ id: mapped.body.id })).toEqual([]);

@@ -91,6 +91,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     contract,
     async close() {
       await app.locals.chat.close();
+      app.locals.temporal.close();
       await temporal.connection.close();
       await db.destroy();
       const a = new pg.Client({ connectionString: adminUrl });

@@ -6,8 +6,9 @@ import { BASE, createTestContext, type TestContext, startTestWorker } from './he
 import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
 
 /**
- * The worker killed (SIGKILL) in the middle of a registration, then another started: the
- * registration completes exactly once.
+ * The worker killed (SIGKILL) in the middle of a registration's records transaction (the
+ * local activity, inside a workflow task), then another started: the task times out, the
+ * transaction runs again and the registration completes exactly once.
  */
 describe('/register survives a worker crash', () => {
   let ctx: TestContext;
@@ -30,10 +31,10 @@ describe('/register survives a worker crash', () => {
     await ctx?.close();
   });
 
-  test('killed while the payment step runs: exactly one of every record afterwards', async () => {
+  test('killed while the records transaction runs: exactly one of every record afterwards', async () => {
     child = await spawnWorkerProcess(ctx);
 
-    // The payment insert hangs, so the crash lands inside the payment step's transaction.
+    // The payment insert hangs, so the crash lands inside the transaction.
     await ctx.db.raw("CREATE OR REPLACE FUNCTION crash_slow() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(4); RETURN NEW; END $$ LANGUAGE plpgsql");
     await ctx.db.raw('CREATE TRIGGER crash_slow BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION crash_slow()');
     const before = await counts();
@@ -55,12 +56,17 @@ describe('/register survives a worker crash', () => {
       return r.rows[0].n > 0;
     };
     await until(inPaymentInsert, 30_000);
-    expect((await ctx.db('registrations').where({ workflow_id: workflowId }).first('membership_id', 'payment_id'))).toMatchObject({ payment_id: null });
+    // Nothing is visible until the transaction commits.
+    expect(await ctx.db('registrations').where({ workflow_id: workflowId }).first('status', 'customer_id')).toEqual({ status: 'running', customer_id: null });
+    expect(await counts()).toEqual(before);
     await killWorkerProcess(child);
     await ctx.db.raw('DROP TRIGGER crash_slow ON payments');
 
     worker = await startTestWorker(ctx);
-    const result = await ctx.temporal.client.workflow.getHandle(workflowId).result();
+    await ctx.temporal.client.workflow.getHandle(workflowId).result();
+    const reg = await ctx.db('registrations').where({ workflow_id: workflowId }).first();
+    expect(reg.status).toBe('completed');
+    const result = reg.result;
     expect(await counts()).toEqual({
       users: before.users + 1,
       customers: before.customers + 1,
@@ -70,14 +76,48 @@ describe('/register survives a worker crash', () => {
     });
     expect(result.payment).toMatchObject({ status: 'completed', membership_id: result.membership.id, total: 9.5 });
     expect(result.site).toMatchObject({ type: 'customer_owned', active: true });
-    // The history shows the payment step was tried again after the crash.
+    // The history shows the dead worker's workflow task timing out, then one transaction recorded.
     const history = await ctx.temporal.client.workflow.getHandle(workflowId).fetchHistory();
-    const started = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes);
-    expect(started.some((e) => (e.activityTaskStartedEventAttributes!.attempt ?? 1) > 1)).toBe(true);
+    const events = history.events ?? [];
+    expect(events.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
+    expect(events.filter((e) => e.markerRecordedEventAttributes)).toHaveLength(1);
     const status = await request(createApp({ config: ctx.config, db: ctx.db, settings: ctx.settings, temporal: ctx.temporal, metrics: ctx.metrics }))
       .get(`${BASE}/register/${workflowId}`)
       .set('Authorization', ctx.basic);
     expect(status.status).toBe(200);
     expect(status.body).toEqual(result);
+    await worker.shutdown();
+    worker = undefined;
+  }, 120_000);
+
+  test('a worker that dies while the client waits: 202 with the status URL (not 503: Temporal itself answers), then 200 once another worker ran it', async () => {
+    child = await spawnWorkerProcess(ctx);
+    await ctx.db.raw("CREATE OR REPLACE FUNCTION crash_slow() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(4); RETURN NEW; END $$ LANGUAGE plpgsql");
+    await ctx.db.raw('CREATE TRIGGER crash_slow BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION crash_slow()');
+    const app = createApp({ config: { ...ctx.config, REGISTER_WAIT_SECONDS: 3 }, db: ctx.db, settings: ctx.settings, temporal: ctx.temporal, metrics: ctx.metrics });
+    const started = Date.now();
+    const answer = request(app)
+      .post(`${BASE}/register`)
+      .set('Authorization', ctx.basic)
+      .send({ customer: { username: 'waituser', password: 'secret123', email: 'wait@example.com' }, products: ['crash-plan'], site: { site_url: 'waitsite', site_title: 'Wait Site' } })
+      .then((r) => r);
+    await until(async () => {
+      const r = await ctx.db.raw("select count(*)::int as n from pg_stat_activity where datname = current_database() and state = 'active' and query ilike 'insert into \"payments\"%'");
+      return r.rows[0].n > 0;
+    }, 30_000);
+    await killWorkerProcess(child);
+    await ctx.db.raw('DROP TRIGGER crash_slow ON payments');
+    const res = await answer;
+    expect(res.status).toBe(202);
+    expect(Date.now() - started).toBeLessThan(6000);
+    const path = new URL(res.body.status_url).pathname;
+    expect((await ctx.http.get(path).set('Authorization', ctx.basic)).status).toBe(202);
+
+    worker = await startTestWorker(ctx);
+    await ctx.temporal.client.workflow.getHandle(res.body.workflow_id).result();
+    const status = await ctx.http.get(path).set('Authorization', ctx.basic);
+    expect(status.status).toBe(200);
+    expect(status.body.customer).toMatchObject({ username: 'waituser' });
+    expect(Number((await ctx.db('users').where({ username: 'waituser' }).count({ n: '*' }))[0].n)).toBe(1);
   }, 120_000);
 });

@@ -1,11 +1,19 @@
+import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import pg from 'pg';
 import request from 'supertest';
+import { runCli } from '../src/cli';
 import { freePort } from '../src/infra/temporal-server';
 import { createApp } from '../src/http/app';
+import { RegistrationRecords } from '../src/register/records';
+import { RegistrationStore } from '../src/register/store';
+import type { RegistrationRequest } from '../src/register/types';
 import { canonicalJson, sha256Hex } from '../src/register/validate';
 import { verifyPassword } from '../src/users/password';
-import { createRegisterActivities, type RegisterInput } from '../activities/register';
 import type { RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, decodedJson, type TestContext, startTestWorker } from './helpers';
 
@@ -13,8 +21,9 @@ import { BASE, createTestContext, decodedJson, type TestContext, startTestWorker
  * /register end to end: the real `register` workflow on a worker of this file's own task
  * queue, against this file's database.
  */
-describe('/register (Temporal saga)', () => {
+describe('/register (one transaction, early answer)', () => {
   let ctx: TestContext;
+  let dataDir: string;
   let worker: RunningWorker;
   let templateId: number;
   const auth = () => ({ Authorization: ctx.basic });
@@ -47,8 +56,14 @@ describe('/register (Temporal saga)', () => {
   };
   const get = async (path: string) => (await ctx.http.get(`${BASE}${path}`).set(auth())).body;
 
+  const appWith = (config: Partial<TestContext['config']>, temporal: TestContext['temporal'] | null = ctx.temporal) =>
+    createApp({ config: { ...ctx.config, ...config }, db: ctx.db, settings: ctx.settings, temporal, metrics: ctx.metrics, observeResponse: (r) => ctx.contract.check(r) });
+  const history = async (workflowId: string) => (await ctx.temporal.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const regRow = (where: Record<string, unknown>) => ctx.db('registrations').where(where).first();
+
   beforeAll(async () => {
-    ctx = await createTestContext();
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hostflow-register-'));
+    ctx = await createTestContext({ DATA_DIR: dataDir });
     worker = await startTestWorker(ctx);
     await ctx.db('products').insert([
       { slug: 'reg-plan', name: 'Reg Plan', type: 'plan', amount: '29.99', setup_fee: '0.1', duration: 1, duration_unit: 'month' },
@@ -63,10 +78,22 @@ describe('/register (Temporal saga)', () => {
       .insert({ title: 'Template', description: 'A starter shop', domain: 'templates.localhost', path: '/', type: 'site_template', site_meta: JSON.stringify({ theme: 'shop', color: 'blue' }) })
       .returning('id');
     templateId = Number(tpl.id);
+    // The template's content, copied to a new site after the answer.
+    await ctx.db('site_posts').insert([
+      { site_id: templateId, post_type: 'page', title: 'Template home', content: 'Welcome to the shop.' },
+      { site_id: templateId, post_type: 'post', title: 'Template news', content: 'First news.' },
+    ]);
+    await ctx.db('site_options').insert([
+      { site_id: templateId, name: 'blogname', value: 'Template' },
+      { site_id: templateId, name: 'template_color', value: 'blue' },
+    ]);
+    fs.mkdirSync(path.join(dataDir, 'uploads', 'sites', String(templateId)), { recursive: true });
+    fs.writeFileSync(path.join(dataDir, 'uploads', 'sites', String(templateId), 'logo.txt'), 'template logo');
   });
   afterAll(async () => {
     await worker?.shutdown();
     await ctx?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   test('GET /register tells whether registration is open; closed refuses POST with 403', async () => {
@@ -139,63 +166,137 @@ describe('/register (Temporal saga)', () => {
     const user = await ctx.db('users').where({ id: customer.user_id }).first('password_hash');
     expect(user.password_hash).toMatch(/^scrypt\$/);
 
-    // Operators find it in Temporal by e-mail, customer, site, products.
-    const reg = await ctx.db('registrations').where({ customer_id: customer.id }).first();
-    expect(reg).toMatchObject({ status: 'completed', site_id: site.id, membership_id: membership.id, payment_id: payment.id, created_user: true });
-    const desc = await ctx.temporal.client.workflow.getHandle(reg.workflow_id).describe();
+    // One round trip: Update-With-Start; the records in one local activity, no regular activity before the answer.
+    const reg = await regRow({ customer_id: customer.id });
+    expect(reg).toMatchObject({ status: 'completed', site_id: site.id, membership_id: membership.id, payment_id: payment.id, created_user: true, password_hash: null });
+    expect(reg.result).toEqual(res.body);
+    const handle = ctx.temporal.client.workflow.getHandle(reg.workflow_id);
+    await handle.result();
+    const events = await history(reg.workflow_id);
+    const kinds = events.map((e) => Object.keys(e).find((k) => k.endsWith('EventAttributes')));
+    expect(kinds).toContain('workflowExecutionUpdateAcceptedEventAttributes');
+    expect(kinds).toContain('workflowExecutionUpdateCompletedEventAttributes');
+    expect(kinds.filter((k) => k === 'markerRecordedEventAttributes')).toHaveLength(1); // one local activity
+    // Answered by the first workflow task, before any regular activity ran.
+    const beforeAnswer = kinds.slice(0, kinds.indexOf('workflowExecutionUpdateCompletedEventAttributes'));
+    expect(beforeAnswer.filter((k) => k === 'workflowTaskCompletedEventAttributes')).toHaveLength(1);
+    expect(beforeAnswer).not.toContain('activityTaskStartedEventAttributes');
+
+    // After the answer: the template's posts, options and uploads are copied to the site.
+    expect(await regRow({ id: reg.id })).toMatchObject({ provisioning: 'done' });
+    const titles = await ctx.db('site_posts').where({ site_id: site.id }).orderBy('id').pluck('title');
+    expect(titles).toEqual(['Hello world!', 'Sample Page', 'Template home', 'Template news']);
+    const options = Object.fromEntries((await ctx.db('site_options').where({ site_id: site.id }).select('name', 'value')).map((o) => [o.name, o.value]));
+    expect(options).toMatchObject({ blogname: 'Templated Shop', template_color: 'blue' });
+    expect(fs.readFileSync(path.join(dataDir, 'uploads', 'sites', String(site.id), 'logo.txt'), 'utf8')).toBe('template logo');
+
+    // Operators find it in Temporal by customer, site and products, and read what it is in the list.
+    const desc = await handle.describe();
     expect(desc.type).toBe('register');
     const sa = desc.typedSearchAttributes;
-    expect(sa.get({ name: 'HostflowEmail', type: 'KEYWORD' } as never)).toBe(b.customer.email.toLowerCase());
     expect(sa.get({ name: 'HostflowCustomerId', type: 'INT' } as never)).toBe(customer.id);
     expect(sa.get({ name: 'HostflowSiteId', type: 'INT' } as never)).toBe(site.id);
     expect(sa.get({ name: 'HostflowProducts', type: 'KEYWORD_LIST' } as never)).toEqual(['reg-plan', 'reg-addon']);
-    expect(desc.memo).toMatchObject({ email: b.customer.email, customer_id: customer.id, site_id: site.id, products: ['reg-plan', 'reg-addon'] });
+    expect(desc.memo).toEqual({ registration_id: Number(reg.id), products: ['reg-plan', 'reg-addon'] });
+    expect(await desc.staticSummary()).toBe(`Registration ${reg.id} of customer ${customer.id}, plan reg-plan`);
     const metrics = await ctx.metrics.registry.getSingleMetricAsString('temporal_workflows_started_total');
     expect(metrics).toMatch(/workflow_type="register"} [1-9]/);
+
+    // ... and by e-mail through the CLI (Temporal holds none).
+    const out: string[] = [];
+    await runCli(['registrations', 'find', b.customer.email.toUpperCase()], ctx.settings, (l) => out.push(l), { db: ctx.db, config: ctx.config });
+    expect(out.join('\n')).toContain(`registration ${reg.id}\tcompleted (provisioning done)\tcustomer ${customer.id}\tsite ${site.id}`);
+    expect(out.join('\n')).toContain(`WorkflowId = '${reg.workflow_id}'`);
   });
 
-  test('the password, its hash and an unkeyed digest of the body never reach Temporal; the account logs in with it', async () => {
+  test('no personal data in Temporal: not the e-mail, username, password, its hash, the billing address, nor an unkeyed digest', async () => {
     const password = `Pw${crypto.randomBytes(9).toString('hex')}`;
-    const b = body();
+    const b = body({ country: 'fr', site: { site_url: `pii${tag()}`, site_title: 'Private Shop', template_id: templateId } });
     b.customer.password = password;
-    b.site.site_title = `Title ${tag()}`;
-    // An abandoned hash older than the hold time goes with the next registration; a young one stays.
-    await ctx.db('registration_passwords').insert([
-      { workflow_id: 'register-abandoned-old', request_hmac: 'x', password_hash: 'scrypt$old', date_created: ctx.db.raw("now() - interval '25 hours'") },
-      { workflow_id: 'register-abandoned-young', request_hmac: 'x', password_hash: 'scrypt$young', date_created: ctx.db.raw("now() - interval '23 hours'") },
-    ]);
+    Object.assign(b.customer, { billing_address: { line1: `${tag()} Rue Secrète`, city: 'Lyon', company: `Acme ${tag()}` } });
+    // An abandoned hash older than the hold time is given up by the next registration; a young one stays.
+    const store = new RegistrationStore(ctx.db);
+    const held = async (label: string, age: string) => {
+      const row = await store.claim({ workflowId: `register-held-${label}-${tag()}`, keySha256: null, requestHmac: 'x', request: {} as RegistrationRequest, passwordHash: `scrypt$${label}` });
+      await ctx.db('registrations').where({ id: row!.id }).update({ date_modified: ctx.db.raw(`now() - interval '${age}'`) });
+      return row!.id;
+    };
+    const [oldId, youngId] = [await held('old', '25 hours'), await held('young', '23 hours')];
     const res = await post(b, `pw-${tag()}`);
     expect(res.status).toBe(200);
-    expect(await ctx.db('registration_passwords').where('workflow_id', 'like', 'register-abandoned-%').pluck('workflow_id')).toEqual(['register-abandoned-young']);
-    await ctx.db('registration_passwords').where({ workflow_id: 'register-abandoned-young' }).delete();
+    expect((await regRow({ id: oldId })).password_hash).toBeNull();
+    expect((await regRow({ id: youngId })).password_hash).toBe('scrypt$young');
 
     const user = await ctx.db('users').where({ id: res.body.customer.user_id }).first('password_hash');
     expect(await verifyPassword(password, user.password_hash)).toBe(true);
     expect(await verifyPassword(`${password}x`, user.password_hash)).toBe(false);
-    const reg = await ctx.db('registrations').where({ customer_id: res.body.customer.id }).first('workflow_id', 'request_hmac');
-    // The held hash was taken by the step that created the user.
-    expect(await ctx.db('registration_passwords').where({ workflow_id: reg.workflow_id })).toEqual([]);
+    const reg = await regRow({ customer_id: res.body.customer.id });
+    expect(reg.password_hash).toBeNull(); // taken by the transaction
+    await ctx.temporal.client.workflow.getHandle(reg.workflow_id).result();
 
-    // Everything Temporal keeps: the history with every payload decoded, and the description (memo, search attributes).
-    const handle = ctx.temporal.client.workflow.getHandle(reg.workflow_id);
-    const desc = await handle.describe();
-    const history = decodedJson(await handle.fetchHistory());
-    expect(history).toContain(b.site.site_title); // the payloads really are decoded (the title is in the input only)
-    const kept = [history, decodedJson(desc.raw), JSON.stringify(desc.memo)].join('\n');
-    const [, , , , salt, hash] = user.password_hash.split('$');
-    for (const secret of [password, user.password_hash, salt, hash, sha256Hex(canonicalJson(b)), sha256Hex(JSON.stringify(b))]) {
-      expect(kept).not.toContain(secret);
+    // A refused registration too: its error names the e-mail, in our database only.
+    await ctx.db.raw(`CREATE OR REPLACE FUNCTION reg_test_fail() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'refused for %', NEW.email; END $$ LANGUAGE plpgsql`);
+    await ctx.db.raw('CREATE TRIGGER reg_test_fail BEFORE INSERT ON users FOR EACH ROW EXECUTE FUNCTION reg_test_fail()');
+    const refusedBody = body();
+    const refusedKey = `pw-refused-${tag()}`;
+    let refused;
+    try {
+      refused = await post(refusedBody, refusedKey);
+    } finally {
+      await ctx.db.raw('DROP TRIGGER IF EXISTS reg_test_fail ON users');
     }
-    // The fingerprint is keyed: the same body does not give the unkeyed digest.
-    expect(desc.memo?.request_hmac).toBe(reg.request_hmac);
+    expect(refused.status).toBe(400);
+    expect(refused.body.message).toContain(refusedBody.customer.email);
+    const refusedReg = await regRow({ idempotency_key_sha256: sha256Hex(refusedKey) });
+    expect(refusedReg.status).toBe('failed');
+
+    // Everything Temporal keeps: the histories with every payload decoded, the descriptions (memo, search attributes, summary).
+    const kept: string[] = [];
+    for (const r of [reg, refusedReg]) {
+      const handle = ctx.temporal.client.workflow.getHandle(r.workflow_id);
+      await handle.result();
+      const desc = await handle.describe();
+      const events = decodedJson(await handle.fetchHistory());
+      expect(events).toContain(`{\\"registrationId\\":${r.id}}`); // the payloads really are decoded
+      kept.push(events, decodedJson(desc.raw), JSON.stringify(desc.memo), String(await desc.staticSummary()));
+    }
+    const all = kept.join('\n');
+    const [, , , , salt, hash] = user.password_hash.split('$');
+    const secrets = [
+      password, user.password_hash, salt, hash,
+      b.customer.email, b.customer.email.toLowerCase(), b.customer.username,
+      refusedBody.customer.email, refusedBody.customer.username,
+      'Rue Secrète', 'Acme', 'Lyon', b.site.site_title,
+      sha256Hex(canonicalJson(b)), sha256Hex(JSON.stringify(b)), reg.request_hmac,
+    ];
+    for (const secret of secrets) expect(all).not.toContain(secret);
+    // The fingerprint is keyed, and the password is not in what it covers.
     expect(reg.request_hmac).toMatch(/^[0-9a-f]{64}$/);
+    expect(reg.request).toMatchObject({ customer: { account: { username: b.customer.username, email: b.customer.email } } });
+    expect(JSON.stringify(reg.request)).not.toContain(password);
   });
 
-  test('a registration whose held password is gone fails naming the cause and creates no user', async () => {
+  test('a registration whose held password is gone is refused naming the cause and creates no user', async () => {
     const users = (await counts()).users;
-    const input = { requestHmac: 'f'.repeat(64), idempotencyKeySha256: null, customer: { account: { username: `gone${tag()}`, email: `gone${tag()}@example.com` } } } as unknown as RegisterInput;
-    const err = await createRegisterActivities({ db: ctx.db }).registerCustomer(`register-${crypto.randomUUID()}`, input).catch((e: unknown) => e);
-    expect(err).toMatchObject({ nonRetryable: true, details: [{ code: 'wu_rest_registration_failed', message: expect.stringContaining('password is no longer held') }] });
+    const store = new RegistrationStore(ctx.db);
+    const plan = await ctx.db('products').where({ slug: 'reg-plan' }).first('id');
+    const request: RegistrationRequest = {
+      products: ['reg-plan'],
+      plan: 'reg-plan',
+      customer: { account: { username: `gone${tag()}`, email: `gone${tag()}@example.com` } },
+      cart: { plan_id: Number(plan.id), addon_ids: [], currency: 'USD' },
+      auto_renew: false,
+      membership: { status: 'pending' },
+      payment: { status: 'pending' },
+      payment_method: {},
+      site: null,
+    };
+    const row = await store.claim({ workflowId: `register-${crypto.randomUUID()}`, keySha256: null, requestHmac: 'f'.repeat(64), request, passwordHash: null });
+    const records = new RegistrationRecords(ctx.db);
+    expect(await records.commit(Number(row!.id))).toEqual({ status: 'rejected' });
+    // Idempotent: a retried local activity reads the stored answer.
+    expect(await records.commit(Number(row!.id))).toEqual({ status: 'rejected' });
+    expect((await regRow({ id: row!.id })).error).toMatchObject({ code: 'wu_rest_registration_failed', message: expect.stringContaining('password is no longer held') });
     expect((await counts()).users).toBe(users);
   });
 
@@ -341,6 +442,15 @@ describe('/register (Temporal saga)', () => {
     const wfId = `register-${crypto.createHash('sha256').update(key).digest('hex')}`;
     expect(await ctx.db('registrations').where({ workflow_id: wfId }).first('status')).toEqual({ status: 'completed' });
 
+    // The key is looked up in the database first: answered without Temporal (not even configured here).
+    const fromDb = await post({ ...b }, key, request(appWith({}, null)));
+    expect(fromDb.status).toBe(200);
+    expect(fromDb.body).toEqual(first.body);
+    // The fingerprint leaves the password out: the same body with another password is the same request.
+    const otherPassword = await post({ ...b, customer: { ...b.customer, password: 'another-password' } }, key);
+    expect(otherPassword.status).toBe(200);
+    expect(otherPassword.body).toEqual(first.body);
+
     // The same key with another body: 409, nothing written.
     const other = await post({ ...b, auto_renew: false }, key);
     expect(other.status).toBe(409);
@@ -364,14 +474,15 @@ describe('/register (Temporal saga)', () => {
     expect(await counts()).toEqual({ users: before.users + 1, customers: before.customers + 1, memberships: before.memberships + 1, payments: before.payments + 1, sites: before.sites + 1 });
   });
 
-  describe('a failure after each step rolls everything back', () => {
-    // A trigger makes the step's write fail for real, inside the activity's transaction.
+  describe('a failure anywhere in the records transaction leaves nothing', () => {
+    // A trigger makes a write fail for real, inside the transaction.
     const cases: { step: string; table: string; when: string; condition: string }[] = [
       { step: 'membership insert', table: 'memberships', when: 'BEFORE INSERT', condition: 'true' },
       { step: 'payment insert', table: 'payments', when: 'BEFORE INSERT', condition: 'true' },
       { step: 'site insert', table: 'sites', when: 'BEFORE INSERT', condition: "NEW.title = 'Doomed Shop'" },
       { step: 'membership activation', table: 'memberships', when: 'BEFORE UPDATE', condition: "NEW.status = 'active'" },
-      { step: 'payment completion', table: 'payments', when: 'BEFORE UPDATE', condition: "NEW.status = 'completed'" },
+      // Created completed (the rule takes the invoice number on create).
+      { step: 'payment completion', table: 'payments', when: 'BEFORE INSERT', condition: "NEW.status = 'completed'" },
     ];
     for (const c of cases) {
       test(`${c.step}`, async () => {
@@ -413,28 +524,28 @@ describe('/register (Temporal saga)', () => {
       }
     });
 
-    test('a site address taken between validation and the site step: 400 naming site.site_url, rolled back', async () => {
+    test('a site address taken between validation and the transaction: 400 naming site.site_url, nothing of the registration kept', async () => {
       const b = body();
-      // The membership insert (a step before the site) takes the address, as a racing request would.
+      // When the API records the request (after validating it), a racing request takes the address.
       await ctx.db.raw(
         `CREATE OR REPLACE FUNCTION reg_test_race() RETURNS trigger AS $$ BEGIN INSERT INTO sites (title, domain, path, type) VALUES ('Racer', 'localhost', '/${b.site.site_url}/', 'default'); RETURN NEW; END $$ LANGUAGE plpgsql`,
       );
-      await ctx.db.raw('CREATE TRIGGER reg_test_race AFTER INSERT ON memberships FOR EACH ROW EXECUTE FUNCTION reg_test_race()');
+      await ctx.db.raw('CREATE TRIGGER reg_test_race AFTER INSERT ON registrations FOR EACH ROW EXECUTE FUNCTION reg_test_race()');
       try {
         const before = await counts();
         const res = await post(b);
         expect(res.status).toBe(400);
         expect(res.body).toEqual({ code: 'wu_rest_invalid_parameter', message: expect.any(String), data: { status: 400, params: { 'site.site_url': 'site.site_url is already taken.' } } });
-        // Everything of the registration is gone; only the racer's site remains.
+        // Nothing of the registration was written; only the racer's site exists.
         expect(await counts()).toEqual({ ...before, sites: before.sites + 1 });
       } finally {
-        await ctx.db.raw('DROP TRIGGER IF EXISTS reg_test_race ON memberships');
+        await ctx.db.raw('DROP TRIGGER IF EXISTS reg_test_race ON registrations');
       }
     });
   });
 
-  test('REGISTER_WAIT_SECONDS=0: 202 with a status URL; the status answers 202 then 200 with the result', async () => {
-    const app = createApp({ config: { ...ctx.config, REGISTER_WAIT_SECONDS: 0 }, db: ctx.db, settings: ctx.settings, temporal: ctx.temporal, metrics: ctx.metrics });
+  test('REGISTER_WAIT_SECONDS=0: 202 with a status URL; the status answers 202 then 200 with the result, from the database', async () => {
+    const app = appWith({ REGISTER_WAIT_SECONDS: 0 });
     const res = await post(body(), undefined, request(app));
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ workflow_id: expect.stringMatching(/^register-[0-9a-f-]{36}$/), status: 'running', status_url: expect.any(String) });
@@ -453,10 +564,14 @@ describe('/register (Temporal saga)', () => {
     expect(again.body).toEqual(status.body);
     const reg = await ctx.db('registrations').where({ workflow_id: res.body.workflow_id }).first('result');
     expect(reg.result).toEqual(status.body);
+    // Status reads need no Temporal.
+    const offline = await request(appWith({}, null)).get(path).set(auth());
+    expect(offline.status).toBe(200);
+    expect(offline.body).toEqual(status.body);
   });
 
   test('status of a failed registration is its 400; unknown ids and other workflows are 404', async () => {
-    const app = createApp({ config: { ...ctx.config, REGISTER_WAIT_SECONDS: 0 }, db: ctx.db, settings: ctx.settings, temporal: ctx.temporal, metrics: ctx.metrics });
+    const app = appWith({ REGISTER_WAIT_SECONDS: 0 });
     await ctx.db.raw(`CREATE OR REPLACE FUNCTION reg_test_fail() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql`);
     await ctx.db.raw('CREATE TRIGGER reg_test_fail BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION reg_test_fail()');
     let wf: string;
@@ -479,31 +594,122 @@ describe('/register (Temporal saga)', () => {
   });
 
   test('Temporal unavailable: 503 wu_rest_temporal_unavailable, nothing written', async () => {
-    const app = createApp({ config: ctx.config, db: ctx.db, settings: ctx.settings, temporal: null, metrics: ctx.metrics });
     const before = await counts();
-    const held = await ctx.db('registration_passwords').count({ n: '*' });
-    const res = await post(body(), undefined, request(app));
+    const rows = await ctx.db('registrations').count({ n: '*' });
+    const res = await post(body(), undefined, request(appWith({}, null)));
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ code: 'wu_rest_temporal_unavailable', message: expect.any(String), data: { status: 503, detail: 'Temporal is not configured.' } });
     expect(await counts()).toEqual(before);
-    expect(await ctx.db('registration_passwords').count({ n: '*' })).toEqual(held);
+    expect(await ctx.db('registrations').count({ n: '*' })).toEqual(rows);
   });
 
-  test('Temporal down (nothing listening): 503 wu_rest_temporal_unavailable, no stack', async () => {
+  test('Temporal down (nothing listening): 503 within 2 s, no stack, nothing written; the same key later registers once', async () => {
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: '1s' });
     const temporal = { connection, client: new Client({ connection }), namespace: 'default', taskQueue: ctx.config.TEMPORAL_TASK_QUEUE };
+    const key = `down-${tag()}`;
+    const b = body();
+    const before = await counts();
     try {
-      const app = createApp({ config: ctx.config, db: ctx.db, settings: ctx.settings, temporal, metrics: ctx.metrics });
-      const before = await counts();
-      for (const key of [undefined, `down-${tag()}`]) {
-        const res = await post(body(), key, request(app));
+      // A short wait: the client's retries of the refused connection end with it (then the connection can close).
+      const app = appWith({ REGISTER_WAIT_SECONDS: 2 }, temporal);
+      for (const [i, k] of [key, undefined, key].entries()) {
+        const started = Date.now();
+        const res = await post(k === undefined ? body() : b, k, request(app));
+        // The first finds out within the call deadline; the circuit answers the next ones at once.
+        expect(Date.now() - started).toBeLessThan(i === 0 ? 2000 : 200);
         expect(res.status).toBe(503);
         expect(res.body).toEqual({ code: 'wu_rest_temporal_unavailable', message: expect.any(String), data: { status: 503, detail: expect.any(String) } });
         expect(JSON.stringify(res.body)).not.toMatch(/\.(ts|js):\d+/);
       }
       expect(await counts()).toEqual(before);
+      // The key's row says 503, which is never its final answer...
+      expect(await regRow({ idempotency_key_sha256: sha256Hex(key) })).toMatchObject({ status: 'failed', error: { data: { status: 503 } }, password_hash: null });
+      app.locals.temporal.close();
+      await new Promise((r) => setTimeout(r, 2500));
     } finally {
       await connection.close().catch(() => undefined);
     }
+    // ... so with Temporal back, the same key registers (once).
+    const again = await post(b, key);
+    expect(again.status).toBe(200);
+    expect(await counts()).toEqual({ users: before.users + 1, customers: before.customers + 1, memberships: before.memberships + 1, payments: before.payments + 1, sites: before.sites + 1 });
+    expect((await post(b, key)).body).toEqual(again.body);
   }, 60_000);
+
+  test('the database not answering while the records are written: 503 (never 400), retried with the same key it registers', async () => {
+    // The payment's invoice number waits for a lock another session holds: each try meets the
+    // transaction's lock timeout; the local activity's tries run out; the client gets 503.
+    const blocker = new pg.Client({ connectionString: ctx.dbUrl });
+    await blocker.connect();
+    const key = `db-down-${tag()}`;
+    const b = body();
+    const before = await counts();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT * FROM invoice_counter FOR UPDATE');
+      const res = await post(b, key, request(appWith({ REGISTER_WAIT_SECONDS: 120 })));
+      expect(res.status).toBe(503);
+      expect(res.body).toMatchObject({ code: 'wu_rest_registration_unavailable', data: { status: 503 } });
+      expect(await counts()).toEqual(before);
+      const reg = await regRow({ idempotency_key_sha256: sha256Hex(key) });
+      expect(reg).toMatchObject({ status: 'failed', error: { code: 'wu_rest_registration_unavailable' } });
+      const failed = await ctx.temporal.client.workflow.getHandle(reg.workflow_id).result().catch((e: unknown) => e);
+      expect(failed).toBeInstanceOf(WorkflowFailedError);
+      expect((failed as WorkflowFailedError).cause).toMatchObject({ type: 'RegistrationNotCommitted' });
+    } finally {
+      await blocker.query('ROLLBACK');
+      await blocker.end();
+    }
+    // The failed workflow may run again under the same id (ALLOW_DUPLICATE_FAILED_ONLY).
+    const again = await post(b, key);
+    expect(again.body).toEqual(expect.objectContaining({ customer: expect.anything() }));
+    expect(again.status).toBe(200);
+    expect(await counts()).toEqual({ users: before.users + 1, customers: before.customers + 1, memberships: before.memberships + 1, payments: before.payments + 1, sites: before.sites + 1 });
+  }, 120_000);
+
+  describe('after the answer: site provisioning from its template, with its compensation', () => {
+    // A FIFO in the template's uploads cannot be copied: the step fails after its rows landed.
+    const fifo = () => path.join(dataDir, 'uploads', 'sites', String(templateId), 'pipe');
+    const provisioned = async (b: ReturnType<typeof body>) => {
+      const res = await post(b);
+      expect(res.status).toBe(200); // the answer does not wait for the provisioning
+      const reg = await regRow({ customer_id: res.body.customer.id });
+      const err = await ctx.temporal.client.workflow.getHandle(reg.workflow_id).result().catch((e: unknown) => e);
+      return { res, reg: await regRow({ id: reg.id }), err: err as WorkflowFailedError };
+    };
+    beforeEach(() => execFileSync('mkfifo', [fifo()]));
+    afterEach(() => fs.rmSync(fifo(), { force: true }));
+
+    test('a step that fails is compensated: its rows and files are removed, the records stay, the workflow fails', async () => {
+      const b = body({ site: { site_url: `comp${tag()}`, site_title: 'Compensated Shop', template_id: templateId } });
+      const { res, reg, err } = await provisioned(b);
+      expect(err).toBeInstanceOf(WorkflowFailedError);
+      expect(err.cause).toMatchObject({ type: 'ProvisioningFailed' });
+      expect(reg).toMatchObject({ status: 'completed', provisioning: 'compensated', provisioned: null, provisioning_error: { code: 'wu_rest_provisioning_failed', data: { step: 'provisionSite' } } });
+      expect(await ctx.db('site_posts').where({ site_id: res.body.site.id }).orderBy('id').pluck('title')).toEqual(['Hello world!', 'Sample Page']);
+      expect(await ctx.db('site_options').where({ site_id: res.body.site.id, name: 'template_color' }).first()).toBeUndefined();
+      expect(fs.existsSync(path.join(dataDir, 'uploads', 'sites', String(res.body.site.id)))).toBe(false);
+      expect(await get(`/sites/${res.body.site.id}`)).toEqual(res.body.site);
+    });
+
+    test('a compensation that cannot succeed ends visible (row, metric, failed workflow), not in an endless loop', async () => {
+      await ctx.db.raw(`CREATE OR REPLACE FUNCTION reg_test_keep() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'posts cannot be deleted'; END $$ LANGUAGE plpgsql`);
+      await ctx.db.raw('CREATE TRIGGER reg_test_keep BEFORE DELETE ON site_posts FOR EACH ROW EXECUTE FUNCTION reg_test_keep()');
+      try {
+        const started = Date.now();
+        const { reg, err } = await provisioned(body({ site: { site_url: `stuck${tag()}`, site_title: 'Stuck Shop', template_id: templateId } }));
+        expect(Date.now() - started).toBeLessThan(30_000);
+        expect(err.cause).toMatchObject({ type: 'CompensationFailed' });
+        expect(reg).toMatchObject({ status: 'completed', provisioning: 'compensation_failed', provisioning_error: { data: { step: 'undoSiteProvisioning', sqlstate: 'P0001' } } });
+        const events = await history(reg.workflow_id);
+        const undo = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'undoSiteProvisioning');
+        expect(undo).toHaveLength(1);
+        const undoStarted = events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(undo[0].eventId));
+        expect(undoStarted?.activityTaskStartedEventAttributes?.attempt).toBe(1); // not retried: it cannot succeed
+        expect(await ctx.metrics.registry.getSingleMetricAsString('registrations_needing_attention')).toMatch(/registrations_needing_attention [1-9]/);
+      } finally {
+        await ctx.db.raw('DROP TRIGGER IF EXISTS reg_test_keep ON site_posts');
+      }
+    });
+  });
 });

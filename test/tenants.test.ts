@@ -115,6 +115,8 @@ describe('isolated tenants', () => {
     expect(again.status).toBe(202);
     expect(again.body.workflow_id).toBe(first.body.workflow_id);
     expect(again.body.message).toMatch(/joined/);
+    const desc = await ctx.temporal.client.workflow.getHandle(first.body.workflow_id).describe();
+    expect(await desc.staticSummary()).toBe(`Tenant bootstrap, site ${A.siteId}`);
     const other = await post(`/tenants/${A.siteId}/bootstrap`, { database_host: 'primary' });
     expect(other.status).toBe(409);
     expect(other.body.code).toBe('wu_rest_tenant_host_bound');

@@ -201,6 +201,8 @@ describe('translation routes', () => {
     expect(ready).toMatchObject({ remaining_strings: 9, human_strings: 1, source: 'human', approved_by: 'auto_approve' });
     const handle = ctx.temporal.client.workflow.getHandle('translation-troutes-one-plugin-3.1.4-ja');
     expect(await handle.result()).toEqual({ status: 'ready' });
+    // The Temporal UI lists it by what it is.
+    expect(await (await handle.describe()).staticSummary()).toBe(`Translation pipeline, plugin troutes-one 3.1.4 ja (job ${job.id})`);
   });
 
   test('Temporal unreachable when a check would start a pipeline: 503, no job left behind; the next check starts it', async () => {

@@ -5,7 +5,7 @@
  */
 export { domainCheck } from './domainCheck';
 export { register } from './register';
-export { benchNoop } from './benchNoop';
+export { benchLocal, benchNoop } from './benchNoop';
 export { tenantBootstrap, tenantVerifyWorkflow, tenantTeardown, tenantPush } from './tenants';
 export { translationPipeline } from './translationPipeline';
 export { chatFollowUp } from './chatFollowUp';

@@ -1,81 +1,142 @@
-import { ActivityFailure, ApplicationFailure, CancellationScope, proxyActivities, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { SA_CUSTOMER_ID, SA_SITE_ID } from './register-search-attributes';
-import type { ErrorBody, RegisterActivities, RegisterInput, RegisterResult } from '../activities/register';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  allHandlersFinished,
+  condition,
+  defineUpdate,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { RegisterActivities } from '../activities/register';
+import type { CommitOutcome, RegistrationIds } from '../src/register/types';
+import { SA_CUSTOMER_ID, SA_SITE_ID } from './search-attributes';
 
-export type { RegisterInput, RegisterResult } from '../activities/register';
+/** Failure types of the register workflow and its activities (their messages carry ids and codes only). */
+export const REGISTER_FAILURES = {
+  /** The update's answer when the request was refused: the row holds the 4xx. */
+  rejected: 'RegistrationRejected',
+  /** The update's (and the workflow's) answer when nothing was written: the row holds the 503. */
+  notCommitted: 'RegistrationNotCommitted',
+  /** An activity step that cannot succeed for this registration (not retried). */
+  refused: 'RegistrationStepRefused',
+  /** Infrastructure trouble an activity step met (retried, within its policy). */
+  unavailable: 'RegistrationStepUnavailable',
+  /** Provisioning failed after the answer and was undone. */
+  provisioningFailed: 'ProvisioningFailed',
+  /** Provisioning failed and its compensation could not finish: an operator must look (registrations.provisioning). */
+  compensationFailed: 'CompensationFailed',
+} as const;
 
-/** The workflow type name (the handler starts it by this name). */
-export const REGISTER_WORKFLOW = 'register';
+/** Only the registration's id: the request (personal data) stays in PostgreSQL. */
+export interface RegisterWorkflowInput {
+  registrationId: number;
+}
 
-
-// Steps: infrastructure trouble (database briefly down) is retried; business failures are
-// thrown non-retryable by the activities and end the saga at once.
-// A step is a few short queries: a worker that died in one is noticed after 10 s.
-const steps = proxyActivities<RegisterActivities>({
-  startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 8 },
-});
-
-// Compensations must finish: retried until they do.
-const undo = proxyActivities<RegisterActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
-
-const ERROR_TYPE = 'RegistrationFailed';
-
-/** The caller's error body of a failed step. */
-function errorBody(err: unknown): ErrorBody {
-  let cause: unknown = err;
-  if (cause instanceof ActivityFailure) cause = cause.cause;
-  if (cause instanceof ApplicationFailure && cause.details?.length) {
-    const d = cause.details[0] as ErrorBody;
-    if (d && typeof d.code === 'string') return d;
-  }
-  const message = cause instanceof Error ? cause.message : String(cause);
-  return { code: 'wu_rest_registration_failed', message: `The registration failed and was rolled back: ${message}`, data: { status: 400 } };
+export interface RegisterWorkflowResult {
+  status: 'completed' | 'rejected';
+  ids: RegistrationIds | null;
 }
 
 /**
- * /register as a saga: customer, cart, membership, payment, site, then the requested
- * statuses. Each step pushes its compensation as soon as it succeeded; a failure runs them in
- * reverse (not cancellable) and fails the workflow with a RegistrationFailed error whose
- * details[0] is the contract's error body.
+ * The API's early answer (Update-With-Start): the committed ids as soon as the records
+ * transaction ran, while the workflow goes on with the work after the answer.
  */
-export async function register(input: RegisterInput): Promise<RegisterResult> {
-  const { workflowId } = workflowInfo();
+export const registrationCommitted = defineUpdate<RegistrationIds>('registrationCommitted');
+
+// The records transaction: one local activity inside the workflow task (no task-queue round
+// trip). Short tries: its lock and statement timeouts (3 s, 10 s) bound each one; then the
+// workflow gives up and the client gets a 503 it may retry with the same Idempotency-Key.
+const transaction = proxyLocalActivities<RegisterActivities>({
+  startToCloseTimeout: '15 seconds',
+  retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 6, nonRetryableErrorTypes: [REGISTER_FAILURES.refused] },
+});
+
+// After the answer: files and copies that may take long, on any worker.
+const steps = proxyActivities<RegisterActivities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [REGISTER_FAILURES.refused] },
+});
+
+// Compensations retry longer, but not forever: one that cannot finish ends in
+// registrations.provisioning = 'compensation_failed' and a failed workflow (an operator looks).
+const undo = proxyActivities<RegisterActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: [REGISTER_FAILURES.refused] },
+});
+
+// Recording an outcome in the row: a short write, retried for about a quarter of an hour.
+const bookkeeping = proxyActivities<RegisterActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 20 },
+});
+
+const fail = (type: string, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
+
+/**
+ * One registration: the records in one transaction (a local activity), the answer through
+ * the `registrationCommitted` update, then the work that continues after the answer, each step
+ * with its compensation registered before it runs.
+ */
+export async function register({ registrationId }: RegisterWorkflowInput): Promise<RegisterWorkflowResult> {
+  let outcome: CommitOutcome | { status: 'unavailable' } | undefined;
+  setHandler(registrationCommitted, async () => {
+    await condition(() => outcome !== undefined);
+    if (outcome!.status === 'committed') return outcome!.ids;
+    const rejected = outcome!.status === 'rejected';
+    throw fail(
+      rejected ? REGISTER_FAILURES.rejected : REGISTER_FAILURES.notCommitted,
+      `Registration ${registrationId} was ${rejected ? 'refused' : 'not written'}; its answer is in the registrations row.`,
+    );
+  });
+
+  try {
+    outcome = await transaction.commitRegistration(registrationId);
+  } catch {
+    // Recorded before the update answers, so the API reads the 503 from the row.
+    await bookkeeping.giveUpRegistration(registrationId);
+    outcome = { status: 'unavailable' };
+  }
+  if (outcome.status !== 'committed') {
+    await condition(allHandlersFinished);
+    if (outcome.status === 'rejected') return { status: 'rejected', ids: null };
+    // Failed, so the same Idempotency-Key may start it again (ALLOW_DUPLICATE_FAILED_ONLY).
+    throw fail(REGISTER_FAILURES.notCommitted, `Registration ${registrationId} was not written (${outcome.status}).`);
+  }
+
+  const { ids } = outcome;
+  upsertSearchAttributes([
+    { key: SA_CUSTOMER_ID, value: ids.customer_id },
+    ...(ids.site_id !== null ? [{ key: SA_SITE_ID, value: ids.site_id }] : []),
+  ]);
+  if (outcome.provision) await afterTheAnswer(registrationId);
+  await condition(allHandlersFinished);
+  return { status: 'completed', ids };
+}
+
+/**
+ * Steps after the answer, as a saga: each compensation is pushed BEFORE its step runs (a step
+ * whose work landed but whose reply was lost is undone too; undoing what never ran does
+ * nothing). A failure runs them in reverse, not cancellable; the outcome is recorded in the
+ * registration's row and the workflow fails, so operators see it.
+ */
+async function afterTheAnswer(registrationId: number): Promise<void> {
   const compensations: (() => Promise<void>)[] = [];
   try {
-    const customer = await steps.registerCustomer(workflowId, input);
-    compensations.push(() => undo.undoCustomer(workflowId));
-    upsertSearchAttributes([{ key: SA_CUSTOMER_ID, value: customer.customer_id }]);
-    upsertMemo({ customer_id: customer.customer_id });
-
-    const cart = await steps.priceCart(input.cart);
-
-    const membershipId = await steps.registerMembership(workflowId, input, customer.customer_id, cart);
-    compensations.push(() => undo.undoMembership(workflowId));
-
-    const paymentId = await steps.registerPayment(workflowId, input, customer.customer_id, membershipId, cart);
-    compensations.push(() => undo.undoPayment(workflowId));
-
-    let siteId: number | null = null;
-    if (input.site) {
-      siteId = await steps.registerSite(workflowId, input, customer.customer_id, membershipId);
-      compensations.push(() => undo.undoSite(workflowId));
-      upsertSearchAttributes([{ key: SA_SITE_ID, value: siteId }]);
-      upsertMemo({ site_id: siteId });
-    }
-
-    // Status changes need no compensation of their own: undoing the records removes them.
-    await steps.applyRegistrationStatuses(workflowId, membershipId, paymentId, input);
-    return await steps.finishRegistration(workflowId, { customer_id: customer.customer_id, membership_id: membershipId, payment_id: paymentId, site_id: siteId });
-  } catch (err) {
-    const body = errorBody(err);
+    compensations.push(() => undo.undoSiteProvisioning(registrationId));
+    await steps.provisionSite(registrationId);
+    await bookkeeping.recordProvisioning(registrationId, 'done');
+  } catch {
     await CancellationScope.nonCancellable(async () => {
-      for (const compensate of compensations.reverse()) await compensate();
-      await undo.failRegistration(workflowId, input, body);
+      try {
+        for (const compensate of compensations.reverse()) await compensate();
+      } catch {
+        await bookkeeping.recordProvisioning(registrationId, 'compensation_failed');
+        throw fail(REGISTER_FAILURES.compensationFailed, `Provisioning of registration ${registrationId} failed and could not be undone; see registrations.provisioning_error.`);
+      }
+      await bookkeeping.recordProvisioning(registrationId, 'compensated');
     });
-    throw ApplicationFailure.create({ message: body.message, type: ERROR_TYPE, nonRetryable: true, details: [body] });
+    throw fail(REGISTER_FAILURES.provisioningFailed, `Provisioning of registration ${registrationId} failed and was undone; see registrations.provisioning_error.`);
   }
 }

@@ -4,9 +4,7 @@ import type { PipelineInput, PipelineResult, PipelineStep } from '../src/transla
 
 export type { PipelineInput, PipelineResult } from '../src/translations/types';
 
-export const TRANSLATION_PIPELINE_WORKFLOW = 'translationPipeline';
-
-// Literal names (the same as APPROVE_SIGNAL / REJECT_SIGNAL in src/translations/types.ts).
+// The API signals through these objects (src/translations/service.ts).
 export const approveSignal = defineSignal<[{ by?: string }]>('translationApprove');
 export const rejectSignal = defineSignal<[{ reason: string; by?: string }]>('translationReject');
 

@@ -1,12 +1,15 @@
 import crypto from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import type { Metrics } from '../http/metrics';
+import { ApiError } from '../http/errors';
 import { logger } from '../logger';
-import type { TemporalHandle } from '../temporal/client';
-import type { chatFollowUp, ChatFollowUpInput } from '../../workflows/chatFollowUp';
-import { SA_CUSTOMER_ID, SA_SITE_ID } from '../../workflows/register-search-attributes';
+import type { TemporalGateway } from '../temporal/gateway';
+import { assignedSignal, chatFollowUp, closedSignal, type ChatFollowUpInput } from '../../workflows/chatFollowUp';
+import { SA_CUSTOMER_ID, SA_SITE_ID } from '../../workflows/search-attributes';
 
-export const CHAT_FOLLOW_UP_WORKFLOW = 'chatFollowUp';
+// The chat never answers 503 for its follow-up: without Temporal the session becomes a ticket at once.
+const unavailable = (detail?: string) => new ApiError(503, 'wu_rest_temporal_unavailable', `The chat follow-up cannot be started${detail ? `: ${detail}` : ''}`);
+
+const SIGNALS = { assigned: assignedSignal, closed: closedSignal } as const;
 
 /**
  * The follow-up of a session waiting for an agent: workflow `chat-follow-up-<session id>-<random>`
@@ -16,34 +19,38 @@ export const CHAT_FOLLOW_UP_WORKFLOW = 'chatFollowUp';
  */
 export class ChatFollowUps {
   constructor(
-    private readonly temporal: TemporalHandle | null,
-    private readonly metrics: Metrics,
+    private readonly temporal: TemporalGateway,
     private readonly waitSeconds: number,
   ) {}
 
   available(): boolean {
-    return this.temporal !== null;
+    return this.temporal.configured;
   }
 
-  /** Starts the follow-up; null when Temporal is not reachable (the caller falls back at once). */
+  /**
+   * Starts the follow-up; null when Temporal is not reachable (the caller falls back to a
+   * ticket at once), which takes at most one call deadline.
+   */
   async start(sessionId: number, context: { customerId?: number | null; siteId?: number | null } = {}): Promise<string | null> {
-    if (!this.temporal) return null;
+    if (!this.temporal.configured) return null;
     const workflowId = `chat-follow-up-${sessionId}-${crypto.randomBytes(4).toString('hex')}`;
     const input: ChatFollowUpInput = { sessionId, waitSeconds: this.waitSeconds };
     try {
-      await this.temporal.client.workflow.start<typeof chatFollowUp>(CHAT_FOLLOW_UP_WORKFLOW, {
-        taskQueue: this.temporal.taskQueue,
-        workflowId,
-        args: [input],
-        memo: { session_id: sessionId },
-        // Found in the Temporal UI with the customer's or the site's other workflows.
-        typedSearchAttributes: [
-          ...(context.customerId ? [{ key: SA_CUSTOMER_ID, value: context.customerId }] : []),
-          ...(context.siteId ? [{ key: SA_SITE_ID, value: context.siteId }] : []),
-        ],
-        staticSummary: `chat follow-up of session ${sessionId}`,
-      });
-      this.metrics.workflowsStarted.inc({ workflow_type: CHAT_FOLLOW_UP_WORKFLOW });
+      await this.temporal.start(
+        chatFollowUp,
+        {
+          workflowId,
+          args: [input],
+          memo: { session_id: sessionId },
+          // Found in the Temporal UI with the customer's or the site's other workflows.
+          searchAttributes: [
+            ...(context.customerId ? [{ key: SA_CUSTOMER_ID, value: context.customerId }] : []),
+            ...(context.siteId ? [{ key: SA_SITE_ID, value: context.siteId }] : []),
+          ],
+          summary: `Chat follow-up, session ${sessionId}`,
+        },
+        unavailable,
+      );
       return workflowId;
     } catch (err) {
       logger.warn({ err, sessionId }, 'could not start the chat follow-up');
@@ -52,14 +59,14 @@ export class ChatFollowUps {
   }
 
   /** Tells the follow-up an agent took the session, or that it ended. A finished follow-up is fine. */
-  async signal(workflowId: string | null, name: 'assigned' | 'closed'): Promise<void> {
-    if (!this.temporal || !workflowId) return;
+  async signal(workflowId: string | null, name: keyof typeof SIGNALS): Promise<void> {
+    if (!this.temporal.configured || !workflowId) return;
     try {
-      await this.temporal.client.workflow.getHandle(workflowId).signal(name);
+      await this.temporal.signal(workflowId, SIGNALS[name], [], unavailable);
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return;
-      // The activity re-checks the session before converting, so a missed signal does no harm.
-      logger.warn({ err, workflowId }, 'could not signal the chat follow-up');
+      // Not found: the follow-up already ended. Otherwise the activity re-checks the session
+      // before converting, so a missed signal does no harm.
+      if (!(err instanceof WorkflowNotFoundError)) logger.warn({ err, workflowId }, 'could not signal the chat follow-up');
     }
   }
 }

@@ -14,7 +14,7 @@ import { parseId } from '../http/resource';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import { logger } from '../logger';
 import type { SettingsStore } from '../settings/store';
-import type { TemporalHandle } from '../temporal/client';
+import type { TemporalGateway } from '../temporal/gateway';
 import { agentRecord, AgentStore } from './agents';
 import { AttachmentStorage, fileName } from './attachments';
 import { callerOf, chatAuth, forbidden, requireAdmin, requireAgent, requireSessionCaller, unauthorized, type ChatCaller } from './auth';
@@ -34,7 +34,7 @@ export interface ChatDeps {
   config: Config;
   db: Db;
   settings: SettingsStore;
-  temporal: TemporalHandle | null;
+  temporal: TemporalGateway;
   metrics: Metrics;
 }
 
@@ -108,7 +108,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   // Session creation by non-agents, per client address (req.ip: TRUST_PROXY decides whether
   // X-Forwarded-For counts). Bounded memory, as the failed-authentication limiter.
   const sessionCreation = new AddressLimiter(config.CHAT_SESSION_CREATE_LIMIT, config.CHAT_SESSION_CREATE_WINDOW_SECONDS * 1000);
-  const followUps = new ChatFollowUps(deps.temporal, deps.metrics, config.CHAT_WAIT_BEFORE_TICKET_SECONDS);
+  const followUps = new ChatFollowUps(deps.temporal, config.CHAT_WAIT_BEFORE_TICKET_SECONDS);
   const connection = (db.client.config as { connection?: { connectionString?: string } }).connection;
   const realtime = new ChatRealtime({
     db,

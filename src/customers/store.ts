@@ -150,43 +150,64 @@ export class CustomerService implements ResourceService<Customer> {
     return row ? toCustomer(row) : null;
   }
 
-  /** 400 naming user_id when the user is unknown or already a customer. */
-  private async checkUser(trx: Knex.Transaction, userId: number, exceptCustomerId?: number): Promise<void> {
-    const user = await usersStore.findById(trx, userId);
-    if (!user) throw invalidParams({ user_id: `user_id ${userId} does not match any user.` });
-    const existing = await trx('customers').where({ user_id: userId }).first('id');
-    if (existing && existing.id !== exceptCustomerId) {
-      throw invalidParams({ user_id: `user_id ${userId} already belongs to customer ${existing.id}; a user can have only one customer.` });
+  /**
+   * The rules an account must pass to get a new customer, in one place: an existing user must
+   * exist and not be a customer yet (a user has one customer); a new account's username and
+   * e-mail must be free (compared case-insensitively). Problems by field (`user_id`,
+   * `username`, `email`), as the customers API names them; /register prefixes them.
+   */
+  static async accountProblems(
+    db: Knex | Knex.Transaction,
+    account: { user_id?: number; username?: string; email?: string },
+    except: { customerId?: number; userId?: number } = {},
+  ): Promise<Record<string, string>> {
+    const params: Record<string, string> = {};
+    if (account.user_id !== undefined) {
+      const user = await usersStore.findById(db, account.user_id);
+      if (!user) params.user_id = `user_id ${account.user_id} does not match any user.`;
+      else {
+        const existing = await db('customers').where({ user_id: account.user_id }).first('id');
+        if (existing && Number(existing.id) !== except.customerId) {
+          params.user_id = `user_id ${account.user_id} already belongs to customer ${existing.id}; a user can have only one customer.`;
+        }
+      }
     }
+    if (account.username !== undefined || account.email !== undefined) {
+      const taken = await usersStore.findTaken(db, account.username, account.email, except.userId);
+      if (taken.username) params.username = 'username is already taken.';
+      if (taken.email) params.email = 'email is already used by another account.';
+    }
+    return params;
   }
 
-  private async checkAccountFree(trx: Knex.Transaction, username: string | undefined, email: string | undefined, exceptUserId?: number) {
-    const taken = await usersStore.findTaken(trx, username, email, exceptUserId);
-    const params: Record<string, string> = {};
-    if (taken.username) params.username = 'username is already taken.';
-    if (taken.email) params.email = 'email is already used by another account.';
+  private static async assertAccount(trx: Knex.Transaction, account: { user_id?: number; username?: string; email?: string }, except?: { customerId?: number; userId?: number }): Promise<void> {
+    const params = await CustomerService.accountProblems(trx, account, except);
     if (Object.keys(params).length) throw invalidParams(params);
   }
 
-  async create(input: CreateCustomerInput): Promise<Customer> {
+  /**
+   * `opts.trx` runs the create in the caller's transaction; `opts.passwordHash` is the
+   * password already hashed (out of the transaction); `opts.id` an id taken earlier from the
+   * customers' sequence.
+   */
+  async create(input: CreateCustomerInput, opts: { trx?: Knex.Transaction; passwordHash?: string; id?: number } = {}): Promise<Customer> {
+    const run = async (trx: Knex.Transaction) => {
+      let userId = input.user_id;
+      if (userId !== undefined) {
+        await CustomerService.assertAccount(trx, { user_id: userId });
+      } else {
+        await CustomerService.assertAccount(trx, { username: input.username, email: input.email });
+        const account = { username: input.username!, email: input.email!, display_name: input.display_name };
+        const user = await usersStore.create(trx, opts.passwordHash !== undefined ? { ...account, password_hash: opts.passwordHash } : { ...account, password: input.password! });
+        userId = user.id;
+      }
+      const [{ id }] = await trx('customers')
+        .insert({ ...customerPatch(input), user_id: userId, ...(opts.id !== undefined ? { id: opts.id } : {}) })
+        .returning('id');
+      return (await this.get(Number(id), trx))!;
+    };
     try {
-      return await this.db.transaction(async (trx) => {
-        let userId = input.user_id;
-        if (userId !== undefined) {
-          await this.checkUser(trx, userId);
-        } else {
-          await this.checkAccountFree(trx, input.username, input.email);
-          const user = await usersStore.create(trx, {
-            username: input.username!,
-            email: input.email!,
-            password: input.password!,
-            display_name: input.display_name,
-          });
-          userId = user.id;
-        }
-        const [{ id }] = await trx('customers').insert({ ...customerPatch(input), user_id: userId }).returning('id');
-        return (await this.get(Number(id), trx))!;
-      });
+      return await (opts.trx ? run(opts.trx) : this.db.transaction(run));
     } catch (err) {
       throw this.mapWriteError(err);
     }
@@ -197,9 +218,9 @@ export class CustomerService implements ResourceService<Customer> {
       return await this.db.transaction(async (trx) => {
         const current = await trx('customers').where({ id }).forUpdate().first('id', 'user_id');
         if (!current) return null;
-        if (input.user_id !== undefined && input.user_id !== Number(current.user_id)) await this.checkUser(trx, input.user_id, id);
+        if (input.user_id !== undefined && input.user_id !== Number(current.user_id)) await CustomerService.assertAccount(trx, { user_id: input.user_id }, { customerId: id });
         const userId = input.user_id ?? Number(current.user_id);
-        if (input.email !== undefined) await this.checkAccountFree(trx, undefined, input.email, userId);
+        if (input.email !== undefined) await CustomerService.assertAccount(trx, { email: input.email }, { userId });
         await usersStore.update(trx, userId, input);
         const patch = customerPatch(input);
         // An update that changes nothing still answers the record (and does not touch it).

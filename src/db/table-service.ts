@@ -97,9 +97,14 @@ export class TableService implements ResourceService<Row> {
     return db(this.cfg.table).where({ id }).first();
   }
 
-  async get(id: number): Promise<Row | null> {
-    const row = await this.getRow(id);
+  async get(id: number, db: Knex | Trx = this.db): Promise<Row | null> {
+    const row = await this.getRow(id, db);
     return row ? this.toRecord(row) : null;
+  }
+
+  /** Runs `fn` in the caller's transaction when given (no savepoint), else in one of its own. */
+  protected inTransaction<T>(trx: Trx | undefined, fn: (trx: Trx) => Promise<T>): Promise<T> {
+    return trx ? fn(trx) : this.db.transaction(fn);
   }
 
   /** 400 naming every reference field whose value matches no row. */
@@ -114,14 +119,15 @@ export class TableService implements ResourceService<Row> {
     if (Object.keys(errors).length) throw invalidParams(errors);
   }
 
-  async create(input: Row): Promise<Row> {
+  async create(input: Row, outer?: Trx): Promise<Row> {
     try {
-      return await this.db.transaction(async (trx) => {
+      return await this.inTransaction(outer, async (trx) => {
         const cols = this.toColumns(input);
         await this.checkReferences(trx, cols);
         await this.cfg.hooks?.beforeCreate?.(trx, cols);
         const [row] = await trx(this.cfg.table).insert(cols).returning('*');
-        await this.cfg.hooks?.afterCreate?.(trx, row);
+        if (!this.cfg.hooks?.afterCreate) return this.toRecord(row);
+        await this.cfg.hooks.afterCreate(trx, row);
         return this.toRecord((await this.getRow(Number(row.id), trx))!);
       });
     } catch (err) {
@@ -129,9 +135,9 @@ export class TableService implements ResourceService<Row> {
     }
   }
 
-  async update(id: number, input: Row): Promise<Row | null> {
+  async update(id: number, input: Row, outer?: Trx): Promise<Row | null> {
     try {
-      return await this.db.transaction(async (trx) => {
+      return await this.inTransaction(outer, async (trx) => {
         const current = await trx(this.cfg.table).where({ id }).forUpdate().first();
         if (!current) return null;
         const cols = this.toColumns(input);

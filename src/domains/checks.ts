@@ -1,13 +1,9 @@
-import { WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { Config } from '../config';
 import { ApiError } from '../http/errors';
-import type { Metrics } from '../http/metrics';
-import { logger } from '../logger';
-import type { TemporalHandle } from '../temporal/client';
-import type { domainCheck, DomainCheckInput } from '../../workflows/domainCheck';
-import { SA_CUSTOMER_ID, SA_SITE_ID } from '../../workflows/register-search-attributes';
-
-export const DOMAIN_CHECK_WORKFLOW = 'domainCheck';
+import type { TemporalGateway } from '../temporal/gateway';
+import { domainCheck, type DomainCheckInput } from '../../workflows/domainCheck';
+import { SA_CUSTOMER_ID, SA_SITE_ID } from '../../workflows/search-attributes';
 
 export function domainCheckWorkflowId(domainId: number): string {
   return `domain-check-${domainId}`;
@@ -25,19 +21,17 @@ export function checksUnavailable(detail?: string): ApiError {
 /** Starts and stops the durable DNS/TLS check of a domain (workflow `domain-check-<id>`). */
 export class DomainChecks {
   constructor(
-    private readonly temporal: TemporalHandle | null,
-    private readonly metrics: Metrics,
+    private readonly temporal: TemporalGateway,
     private readonly config: Pick<Config, 'DOMAIN_CHECK_INTERVAL_SECONDS' | 'DOMAIN_CHECK_MAX_TRIES'>,
   ) {}
 
+  /** 503 at once when Temporal is not configured or known unreachable (before anything is written). */
   assertAvailable(): void {
-    if (!this.temporal) throw checksUnavailable('Temporal is not configured.');
+    this.temporal.check(checksUnavailable);
   }
 
   /** (Re)starts the check: a running check of the same domain is replaced. */
   async start(domain: { id: number; domain: string; blog_id?: number | null; customer_id?: number | null }): Promise<string> {
-    this.assertAvailable();
-    const t = this.temporal!;
     const workflowId = domainCheckWorkflowId(domain.id);
     const input: DomainCheckInput = {
       domainId: domain.id,
@@ -45,31 +39,28 @@ export class DomainChecks {
       intervalSeconds: this.config.DOMAIN_CHECK_INTERVAL_SECONDS,
       maxTries: this.config.DOMAIN_CHECK_MAX_TRIES,
     };
-    await t.client.workflow.start<typeof domainCheck>(DOMAIN_CHECK_WORKFLOW, {
-      taskQueue: t.taskQueue,
-      workflowId,
-      args: [input],
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.TERMINATE_EXISTING,
-      memo: { domain: domain.domain, blog_id: domain.blog_id ?? null, customer_id: domain.customer_id ?? null },
-      typedSearchAttributes: [
-        ...(domain.blog_id ? [{ key: SA_SITE_ID, value: domain.blog_id }] : []),
-        ...(domain.customer_id ? [{ key: SA_CUSTOMER_ID, value: domain.customer_id }] : []),
-      ],
-      staticSummary: `domain check of ${domain.domain}`,
-    });
-    this.metrics.workflowsStarted.inc({ workflow_type: DOMAIN_CHECK_WORKFLOW });
+    await this.temporal.start(
+      domainCheck,
+      {
+        workflowId,
+        args: [input],
+        conflictPolicy: WorkflowIdConflictPolicy.TERMINATE_EXISTING,
+        memo: { domain: domain.domain, blog_id: domain.blog_id ?? null, customer_id: domain.customer_id ?? null },
+        searchAttributes: [
+          ...(domain.blog_id ? [{ key: SA_SITE_ID, value: domain.blog_id }] : []),
+          ...(domain.customer_id ? [{ key: SA_CUSTOMER_ID, value: domain.customer_id }] : []),
+        ],
+        // A domain name is the customer's public address, not personal data.
+        summary: `Domain check of ${domain.domain} (domain ${domain.id}${domain.blog_id ? `, site ${domain.blog_id}` : ''})`,
+      },
+      checksUnavailable,
+    );
     return workflowId;
   }
 
   /** Stops a check (terminate: it needs no worker); a check that is gone or finished is fine. */
   async stop(workflowId: string, reason = 'domain deleted'): Promise<void> {
-    if (!this.temporal) return;
-    try {
-      await this.temporal.client.workflow.getHandle(workflowId).terminate(reason);
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return;
-      // The activities check the row before each step, so a check left running stops by itself.
-      logger.warn({ err, workflowId }, 'could not stop domain check');
-    }
+    // The activities check the row before each step, so a check left running stops by itself.
+    if (this.temporal.configured) await this.temporal.terminate(workflowId, reason);
   }
 }

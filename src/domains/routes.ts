@@ -3,13 +3,12 @@ import { z } from 'zod';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { notFoundItem } from '../http/errors';
-import type { Metrics } from '../http/metrics';
 import { tableResource } from '../db/table-service';
 import { mountResource, parseId } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import type { SettingsStore } from '../settings/store';
-import type { TemporalHandle } from '../temporal/client';
+import type { TemporalGateway } from '../temporal/gateway';
 import { DomainChecks } from './checks';
 import { createDomainSchema, updateDomainSchema } from './schema';
 import { DomainService } from './store';
@@ -28,12 +27,11 @@ export function mountDomains(
   registry: RouteRegistry,
   namespace: string,
   db: Db,
-  temporal: TemporalHandle | null,
-  metrics: Metrics,
+  temporal: TemporalGateway,
   config: Config,
   settings: SettingsStore,
 ): DomainService {
-  const service = new DomainService(db, new DomainChecks(temporal, metrics, config), new MappingTarget(config.DOMAIN_MAPPING_TARGET, settings));
+  const service = new DomainService(db, new DomainChecks(temporal, config), new MappingTarget(config.DOMAIN_MAPPING_TARGET, settings));
   const resource = tableResource(service, service.table.cfg, {
     plural: 'domains',
     createSchema: createDomainSchema,

@@ -14,7 +14,8 @@ import { mountTranslationDownloads, mountTranslations } from '../translations/ro
 import { logger, type Logger } from '../logger';
 import { mountSettings } from '../settings/routes';
 import type { SettingsStore } from '../settings/store';
-import { temporalReadiness, type TemporalHandle } from '../temporal/client';
+import type { TemporalHandle } from '../temporal/client';
+import { TemporalGateway } from '../temporal/gateway';
 import { AuthFailureLimiter, requireApiAuth } from './auth';
 import { refuseCrossSite } from './cross-site';
 import { errorHandler, notFoundHandler } from './errors';
@@ -39,7 +40,7 @@ export interface AppDeps {
 }
 
 export interface AppWithRegistry extends express.Express {
-  locals: express.Express['locals'] & { registry: RouteRegistry; chat: ChatHandle };
+  locals: express.Express['locals'] & { registry: RouteRegistry; chat: ChatHandle; temporal: TemporalGateway };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -103,6 +104,9 @@ function routeIndex(routes: RouteInfo[]) {
 export function createApp(deps: AppDeps): AppWithRegistry {
   const { config, db, settings, metrics } = deps;
   const app = express();
+  // Every feature reaches Temporal through this one gateway (deadline, circuit, 503).
+  const gateway = new TemporalGateway(deps.temporal, metrics, { callTimeoutMs: config.TEMPORAL_CALL_TIMEOUT_MS });
+  app.locals.temporal = gateway;
   app.disable('x-powered-by');
   app.set('trust proxy', config.TRUST_PROXY);
   app.set('query parser', 'simple');
@@ -171,9 +175,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
       .raw('select 1')
       .then(() => ({ ok: true }))
       .catch((err: Error) => ({ ok: false, error: err.message }));
-    const temporal = deps.temporal
-      ? await temporalReadiness(deps.temporal)
-      : { reachable: false, pollers: 0, error: 'not configured' };
+    const temporal = await gateway.readiness();
     const ready = dbCheck.ok && temporal.reachable;
     res.status(ready ? 200 : 503).json({
       status: ready ? 'ready' : 'not_ready',
@@ -225,7 +227,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   });
 
   // Language packs are public downloads (WordPress fetches them without credentials).
-  mountTranslationDownloads(wu, registry, WU_NAMESPACE, { db, temporal: deps.temporal, metrics, config });
+  mountTranslationDownloads(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config });
 
   const limiter = new AuthFailureLimiter(config.AUTH_FAILURE_LIMIT, config.AUTH_FAILURE_WINDOW_SECONDS * 1000);
   wu.use(requireApiAuth(settings, limiter));
@@ -251,11 +253,11 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   mountProducts(wu, registry, WU_NAMESPACE, db);
   mountMemberships(wu, registry, WU_NAMESPACE, db);
   mountPayments(wu, registry, WU_NAMESPACE, db);
-  const domains = mountDomains(wu, registry, WU_NAMESPACE, db, deps.temporal, metrics, config, settings);
+  const domains = mountDomains(wu, registry, WU_NAMESPACE, db, gateway, config, settings);
   mountSites(wu, registry, WU_NAMESPACE, db, domains.checks);
-  mountRegister(wu, registry, WU_NAMESPACE, { db, settings, temporal: deps.temporal, metrics, config });
-  mountTenants(wu, registry, WU_NAMESPACE, { db, temporal: deps.temporal, metrics, config });
-  mountTranslations(wu, registry, WU_NAMESPACE, { db, temporal: deps.temporal, metrics, config });
+  mountRegister(wu, registry, WU_NAMESPACE, { db, settings, temporal: gateway, metrics, config });
+  mountTenants(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config });
+  mountTranslations(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config });
   wu.use(notFoundHandler);
 
   app.use(`${prefix}/${WU_NAMESPACE}`, wu);
@@ -280,7 +282,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   });
 
   // ---- {product}-support-tickets/v1: the support chat, with its own callers and CORS ------
-  app.locals.chat = mountChat(app, registry, { config, db, settings, temporal: deps.temporal, metrics });
+  app.locals.chat = mountChat(app, registry, { config, db, settings, temporal: gateway, metrics });
 
   mountDocsPage(app, `${prefix}/${WU_NAMESPACE}/openapi.json`);
 

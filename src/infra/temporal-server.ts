@@ -8,7 +8,6 @@ import { Connection } from '@temporalio/client';
 /** Custom search attributes every dev server is started with (workflows use them). */
 export const SEARCH_ATTRIBUTES: Record<string, string> = {
   HostflowCustomerId: 'Int',
-  HostflowEmail: 'Keyword',
   HostflowSiteId: 'Int',
   HostflowProducts: 'KeywordList',
 };
@@ -60,6 +59,8 @@ function canListen(port: number): Promise<boolean> {
 export interface DevServer {
   address: string;
   uiUrl: string | null;
+  /** The server's process (the tests pause it with SIGSTOP). */
+  pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -128,6 +129,7 @@ export async function startTemporalDevServer(opts: {
   return {
     address,
     uiUrl: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : null,
+    pid: child.pid,
     async stop() {
       if (exited) return;
       await new Promise<void>((resolve) => {

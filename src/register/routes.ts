@@ -7,7 +7,7 @@ import { publicBase } from '../http/public-url';
 import type { RouteRegistry } from '../http/routes';
 import { bodyObject } from '../http/validation';
 import type { SettingsStore } from '../settings/store';
-import type { TemporalHandle } from '../temporal/client';
+import type { TemporalGateway } from '../temporal/gateway';
 import { registerSchema } from './schema';
 import { RegisterService, type RegisterOutcome } from './service';
 
@@ -16,7 +16,7 @@ export function mountRegister(
   router: Router,
   registry: RouteRegistry,
   namespace: string,
-  deps: { db: Db; settings: SettingsStore; temporal: TemporalHandle | null; metrics: Metrics; config: Config },
+  deps: { db: Db; settings: SettingsStore; temporal: TemporalGateway; metrics: Metrics; config: Config },
 ): RegisterService {
   const service = new RegisterService(deps.db, deps.settings, deps.temporal, deps.metrics, deps.config);
   documentRegister(registry, namespace);
@@ -48,7 +48,7 @@ export function mountRegister(
   });
 
   router.get('/register/:workflow', async (req, res) => {
-    send(req, res, await service.status(String(req.params.workflow), req.log));
+    send(req, res, await service.status(String(req.params.workflow)));
   });
   return service;
 }
@@ -85,11 +85,13 @@ function documentRegister(registry: RouteRegistry, namespace: string): void {
     responses: { 200: { description: 'open or closed.', schema: { type: 'object', required: ['registration_status'], properties: { registration_status: { enum: ['open', 'closed'] } }, additionalProperties: false } } },
   });
   registry.operation(namespace, 'POST', '/register', {
-    summary: 'One-call checkout: user, customer, membership, payment and site (a durable Temporal saga)',
+    summary: 'One-call checkout: user, customer, membership, payment and site (one transaction, run by a durable Temporal workflow)',
     description:
-      'Validated in full before anything starts. Send an Idempotency-Key header to make retries safe (same key and body: the first result; ' +
-      'same key, other body: 409 wu_rest_idempotency_key_reused). No products: 400 invalid_cart; unknown customer_id: 400 customer_not_found; ' +
-      'registration closed: 403 wu_rest_registration_closed; Temporal unreachable: 503 wu_rest_temporal_unavailable. ' +
+      'Validated in full before anything starts; the records are written in one transaction and answered as soon as it commits. ' +
+      'Send an Idempotency-Key header to make retries safe (same key and body: the first answer; ' +
+      'same key, other body: 409 wu_rest_idempotency_key_reused; the body is compared without the password). No products: 400 invalid_cart; unknown customer_id: 400 customer_not_found; ' +
+      'registration closed: 403 wu_rest_registration_closed; Temporal unreachable: 503 wu_rest_temporal_unavailable within TEMPORAL_CALL_TIMEOUT_MS (nothing is written); ' +
+      'the database unreachable while writing: 503 wu_rest_registration_unavailable. A 503 is never the final answer of an Idempotency-Key: sending it again tries again. ' +
       'The customer: customer_id of an existing customer, or customer.user_id of a user that has no customer yet, or customer.username, email and password (not taken). ' +
       'products: ids or slugs of existing active products, exactly one of them a plan, all priced in one currency (currency, if given). ' +
       'site.site_url must be free on the network; site.template_id must be a site of type site_template. Each problem is a 400 naming the field.',
@@ -99,7 +101,7 @@ function documentRegister(registry: RouteRegistry, namespace: string): void {
   });
   registry.operation(namespace, 'GET', '/register/:workflow', {
     summary: 'Status of a registration by its workflow id',
-    description: 'The failure of a failed registration is answered with its error (400); an unknown id is 404 wu_rest_registration_not_found.',
+    description: 'Read from the registration\'s row: 202 until its records are committed, then 200; a refused registration answers its error (400), one that could not be written its 503; an unknown id is 404 wu_rest_registration_not_found.',
     tags,
     responses: { 200: { description: 'Completed: the same body as the POST.', schema: result }, 202: accepted },
   });

@@ -1,13 +1,6 @@
 import crypto from 'node:crypto';
-import {
-  ApplicationFailure,
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowFailedError,
-  WorkflowIdConflictPolicy,
-  WorkflowIdReusePolicy,
-  WorkflowNotFoundError,
-  type WorkflowHandle,
-} from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowUpdateFailedError } from '@temporalio/client';
+import client from 'prom-client';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { constantTimeEqual } from '../http/auth';
@@ -15,15 +8,15 @@ import { ApiError, conflict } from '../http/errors';
 import type { Metrics } from '../http/metrics';
 import type { Logger } from '../logger';
 import { StoredSecret, type SettingsStore } from '../settings/store';
-import { temporalUnavailable as temporalUnavailableError, type TemporalHandle } from '../temporal/client';
+import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
+import type { StartOptions, TemporalGateway } from '../temporal/gateway';
 import { hashPassword } from '../users/password';
-import type { ErrorBody, RegisterResult } from '../../activities/register';
-import { SA_CUSTOMER_ID, SA_EMAIL, SA_PRODUCTS } from '../../workflows/register-search-attributes';
-import type { register } from '../../workflows/register';
-import { dropPasswords, holdPassword } from './passwords';
-import { canonicalJson, parseRegisterBody, resolveRegistration, sha256Hex } from './validate';
+import { register, registrationCommitted } from '../../workflows/register';
+import { SA_CUSTOMER_ID, SA_PRODUCTS } from '../../workflows/search-attributes';
+import { RegistrationStore, type RegistrationRow } from './store';
+import type { ErrorBody, RegisterResult } from './types';
+import { canonicalJson, fingerprintBody, parseRegisterBody, resolveRegistration, sha256Hex } from './validate';
 
-export const REGISTER_WORKFLOW = 'register';
 const WORKFLOW_ID = /^register-[A-Za-z0-9-]{1,100}$/;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -37,61 +30,49 @@ export function workflowIdFor(idempotencyKey: string | undefined): string {
   return idempotencyKey === undefined ? `register-${crypto.randomUUID()}` : `register-${sha256Hex(idempotencyKey)}`;
 }
 
-/** A failed register workflow to the caller's error (the contract's shape, never a stack). */
-function failureToApiError(err: WorkflowFailedError): ApiError {
-  const cause = err.cause;
-  if (cause instanceof ApplicationFailure && cause.details?.length) {
-    const body = cause.details[0] as ErrorBody;
-    if (body && typeof body.code === 'string') {
-      const { status, ...extra } = body.data ?? { status: 400 };
-      return new ApiError(typeof status === 'number' ? status : 400, body.code, body.message, extra);
-    }
-  }
-  return new ApiError(400, 'wu_rest_registration_failed', `The registration did not complete (${cause?.message ?? err.message}); nothing was kept.`);
-}
-
-function sameBody(memo: Record<string, unknown> | undefined, requestHmac: string): boolean {
-  return typeof memo?.request_hmac === 'string' && constantTimeEqual(memo.request_hmac, requestHmac);
-}
-
 const keyReused = () => conflict('wu_rest_idempotency_key_reused', 'This Idempotency-Key was already used with a different request body. Use a new key for a new registration.');
 
+const errorOf = (body: ErrorBody): ApiError => {
+  const { status, ...extra } = body.data;
+  return new ApiError(status, body.code, body.message, extra);
+};
+
 /**
- * /register: validation, then the `register` workflow (see workflows/register.ts), waited for
- * up to REGISTER_WAIT_SECONDS.
+ * /register. The request is validated, then written to its `registrations` row (the only
+ * place its personal data is kept); the `register` workflow, started with Update-With-Start,
+ * writes the records in one transaction and answers the committed ids in the same round trip;
+ * the answer's body is read from the row. Every later read (the same Idempotency-Key again,
+ * GET /register/{workflow_id}) is answered from the row, without Temporal.
  */
 export class RegisterService {
-  /** Key of the request fingerprint (an HMAC: the body holds the password). */
+  /** Key of the request fingerprint (an HMAC of the body without the password). */
   private readonly requestSecret: StoredSecret;
+  private readonly store: RegistrationStore;
 
   constructor(
     private readonly db: Db,
     private readonly settings: SettingsStore,
-    private readonly temporal: TemporalHandle | null,
-    private readonly metrics: Metrics,
+    private readonly temporal: TemporalGateway,
+    metrics: Metrics,
     private readonly config: Pick<Config, 'REGISTER_WAIT_SECONDS'>,
   ) {
     this.requestSecret = new StoredSecret(db, 'register_request_secret');
+    this.store = new RegistrationStore(db);
+    // From the database at each scrape: the same figure on every replica, whichever worker recorded it.
+    metrics.registry.removeSingleMetric('registrations_needing_attention');
+    new client.Gauge({
+      name: 'registrations_needing_attention',
+      help: 'Registrations whose work after the answer failed and could not be undone (registrations.provisioning = compensation_failed)',
+      registers: [metrics.registry],
+      async collect() {
+        const [{ n }] = await db('registrations').where({ provisioning: 'compensation_failed' }).count({ n: '*' });
+        this.set(Number(n));
+      },
+    });
   }
 
   async isOpen(): Promise<boolean> {
     return (await this.settings.get<boolean>('enable_registration')) !== false;
-  }
-
-  private client() {
-    if (!this.temporal) throw temporalUnavailable('Temporal is not configured.');
-    return this.temporal;
-  }
-
-  /** Temporal calls: infrastructure trouble becomes 503; our own errors pass. */
-  private async call<T>(log: Logger, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      if (err instanceof ApiError || err instanceof WorkflowFailedError || err instanceof WorkflowNotFoundError || err instanceof WorkflowExecutionAlreadyStartedError) throw err;
-      log.warn({ err }, 'temporal call failed');
-      throw temporalUnavailable((err as Error)?.message);
-    }
   }
 
   async register(raw: Record<string, unknown>, idempotencyKey: string | undefined, log: Logger): Promise<RegisterOutcome> {
@@ -101,104 +82,97 @@ export class RegisterService {
       });
     }
     const body = parseRegisterBody(raw);
-    const requestHmac = crypto.createHmac('sha256', await this.requestSecret.get()).update(canonicalJson(raw)).digest('hex');
+    const requestHmac = crypto.createHmac('sha256', await this.requestSecret.get()).update(canonicalJson(fingerprintBody(raw))).digest('hex');
     const keySha256 = idempotencyKey === undefined ? null : sha256Hex(idempotencyKey);
-    const workflowId = workflowIdFor(idempotencyKey);
-    const t = this.client();
 
-    // A known key: the same body joins (or reads) that registration, another body is 409.
-    if (keySha256 !== null) {
-      const existing = await this.describe(workflowId, log);
-      if (existing) {
-        if (!sameBody(existing.memo, requestHmac)) throw keyReused();
-        return this.wait(workflowId, log);
-      }
+    // A known key is answered from its row (a retry of a 503 runs again, below).
+    const known = keySha256 === null ? undefined : await this.store.byKey(keySha256);
+    if (known) {
+      const out = await this.known(known, requestHmac, log);
+      if (out) return out;
     }
 
-    const input = await resolveRegistration(this.db, this.settings, body, requestHmac, keySha256);
-    if (input.customer.account) await holdPassword(this.db, workflowId, requestHmac, await hashPassword(body.customer!.password!));
-    await this.call(log, async () => {
-      try {
-        await t.connection.withDeadline(Date.now() + 5_000, () =>
-          t.client.workflow.start<typeof register>(REGISTER_WORKFLOW, {
-            taskQueue: t.taskQueue,
-            workflowId,
-            args: [input],
-            // A concurrent duplicate joins the running one; a closed one is never re-run.
-            workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-            workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-            memo: {
-              request_hmac: requestHmac,
-              email: input.email,
-              products: input.productSlugs,
-              customer_id: input.customer.existingCustomerId ?? null,
-              site: input.site ? `${input.site.domain}${input.site.path}` : null,
-            },
-            typedSearchAttributes: [
-              ...(input.email ? [{ key: SA_EMAIL, value: input.email.toLowerCase() }] : []),
-              { key: SA_PRODUCTS, value: input.productSlugs },
-              ...(input.customer.existingCustomerId ? [{ key: SA_CUSTOMER_ID, value: input.customer.existingCustomerId }] : []),
-            ],
-            staticSummary: `register ${input.email ?? ''} (${input.productSlugs.join(', ')})`,
-          }),
-        );
-        this.metrics.workflowsStarted.inc({ workflow_type: REGISTER_WORKFLOW });
-      } catch (err) {
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-        // Closed with this id meanwhile: its result is the answer (checked below), and it
-        // needs no password held for it. (After other errors the start may have gone
-        // through: the hash stays held for it.)
-        await dropPasswords(this.db, workflowId, requestHmac);
-      }
-    });
-    if (keySha256 !== null) {
-      // Two different bodies racing with one key: whichever started owns the key.
-      const desc = await this.describe(workflowId, log);
-      if (desc && !sameBody(desc.memo, requestHmac)) {
-        await dropPasswords(this.db, workflowId, requestHmac);
-        throw keyReused();
-      }
-    }
-    return this.wait(workflowId, log);
+    this.temporal.check(temporalUnavailable);
+    const request = await resolveRegistration(this.db, this.settings, body);
+    if (request.customer.existingCustomerId === undefined) request.customer.newCustomerId = await this.store.reserveCustomerId();
+    const passwordHash = request.customer.account ? await hashPassword(body.customer!.password!) : null;
+    const row = await this.store.claim({ workflowId: workflowIdFor(idempotencyKey), keySha256, requestHmac, request, passwordHash });
+    if (row) return this.run(row, log);
+    // Another request holds the key (a concurrent duplicate, or another body).
+    const holder = (await this.store.byKey(keySha256!))!;
+    const out = await this.known(holder, requestHmac, log);
+    if (out) return out;
+    throw errorOf(holder.error!);
   }
 
-  private async describe(workflowId: string, log: Logger) {
-    const t = this.client();
+  /** A key's row: 409 for another body, else its answer; null when a 503 may be tried again. */
+  private async known(row: RegistrationRow, requestHmac: string, log: Logger): Promise<RegisterOutcome | null> {
+    // A row from before fingerprints were kept (request_hmac null) can only be answered when complete.
+    const same = row.request_hmac === null ? row.status === 'completed' : constantTimeEqual(row.request_hmac, requestHmac);
+    if (!same) throw keyReused();
+    if (row.status === 'completed') return { status: 200, body: row.result! };
+    if (row.status === 'running') return this.run(row, log); // join it
+    if (row.error && row.error.data.status < 500) throw errorOf(row.error);
+    return null;
+  }
+
+  /**
+   * Starts the registration's workflow, or joins it, and waits for its records up to
+   * REGISTER_WAIT_SECONDS (then 202). Temporal not answering: the row is given up (so the
+   * records are never written behind a 503) and the caller gets 503.
+   */
+  private async run(row: RegistrationRow, log: Logger): Promise<RegisterOutcome> {
+    const request = row.request!;
+    const customerId = request.customer.existingCustomerId ?? request.customer.newCustomerId;
+    const start: StartOptions<typeof register> = {
+      workflowId: row.workflow_id,
+      args: [{ registrationId: Number(row.id) }],
+      summary: `Registration ${row.id} of customer ${customerId}, plan ${request.plan}`,
+      // A concurrent duplicate joins the running one; one that failed (nothing written) may run again.
+      conflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      reusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+      memo: { registration_id: Number(row.id), products: request.products },
+      searchAttributes: [{ key: SA_PRODUCTS, value: request.products }, ...(customerId ? [{ key: SA_CUSTOMER_ID, value: customerId }] : [])],
+    };
+    const waitMs = this.config.REGISTER_WAIT_SECONDS * 1000;
     try {
-      return await this.call(log, () => t.connection.withDeadline(Date.now() + 5_000, () => t.client.workflow.getHandle(workflowId).describe()));
+      if (waitMs <= 0) {
+        await this.temporal.start(register, start, temporalUnavailable).catch((err: unknown) => {
+          // Closed with this id already: the row has its answer.
+          if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        });
+        return { status: 202, workflowId: row.workflow_id };
+      }
+      const r = await this.temporal.updateWithStart(register, registrationCommitted, { ...start, updateId: `commit-${row.id}-${row.attempt}`, waitMs }, temporalUnavailable);
+      if (r.outcome === 'waiting') return { status: 202, workflowId: row.workflow_id };
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return null;
-      throw err;
+      if (err instanceof ApiError && err.status === 503) {
+        log.warn({ err, registrationId: row.id }, 'registration given up: Temporal unreachable');
+        const now = await this.store.abandon(Number(row.id), err.toBody());
+        if (now.status === 'completed') return { status: 200, body: now.result! };
+        throw err;
+      }
+      if (!(err instanceof WorkflowUpdateFailedError || err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     }
+    return this.answer(Number(row.id));
   }
 
-  /** Waits for the result up to REGISTER_WAIT_SECONDS (0: not at all). */
-  private async wait(workflowId: string, log: Logger, waitMs = this.config.REGISTER_WAIT_SECONDS * 1000): Promise<RegisterOutcome> {
-    const t = this.client();
-    const handle: WorkflowHandle<typeof register> = t.client.workflow.getHandle(workflowId);
-    if (waitMs <= 0) return { status: 202, workflowId };
-    const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(), waitMs);
-    try {
-      const result = await t.connection.withAbortSignal(ac.signal, () => handle.result());
-      return { status: 200, body: result };
-    } catch (err) {
-      if (err instanceof WorkflowFailedError) throw failureToApiError(err);
-      // Our own timeout: the registration goes on, the caller polls.
-      if (ac.signal.aborted) return { status: 202, workflowId };
-      return this.call(log, () => Promise.reject(err));
-    } finally {
-      clearTimeout(timer);
-    }
+  /** The row's answer once the workflow says it decided. */
+  private async answer(id: number): Promise<RegisterOutcome> {
+    const row = (await this.store.byId(id))!;
+    if (row.status === 'completed') return { status: 200, body: row.result! };
+    if (row.status === 'failed' && row.error) throw errorOf(row.error);
+    throw temporalUnavailable('The registration workflow answered before its records were decided.');
   }
 
-  /** GET /register/{workflow_id}: 200 result, 202 running, the failure, or 404. */
-  async status(workflowId: string, log: Logger): Promise<RegisterOutcome> {
+  /** GET /register/{workflow_id}: from the row: 202 running, 200 the records, or its error; 404 for other ids. */
+  async status(workflowId: string): Promise<RegisterOutcome> {
     const notFound = () => new ApiError(404, 'wu_rest_registration_not_found', 'No registration with this workflow id.');
     if (!WORKFLOW_ID.test(workflowId)) throw notFound();
-    const desc = await this.describe(workflowId, log);
-    if (!desc || desc.type !== REGISTER_WORKFLOW) throw notFound();
-    if (desc.status.name === 'RUNNING') return { status: 202, workflowId };
-    return this.wait(workflowId, log, 10_000);
+    const row = await this.store.byWorkflowId(workflowId);
+    if (!row) throw notFound();
+    if (row.status === 'running') return { status: 202, workflowId };
+    if (row.status === 'completed') return { status: 200, body: row.result! };
+    throw errorOf(row.error!);
   }
 }

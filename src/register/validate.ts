@@ -3,8 +3,11 @@ import type { Db } from '../db/knex';
 import { ApiError, invalidParams } from '../http/errors';
 import { safeParseInput, zodParams } from '../http/validation';
 import type { SettingsStore } from '../settings/store';
-import type { RegisterInput } from '../../activities/register';
+import { CustomerService } from '../customers/store';
+import { siteAtAddress, templateProblem } from '../sites/store';
+import { resolveProducts } from './cart';
 import { registerSchema, type RegisterBody } from './schema';
+import type { RegistrationRequest } from './types';
 
 /** Where a new site lives, from the network settings `site_mode` and `network_domain`. */
 export async function siteAddress(settings: SettingsStore, siteUrl: string): Promise<{ domain: string; path: string }> {
@@ -14,8 +17,21 @@ export async function siteAddress(settings: SettingsStore, siteUrl: string): Pro
   return { domain: network, path: `/${siteUrl}/` };
 }
 
+export const SITE_URL_TAKEN = 'site.site_url is already taken.';
+
 export function invalidCart(params?: Record<string, string>): ApiError {
   return new ApiError(400, 'invalid_cart', 'Products are required.', params && Object.keys(params).length ? { params } : {});
+}
+
+/**
+ * What the request fingerprint covers: the body without the password, so the fingerprint
+ * (an HMAC with a server secret) says nothing about it.
+ */
+export function fingerprintBody(raw: Record<string, unknown>): Record<string, unknown> {
+  const customer = raw.customer;
+  if (!customer || typeof customer !== 'object' || Array.isArray(customer) || !('password' in customer)) return raw;
+  const { password: _password, ...rest } = customer as Record<string, unknown>;
+  return { ...raw, customer: rest };
 }
 
 /** Canonical JSON (sorted keys) of the body, for comparing a reused Idempotency-Key. */
@@ -46,88 +62,42 @@ export function parseRegisterBody(raw: Record<string, unknown>): RegisterBody {
   return result.data;
 }
 
+/** Problems of a service rule, under /register's field names (`customer.username`…). */
+function prefixed(prefix: string, params: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(params).map(([k, v]) => [`${prefix}.${k}`, `${prefix}.${v}`]));
+}
+
 /**
- * Step 2, against the database (read-only): products exist (id or slug), are active, one plan
- * among them, one currency; the account, the customer and the site address are free or
- * found. Every problem at once; an unknown customer_id alone is customer_not_found.
- * Returns the workflow's input, without the password (see ./passwords.ts).
+ * Step 2, against the database (read-only), with the same rules the records transaction
+ * applies (src/register/cart.ts, CustomerService.accountProblems, siteAtAddress,
+ * templateProblem): the products, the account, the customer and the site address. Every
+ * problem at once; an unknown customer_id alone is customer_not_found. Returns the request
+ * as stored in `registrations.request` (without the password).
  */
-export async function resolveRegistration(db: Db, settings: SettingsStore, body: RegisterBody, requestHmac: string, idempotencyKeySha256: string | null): Promise<RegisterInput> {
+export async function resolveRegistration(db: Db, settings: SettingsStore, body: RegisterBody): Promise<RegistrationRequest> {
   const params: Record<string, string> = {};
+  const cart = await resolveProducts(db, body.products!, body.currency);
+  if (cart.problem) params.products = cart.problem;
 
-  // Products.
-  const refs = body.products!;
-  const ids = refs.filter((r): r is number => typeof r === 'number');
-  const slugs = refs.filter((r): r is string => typeof r === 'string');
-  const rows: Record<string, any>[] = await db('products')
-    .where((w) => {
-      if (ids.length) w.orWhereIn('id', ids);
-      if (slugs.length) w.orWhereIn('slug', slugs);
-    })
-    .select('id', 'slug', 'type', 'active', 'currency');
-  const byRef = (r: number | string) => rows.find((p) => (typeof r === 'number' ? Number(p.id) === r : p.slug === r));
-  const resolved: Record<string, any>[] = [];
-  const unknown: string[] = [];
-  const inactive: string[] = [];
-  for (const r of refs) {
-    const p = byRef(r);
-    if (!p) unknown.push(String(r));
-    else if (!p.active) inactive.push(String(r));
-    else resolved.push(p);
-  }
-  const productErrors: string[] = [];
-  if (unknown.length) productErrors.push(`${unknown.join(', ')} ${unknown.length === 1 ? 'does' : 'do'} not match any product`);
-  if (inactive.length) productErrors.push(`${inactive.join(', ')} ${inactive.length === 1 ? 'is' : 'are'} not active`);
-  const distinct = new Set(resolved.map((p) => Number(p.id)));
-  if (distinct.size !== resolved.length) productErrors.push('the same product is listed twice (by id and by slug)');
-  const plans = resolved.filter((p) => p.type === 'plan');
-  if (!unknown.length && !inactive.length) {
-    if (plans.length === 0) productErrors.push('must include a plan');
-    if (plans.length > 1) productErrors.push(`must include only one plan (got ${plans.map((p) => p.slug).join(', ')})`);
-  }
-  const currency = body.currency ?? plans[0]?.currency ?? resolved[0]?.currency ?? 'USD';
-  const otherCurrency = resolved.filter((p) => p.currency.trim().toUpperCase() !== currency);
-  if (otherCurrency.length) productErrors.push(`${otherCurrency.map((p) => p.slug).join(', ')} ${otherCurrency.length === 1 ? 'is' : 'are'} not priced in ${currency}`);
-  if (productErrors.length) params.products = `products: ${productErrors.join('; ')}.`;
-
-  // Customer.
-  let email: string | null = body.customer?.email ?? null;
   if (body.customer_id !== undefined) {
-    const c = await db('customers as c').join('users as u', 'u.id', 'c.user_id').where('c.id', body.customer_id).first('c.id', 'u.email');
-    email = c?.email ?? null;
+    const c = await db('customers').where('id', body.customer_id).first('id');
     if (!c) {
       throw new ApiError(400, 'customer_not_found', `Customer ${body.customer_id} was not found.`, {
         params: { ...params, customer_id: `customer_id ${body.customer_id} does not match any customer.` },
       });
     }
-  } else if (body.customer?.user_id !== undefined) {
-    const u = await db('users').where({ id: body.customer.user_id }).first('id', 'email');
-    email = u?.email ?? null;
-    if (!u) params['customer.user_id'] = `customer.user_id ${body.customer.user_id} does not match any user.`;
-    else {
-      const owner = await db('customers').where({ user_id: body.customer.user_id }).first('id');
-      if (owner) params['customer.user_id'] = `customer.user_id ${body.customer.user_id} already belongs to customer ${owner.id}; use customer_id.`;
-    }
   } else {
-    const { username, email } = body.customer!;
-    const taken: Record<string, any>[] = await db('users')
-      .whereRaw('lower(username) = lower(?)', [username!])
-      .orWhereRaw('lower(email) = lower(?)', [email!])
-      .select('username', 'email');
-    if (taken.some((u) => u.username.toLowerCase() === username!.toLowerCase())) params['customer.username'] = 'customer.username is already taken.';
-    if (taken.some((u) => u.email.toLowerCase() === email!.toLowerCase())) params['customer.email'] = 'customer.email is already used by another account.';
+    const { user_id, username, email } = body.customer!;
+    Object.assign(params, prefixed('customer', await CustomerService.accountProblems(db, user_id !== undefined ? { user_id } : { username, email })));
   }
 
-  // Site.
-  let site: RegisterInput['site'] = null;
+  let site: RegistrationRequest['site'] = null;
   if (body.site) {
     const addr = await siteAddress(settings, body.site.site_url);
-    const taken = await db('sites').whereRaw('lower(domain) = ?', [addr.domain]).andWhere({ path: addr.path }).first('id');
-    if (taken) params['site.site_url'] = 'site.site_url is already taken.';
+    if (await siteAtAddress(db, addr.domain, addr.path)) params['site.site_url'] = SITE_URL_TAKEN;
     if (body.site.template_id !== undefined) {
-      const t = await db('sites').where({ id: body.site.template_id }).first('type');
-      if (!t) params['site.template_id'] = `site.template_id ${body.site.template_id} does not match any site.`;
-      else if (t.type !== 'site_template') params['site.template_id'] = `site.template_id ${body.site.template_id} is not a site template (its type is ${t.type}).`;
+      const problem = await templateProblem(db, body.site.template_id);
+      if (problem) params['site.template_id'] = `site.${problem}`;
     }
     site = {
       title: body.site.site_title,
@@ -142,15 +112,13 @@ export async function resolveRegistration(db: Db, settings: SettingsStore, body:
 
   if (Object.keys(params).length) throw invalidParams(params);
 
-  const plan = plans[0];
+  const plan = cart.plan!;
   const c = body.customer;
   let billing = c?.billing_address;
   if (body.country) billing = { country: body.country, ...(billing ?? {}) };
   return {
-    requestHmac,
-    idempotencyKeySha256,
-    email,
-    productSlugs: resolved.map((p) => p.slug),
+    products: cart.products.map((p) => p.slug),
+    plan: plan.slug,
     customer: {
       existingCustomerId: body.customer_id,
       userId: c?.user_id,
@@ -159,13 +127,13 @@ export async function resolveRegistration(db: Db, settings: SettingsStore, body:
     },
     cart: {
       plan_id: Number(plan.id),
-      addon_ids: resolved.filter((p) => p !== plan).map((p) => Number(p.id)),
-      currency,
+      addon_ids: cart.products.filter((p) => p !== plan).map((p) => Number(p.id)),
+      currency: cart.currency,
       duration: body.duration,
       duration_unit: body.duration_unit,
     },
     auto_renew: body.auto_renew ?? false,
-    membership: { status: 'pending', ...(body.membership ?? {}) } as RegisterInput['membership'],
+    membership: { status: 'pending', ...(body.membership ?? {}) } as RegistrationRequest['membership'],
     payment: { status: body.payment?.status ?? 'pending' },
     payment_method: body.payment_method ?? {},
     site,

@@ -1,3 +1,5 @@
+import path from 'node:path';
+import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
 import { TableService, type Row, type Trx } from '../db/table-service';
 import type { DomainChecks } from '../domains/checks';
@@ -33,7 +35,28 @@ export const siteListSpec: ListSpec = {
   },
 };
 
+/** A site's uploads while it lives in the shared estate (an isolated tenant keeps them in its own root). */
+export function siteUploadsDir(dataDir: string, siteId: number): string {
+  return path.join(dataDir, 'uploads', 'sites', String(siteId));
+}
+
 const pick = (cols: Row, current: Row | undefined, key: string) => (key in cols ? cols[key] : current?.[key]);
+
+/** The rule "one site per address": the id of the site at (domain, path), the domain compared case-insensitively. */
+export async function siteAtAddress(db: Knex | Trx, domain: string, path: string, exceptId?: number): Promise<number | null> {
+  const q = db('sites').whereRaw('lower(domain) = ?', [domain.toLowerCase()]).andWhere({ path });
+  if (exceptId !== undefined) q.whereNot({ id: exceptId });
+  const row = await q.first('id');
+  return row ? Number(row.id) : null;
+}
+
+/** The rule "a template is a site of type site_template": what is wrong with `templateId`, or null. */
+export async function templateProblem(db: Knex | Trx, templateId: number): Promise<string | null> {
+  const template = await db('sites').where({ id: templateId }).first('type');
+  if (!template) return `template_id ${templateId} does not match any site.`;
+  if (template.type !== 'site_template') return `template_id ${templateId} is not a site template (its type is ${template.type}).`;
+  return null;
+}
 
 /**
  * Rules a site write must keep, checked inside the write's transaction:
@@ -46,18 +69,15 @@ async function checkSite(trx: Trx, cols: Row, current?: Row): Promise<void> {
   const domain = pick(cols, current, 'domain');
   const path = pick(cols, current, 'path') ?? '/';
   if (('domain' in cols || 'path' in cols) && domain !== undefined) {
-    const q = trx('sites').whereRaw('lower(domain) = ?', [String(domain).toLowerCase()]).andWhere({ path });
-    if (current) q.whereNot({ id: current.id });
-    const taken = await q.first('id');
-    if (taken) errors.domain = `domain ${domain} with path ${path} is already used by site ${taken.id}.`;
+    const taken = await siteAtAddress(trx, String(domain), path, current ? Number(current.id) : undefined);
+    if (taken) errors.domain = `domain ${domain} with path ${path} is already used by site ${taken}.`;
   }
   if (cols.template_id !== undefined && cols.template_id !== null) {
     if (current && Number(cols.template_id) === Number(current.id)) errors.template_id = 'template_id must not be the site itself.';
     else {
-      const template = await trx('sites').where({ id: cols.template_id }).first('type');
-      if (template && template.type !== 'site_template') {
-        errors.template_id = `template_id ${cols.template_id} is not a site template (its type is ${template.type}).`;
-      }
+      // An unknown template_id is already refused by the reference check.
+      const problem = await templateProblem(trx, Number(cols.template_id));
+      if (problem && !problem.includes('does not match')) errors.template_id = problem;
     }
   }
   const membershipId = pick(cols, current, 'membership_id');

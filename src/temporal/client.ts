@@ -14,22 +14,6 @@ export async function connectTemporal(address: string, namespace: string, taskQu
   return { connection, client, namespace, taskQueue };
 }
 
-/** Reachable, and how many workers poll our task queue (readiness). */
-export async function temporalReadiness(t: TemporalHandle): Promise<{ reachable: boolean; pollers: number; error?: string }> {
-  try {
-    const res = await t.connection.withDeadline(Date.now() + 3000, () =>
-      t.connection.workflowService.describeTaskQueue({
-        namespace: t.namespace,
-        taskQueue: { name: t.taskQueue },
-        taskQueueType: 1, // WORKFLOW
-      }),
-    );
-    return { reachable: true, pollers: res.pollers?.length ?? 0 };
-  } catch (err) {
-    return { reachable: false, pollers: 0, error: (err as Error).message };
-  }
-}
-
 /**
  * 503 wu_rest_temporal_unavailable: the workflow service could not be reached. `what` says
  * what could not be done, `advice` what else the caller should know; `detail` is what the

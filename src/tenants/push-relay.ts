@@ -2,8 +2,11 @@ import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import pg from 'pg';
 import type { Db } from '../db/knex';
 import { logger } from '../logger';
+import { ApiError } from '../http/errors';
 import type { TemporalHandle } from '../temporal/client';
-import { SA_SITE_ID } from '../../workflows/register-search-attributes';
+import { TemporalGateway } from '../temporal/gateway';
+import { SA_SITE_ID } from '../../workflows/search-attributes';
+import { tenantPush } from '../../workflows/tenants';
 import { mainDatabaseUrl } from './hosts';
 
 export const TENANT_PUSH_CHANNEL = 'hostflow_tenant_push';
@@ -22,7 +25,10 @@ export interface PushRelay {
  * makes their starts one.
  */
 export function startTenantPushRelay(opts: { db: Db; temporal: TemporalHandle; intervalMs?: number }): PushRelay {
-  const { db, temporal } = opts;
+  const { db } = opts;
+  // A background job: a longer deadline than the API's, and a failed pass is tried again by the next.
+  const temporal = new TemporalGateway(opts.temporal, null, { callTimeoutMs: 10_000 });
+  const unavailable = (detail?: string) => new ApiError(503, 'temporal_unavailable', `tenant push relay: ${detail ?? 'Temporal unreachable'}`);
   const log = logger.child({ component: 'tenant-push-relay' });
   let stopped = false;
   let listener: pg.Client | null = null;
@@ -35,15 +41,18 @@ export function startTenantPushRelay(opts: { db: Db; temporal: TemporalHandle; i
       .whereExists(db('tenant_push_jobs as j').whereRaw('j.tenant_id = t.id').andWhere('j.status', 'queued'))
       .select('t.id', 't.uid', 't.site_id');
     for (const t of due) {
-      await temporal.client.workflow.start('tenantPush', {
-        taskQueue: temporal.taskQueue,
-        workflowId: `tenant-push-${t.uid}`,
-        args: [{ tenantId: Number(t.id), siteId: Number(t.site_id) }],
-        workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-        memo: { site_id: Number(t.site_id), tenant_uid: t.uid },
-        typedSearchAttributes: [{ key: SA_SITE_ID, value: Number(t.site_id) }],
-        staticSummary: `tenant push of site ${t.site_id}`,
-      });
+      await temporal.start(
+        tenantPush,
+        {
+          workflowId: `tenant-push-${t.uid}`,
+          args: [{ tenantId: Number(t.id), siteId: Number(t.site_id) }],
+          conflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+          memo: { site_id: Number(t.site_id), tenant_uid: t.uid },
+          searchAttributes: [{ key: SA_SITE_ID, value: Number(t.site_id) }],
+          summary: `Tenant push, site ${t.site_id}`,
+        },
+        unavailable,
+      );
     }
     return due.map((t) => Number(t.site_id));
   };
@@ -102,6 +111,7 @@ export function startTenantPushRelay(opts: { db: Db; temporal: TemporalHandle; i
     async stop() {
       stopped = true;
       clearInterval(timer);
+      temporal.close();
       await running?.catch(() => undefined);
       await listener?.end().catch(() => undefined);
       listener = null;

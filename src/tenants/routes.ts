@@ -2,12 +2,11 @@ import type { Request, Response, Router } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
-import type { Metrics } from '../http/metrics';
 import { publicBase } from '../http/public-url';
 import { parseId } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { bodyObject, fields, parseOrThrow } from '../http/validation';
-import type { TemporalHandle } from '../temporal/client';
+import type { TemporalGateway } from '../temporal/gateway';
 import { TenantService, type TenantOutcome } from './service';
 import { CHECK_NAMES, CHECK_STATUSES, TENANT_STATES } from './store';
 
@@ -16,8 +15,8 @@ export const bootstrapSchema = z.object({
 });
 
 /** POST bootstrap, GET migration-status, POST verify, DELETE: isolated ("sovereign") tenants. */
-export function mountTenants(router: Router, registry: RouteRegistry, namespace: string, deps: { db: Db; temporal: TemporalHandle | null; metrics: Metrics; config: Config }): TenantService {
-  const service = new TenantService(deps.db, deps.temporal, deps.metrics, deps.config);
+export function mountTenants(router: Router, registry: RouteRegistry, namespace: string, deps: { db: Db; temporal: TemporalGateway; config: Config }): TenantService {
+  const service = new TenantService(deps.db, deps.temporal, deps.config);
   documentTenants(registry, namespace);
 
   const statusUrl = (req: Request, siteId: number) => {

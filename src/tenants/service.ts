@@ -1,18 +1,19 @@
 import crypto from 'node:crypto';
-import { WorkflowFailedError, WorkflowIdConflictPolicy, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
 import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors';
-import type { Metrics } from '../http/metrics';
 import type { Logger } from '../logger';
-import { temporalUnavailable as temporalUnavailableError, type TemporalHandle } from '../temporal/client';
-import type { TenantWorkflowInput, TenantWorkflowResult } from '../../workflows/tenants';
-import { SA_SITE_ID } from '../../workflows/register-search-attributes';
+import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
+import type { TemporalGateway } from '../temporal/gateway';
+import { tenantBootstrap, tenantTeardown, tenantVerifyWorkflow, type TenantWorkflowInput, type TenantWorkflowResult } from '../../workflows/tenants';
+import { SA_SITE_ID } from '../../workflows/search-attributes';
 import { tenantHosts } from './hosts';
 import { liveTenant, tenantStatus, type TenantRow, type TenantState, type TenantStatus } from './store';
 
-export const TENANT_WORKFLOWS = { bootstrap: 'tenantBootstrap', verify: 'tenantVerifyWorkflow', teardown: 'tenantTeardown' } as const;
+export const TENANT_WORKFLOWS = { bootstrap: tenantBootstrap, verify: tenantVerifyWorkflow, teardown: tenantTeardown } as const;
+const SUMMARY = { bootstrap: 'Tenant bootstrap', verify: 'Tenant verification', teardown: 'Tenant teardown' } as const;
 type Operation = keyof typeof TENANT_WORKFLOWS;
 
 /** What a route answers: the status (with a message) or, after a teardown, the deletion; `poll` adds Location and Retry-After. */
@@ -48,15 +49,9 @@ const busy = (t: TenantRow, doing: string) =>
 export class TenantService {
   constructor(
     private readonly db: Db,
-    private readonly temporal: TemporalHandle | null,
-    private readonly metrics: Metrics,
+    private readonly temporal: TemporalGateway,
     private readonly config: Config,
   ) {}
-
-  private client(): TemporalHandle {
-    if (!this.temporal) throw temporalUnavailable('Temporal is not configured.');
-    return this.temporal;
-  }
 
   private async siteExists(siteId: number): Promise<void> {
     if (!(await this.db('sites').where({ id: siteId }).first('id'))) throw notFoundItem('site');
@@ -82,25 +77,24 @@ export class TenantService {
   }
 
   private async start(op: Operation, t: TenantRow, log: Logger): Promise<void> {
-    const temporal = this.client();
     const input: TenantWorkflowInput = { tenantId: Number(t.id), siteId: Number(t.site_id) };
     try {
-      await temporal.connection.withDeadline(Date.now() + 5_000, () =>
-        temporal.client.workflow.start(TENANT_WORKFLOWS[op], {
-          taskQueue: temporal.taskQueue,
+      await this.temporal.start(
+        TENANT_WORKFLOWS[op],
+        {
           workflowId: workflowId(op, t),
           args: [input],
           // A running one is joined; a finished one with this id is run again.
-          workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+          conflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
           memo: { site_id: Number(t.site_id), tenant_uid: t.uid },
-          typedSearchAttributes: [{ key: SA_SITE_ID, value: Number(t.site_id) }],
-          staticSummary: `tenant ${op} of site ${t.site_id}`,
-        }),
+          searchAttributes: [{ key: SA_SITE_ID, value: Number(t.site_id) }],
+          summary: `${SUMMARY[op]}, site ${t.site_id}`,
+        },
+        temporalUnavailable,
       );
-      this.metrics.workflowsStarted.inc({ workflow_type: TENANT_WORKFLOWS[op] });
     } catch (err) {
       log.warn({ err }, 'tenant workflow start failed');
-      throw temporalUnavailable((err as Error)?.message);
+      throw err;
     }
   }
 
@@ -108,18 +102,11 @@ export class TenantService {
   private async wait(op: Operation, t: TenantRow): Promise<TenantWorkflowResult | null> {
     const waitMs = this.config.TENANT_WAIT_SECONDS * 1000;
     if (waitMs <= 0) return null;
-    const temporal = this.client();
-    const handle: WorkflowHandle = temporal.client.workflow.getHandle(workflowId(op, t));
-    const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(), waitMs);
     try {
-      return (await temporal.connection.withAbortSignal(ac.signal, () => handle.result())) as TenantWorkflowResult;
+      return await this.temporal.result<(typeof TENANT_WORKFLOWS)[typeof op]>(workflowId(op, t), waitMs, temporalUnavailable);
     } catch (err) {
-      if (ac.signal.aborted) return null;
       if (err instanceof WorkflowFailedError) throw new ApiError(500, 'wu_rest_tenant_workflow_failed', `The tenant ${op} workflow failed: ${err.cause?.message ?? err.message}`);
-      throw temporalUnavailable((err as Error)?.message);
-    } finally {
-      clearTimeout(timer);
+      throw err;
     }
   }
 

@@ -5,11 +5,10 @@ import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { ApiError, invalidParams, noRoute, notFoundItem } from '../http/errors';
 import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders, type ListQuery } from '../http/list';
-import type { Metrics } from '../http/metrics';
 import { publicBase } from '../http/public-url';
 import type { RouteRegistry } from '../http/routes';
 import { bodyObject, parseOrThrow } from '../http/validation';
-import type { TemporalHandle } from '../temporal/client';
+import type { TemporalGateway } from '../temporal/gateway';
 import { localeProblem, SLUG_PATTERN, VERSION_PATTERN, WORDPRESS_LOCALES } from './locales';
 import {
   BATCH_MAX_LOCALES,
@@ -31,8 +30,7 @@ import { PACKAGE_TYPES } from './types';
 
 export interface TranslationDeps {
   db: Db;
-  temporal: TemporalHandle | null;
-  metrics: Metrics;
+  temporal: TemporalGateway;
   config: Config;
 }
 
@@ -94,7 +92,7 @@ function actor(req: Request): string {
  * replaces an old pack. Mount before the API authentication.
  */
 export function mountTranslationDownloads(router: Router, registry: RouteRegistry, namespace: string, deps: TranslationDeps): void {
-  const service = new TranslationService(deps.db, deps.temporal, deps.metrics, deps.config);
+  const service = new TranslationService(deps.db, deps.temporal, deps.config);
   registry.operation(namespace, 'GET', '/translations/packages/:type/:slug/:version/:locale.zip', {
     summary: 'Download a ready language pack (zip of .po, .mo, .l10n.php and per-script .json)',
     description:
@@ -140,7 +138,7 @@ export function mountTranslationDownloads(router: Router, registry: RouteRegistr
 
 /** Status checks, projects and jobs (behind the API authentication). */
 export function mountTranslations(router: Router, registry: RouteRegistry, namespace: string, deps: TranslationDeps): TranslationService {
-  const service = new TranslationService(deps.db, deps.temporal, deps.metrics, deps.config);
+  const service = new TranslationService(deps.db, deps.temporal, deps.config);
   const status = registry.component('TranslationPackageStatus', statusSchema);
   const project = registry.component('TranslationProject', projectRecordSchema);
   const job = registry.component('TranslationJob', jobRecordSchema);

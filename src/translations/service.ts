@@ -1,33 +1,32 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
+import type { SignalDefinition } from '@temporalio/common';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
 import { OutboundPolicy, urlRefusal } from '../infra/outbound-http';
 import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
-import type { Metrics } from '../http/metrics';
 import { isoDate, zodParams } from '../http/validation';
 import type { Logger } from '../logger';
-import { temporalUnavailable as temporalUnavailableError, type TemporalHandle } from '../temporal/client';
+import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
+import type { TemporalGateway } from '../temporal/gateway';
+import { approveSignal, rejectSignal, translationPipeline } from '../../workflows/translationPipeline';
 import { assertParsable, GettextError } from './gettext';
 import { glotpressUrl, WORDPRESS_LOCALES } from './locales';
 import { packagesDir } from './package';
 import { checkSchema, type CheckInput, type CreateProject, type UpdateProject } from './schema';
 import {
-  APPROVE_SIGNAL,
   FAILURE_KIND,
   JOB_STATUSES,
   PACKAGE_TYPES,
   pipelineWorkflowId,
-  REJECT_SIGNAL,
   type JobStatus,
   type PipelineInput,
   type PipelineStep,
 } from './types';
 
-export const TRANSLATION_PIPELINE_WORKFLOW = 'translationPipeline';
 const IN_FLIGHT: JobStatus[] = ['importing', 'pending_approval', 'processing', 'packaging'];
 
 export const projectListSpec: ListSpec = {
@@ -158,8 +157,7 @@ export class TranslationService {
 
   constructor(
     private readonly db: Db,
-    private readonly temporal: TemporalHandle | null,
-    private readonly metrics: Metrics,
+    private readonly temporal: TemporalGateway,
     private readonly config: Pick<Config, 'TRANSLATION_GLOTPRESS_URL_TEMPLATE' | 'TRANSLATION_AI_MAX_TRIES' | 'DATA_DIR' | 'OUTBOUND_ALLOWED_HOSTS'>,
   ) {
     this.outbound = new OutboundPolicy(config.OUTBOUND_ALLOWED_HOSTS);
@@ -398,27 +396,21 @@ export class TranslationService {
     fromStep: PipelineStep | undefined,
     conflictPolicy: WorkflowIdConflictPolicy,
   ): Promise<string> {
-    if (!this.temporal) throw temporalUnavailable('Temporal is not configured.');
-    const t = this.temporal;
     const workflowId = pipelineWorkflowId(j.slug, j.type, j.version, j.locale);
     const input: PipelineInput = { jobId, slug: j.slug, type: j.type as PipelineInput['type'], version: j.version, locale: j.locale, aiMaxTries: this.config.TRANSLATION_AI_MAX_TRIES, ...(fromStep ? { fromStep } : {}) };
-    try {
-      await t.connection.withDeadline(Date.now() + 5_000, () =>
-        t.client.workflow.start(TRANSLATION_PIPELINE_WORKFLOW, {
-          taskQueue: t.taskQueue,
-          workflowId,
-          args: [input],
-          workflowIdConflictPolicy: conflictPolicy,
-          // A retry (or a package built again after its job was removed) reuses the id.
-          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-          memo: { job_id: jobId, slug: j.slug, type: j.type, version: j.version, locale: j.locale, ...(fromStep ? { from_step: fromStep } : {}) },
-          staticSummary: `translation ${j.type} ${j.slug} ${j.version} ${j.locale}${fromStep ? ` (retry from ${fromStep})` : ''}`,
-        }),
-      );
-    } catch (err) {
-      throw temporalUnavailable((err as Error).message);
-    }
-    this.metrics.workflowsStarted.inc({ workflow_type: TRANSLATION_PIPELINE_WORKFLOW });
+    await this.temporal.start(
+      translationPipeline,
+      {
+        workflowId,
+        args: [input],
+        conflictPolicy,
+        // A retry (or a package built again after its job was removed) reuses the id.
+        reusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        memo: { job_id: jobId, slug: j.slug, type: j.type, version: j.version, locale: j.locale, ...(fromStep ? { from_step: fromStep } : {}) },
+        summary: `Translation pipeline, ${j.type} ${j.slug} ${j.version} ${j.locale} (job ${jobId})${fromStep ? `, retry from ${fromStep}` : ''}`,
+      },
+      temporalUnavailable,
+    );
     return workflowId;
   }
 
@@ -478,16 +470,14 @@ export class TranslationService {
     return conflict('wu_rest_translation_job_not_pending', `Only a job waiting for approval (pending_approval) can be ${action}; this one is ${status}.`, { job_status: status });
   }
 
-  private async signal(workflowId: string, name: string, arg: unknown): Promise<void> {
-    if (!this.temporal) throw temporalUnavailable('Temporal is not configured.');
-    const t = this.temporal;
+  private async signal<A>(workflowId: string, signal: SignalDefinition<[A]>, arg: A): Promise<void> {
     try {
-      await t.connection.withDeadline(Date.now() + 5_000, () => t.client.workflow.getHandle(workflowId).signal(name, arg));
+      await this.temporal.signal(workflowId, signal, [arg], temporalUnavailable);
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) {
         throw conflict('wu_rest_translation_workflow_not_running', 'The pipeline of this job is not running (it was terminated or lost); POST .../retry restarts it from its step.');
       }
-      throw temporalUnavailable((err as Error).message);
+      throw err;
     }
   }
 
@@ -506,7 +496,7 @@ export class TranslationService {
       .update({ approved_at: this.db.fn.now(), approved_by: by, date_modified: this.db.fn.now(), logs: this.logEntry('pending_approval', `Approved (${by}).`) });
     if (n === 0) return this.approve(id, by);
     try {
-      await this.signal(job.workflow_id, APPROVE_SIGNAL, { by });
+      await this.signal(job.workflow_id, approveSignal, { by });
     } catch (err) {
       await this.db('translation_jobs').where({ id }).update({ approved_at: null, approved_by: null });
       throw err;
@@ -532,7 +522,7 @@ export class TranslationService {
       });
     if (n === 0) throw this.notPending('changed meanwhile', 'rejected');
     try {
-      await this.signal(job.workflow_id, REJECT_SIGNAL, { reason, by });
+      await this.signal(job.workflow_id, rejectSignal, { reason, by });
     } catch (err) {
       await this.db('translation_jobs').where({ id }).update({ status: 'pending_approval', failure_step: null, failure_reason: null, rejection_reason: null });
       throw err;
@@ -555,7 +545,7 @@ export class TranslationService {
       await Promise.all(
         rows.slice(i, i + 10).map(async (r) => {
           try {
-            await this.signal(r.workflow_id, APPROVE_SIGNAL, { by });
+            await this.signal(r.workflow_id, approveSignal, { by });
             approved.push(Number(r.id));
           } catch (err) {
             await this.db('translation_jobs').where({ id: r.id }).update({ approved_at: null, approved_by: null });
@@ -569,14 +559,12 @@ export class TranslationService {
 
   /** Whether the job's workflow is running (null: there is no such workflow). */
   private async workflowRunning(workflowId: string): Promise<string | null> {
-    if (!this.temporal) throw temporalUnavailable('Temporal is not configured.');
-    const t = this.temporal;
     try {
-      const d = await t.connection.withDeadline(Date.now() + 5_000, () => t.client.workflow.getHandle(workflowId).describe());
+      const d = await this.temporal.call(temporalUnavailable, (c) => c.workflow.getHandle(workflowId).describe());
       return d.status.name;
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return null;
-      throw temporalUnavailable((err as Error).message);
+      throw err;
     }
   }
 

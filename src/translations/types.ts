@@ -53,5 +53,3 @@ export function pipelineWorkflowId(slug: string, type: string, version: string, 
   return `translation-${slug}-${type}-${version}-${locale}`;
 }
 
-export const APPROVE_SIGNAL = 'translationApprove';
-export const REJECT_SIGNAL = 'translationReject';

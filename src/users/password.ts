@@ -1,7 +1,31 @@
 import crypto from 'node:crypto';
+import os from 'node:os';
 import { promisify } from 'node:util';
 
-const scrypt = promisify(crypto.scrypt) as (pw: string, salt: Buffer, len: number, opts: crypto.ScryptOptions) => Promise<Buffer>;
+const scryptAsync = promisify(crypto.scrypt) as (pw: string, salt: Buffer, len: number, opts: crypto.ScryptOptions) => Promise<Buffer>;
+
+/**
+ * scrypt runs on libuv's thread pool (never on the event loop), a CPU-bound ~100 ms each. At
+ * most one per core at a time, and one pool thread always left for the rest (file system, DNS
+ * lookups of new database connections): more hashes at once would not finish sooner, they would
+ * only hold those up. Per process: each replica hashes on its own cores.
+ */
+const HASH_SLOTS = Math.max(1, Math.min(os.availableParallelism(), Number(process.env.UV_THREADPOOL_SIZE ?? 4) - 1));
+let hashing = 0;
+const waiting: (() => void)[] = [];
+
+async function scrypt(pw: string, salt: Buffer, len: number, opts: crypto.ScryptOptions): Promise<Buffer> {
+  if (hashing >= HASH_SLOTS) await new Promise<void>((resolve) => waiting.push(resolve));
+  else hashing++;
+  try {
+    return await scryptAsync(pw, salt, len, opts);
+  } finally {
+    // The slot passes straight to the next in line (or is freed).
+    const next = waiting.shift();
+    if (next) next();
+    else hashing--;
+  }
+}
 
 // scrypt parameters (N=2^15, r=8, p=1): about 32 MiB and tens of milliseconds a hash.
 const N = 1 << 15;

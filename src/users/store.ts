@@ -31,11 +31,12 @@ export const usersStore = {
     };
   },
 
+  /** With the clear password (hashed here) or its hash (hashed earlier, out of the transaction). */
   async create(
     db: Knex | Knex.Transaction,
-    input: { username: string; email: string; password: string; display_name?: string },
+    input: { username: string; email: string; display_name?: string } & ({ password: string } | { password_hash: string }),
   ): Promise<UserRow> {
-    const password_hash = await hashPassword(input.password);
+    const password_hash = 'password_hash' in input ? input.password_hash : await hashPassword(input.password);
     const [row] = await db<UserRow>('users')
       .insert({ username: input.username, email: input.email, password_hash, display_name: input.display_name ?? input.username })
       .returning('*');

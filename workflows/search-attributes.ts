@@ -1,10 +1,11 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 /**
- * Search attributes of the register workflow (registered on every dev server by
- * src/infra/temporal-server.ts). Shared by the workflow and the handler that starts it.
+ * Search attributes of hostflow's workflows (registered on every dev server by
+ * src/infra/temporal-server.ts). Ids and product slugs only: no personal data, which the
+ * namespace would keep for its retention period, readable by anyone who can read it.
+ * A registration is found by e-mail with `npm run cli -- registrations find <email>`.
  */
 export const SA_CUSTOMER_ID = defineSearchAttributeKey('HostflowCustomerId', SearchAttributeType.INT);
-export const SA_EMAIL = defineSearchAttributeKey('HostflowEmail', SearchAttributeType.KEYWORD);
 export const SA_SITE_ID = defineSearchAttributeKey('HostflowSiteId', SearchAttributeType.INT);
 export const SA_PRODUCTS = defineSearchAttributeKey('HostflowProducts', SearchAttributeType.KEYWORD_LIST);

@@ -1,0 +1,90 @@
+import type { Knex } from 'knex';
+import { ApiError } from '../http/errors';
+import { Decimal } from '../http/money';
+import type { LineItemOut, PricedCart, RegistrationRequest } from './types';
+
+type Row = Record<string, any>;
+
+export interface ResolvedProducts {
+  /** The products found, in the request's order. */
+  products: Row[];
+  plan: Row | undefined;
+  currency: string;
+  /** Everything wrong with the list (`products: …`), or null. */
+  problem: string | null;
+}
+
+/**
+ * The cart's rules, in one place (the request's validation and the records transaction both
+ * ask them): every product exists (by id or slug) and is active, no product twice, exactly
+ * one plan, one currency.
+ */
+export async function resolveProducts(db: Knex | Knex.Transaction, refs: (number | string)[], currency?: string): Promise<ResolvedProducts> {
+  const ids = refs.filter((r): r is number => typeof r === 'number');
+  const slugs = refs.filter((r): r is string => typeof r === 'string');
+  const rows: Row[] = await db('products')
+    .where((w) => {
+      if (ids.length) w.orWhereIn('id', ids);
+      if (slugs.length) w.orWhereIn('slug', slugs);
+    })
+    .select('*');
+  const byRef = (r: number | string) => rows.find((p) => (typeof r === 'number' ? Number(p.id) === r : p.slug === r));
+  const products: Row[] = [];
+  const unknown: string[] = [];
+  const inactive: string[] = [];
+  for (const r of refs) {
+    const p = byRef(r);
+    if (!p) unknown.push(String(r));
+    else if (!p.active) inactive.push(String(r));
+    else products.push(p);
+  }
+  const errors: string[] = [];
+  if (unknown.length) errors.push(`${unknown.join(', ')} ${unknown.length === 1 ? 'does' : 'do'} not match any product`);
+  if (inactive.length) errors.push(`${inactive.join(', ')} ${inactive.length === 1 ? 'is' : 'are'} not active`);
+  if (new Set(products.map((p) => Number(p.id))).size !== products.length) errors.push('the same product is listed twice (by id and by slug)');
+  const plans = products.filter((p) => p.type === 'plan');
+  if (!unknown.length && !inactive.length) {
+    if (plans.length === 0) errors.push('must include a plan');
+    if (plans.length > 1) errors.push(`must include only one plan (got ${plans.map((p) => p.slug).join(', ')})`);
+  }
+  const chosen = currency ?? plans[0]?.currency ?? products[0]?.currency ?? 'USD';
+  const other = products.filter((p) => p.currency.trim().toUpperCase() !== chosen);
+  if (other.length) errors.push(`${other.map((p) => p.slug).join(', ')} ${other.length === 1 ? 'is' : 'are'} not priced in ${chosen}`);
+  return { products, plan: plans[0], currency: chosen, problem: errors.length ? `products: ${errors.join('; ')}.` : null };
+}
+
+/**
+ * Prices the cart from the products as they are now (inside the records transaction): plan +
+ * add-ons, setup fees on the first payment; the membership's `amount` is the recurring part.
+ */
+export async function priceCart(db: Knex | Knex.Transaction, cart: RegistrationRequest['cart']): Promise<PricedCart> {
+  const ids = [cart.plan_id, ...cart.addon_ids];
+  const { products, plan, problem } = await resolveProducts(db, ids, cart.currency);
+  if (problem || !plan) throw new ApiError(400, 'invalid_cart', 'The products changed since the request was checked.', { params: { products: problem ?? 'products: must include a plan.' } });
+  const items: LineItemOut[] = [];
+  let amount = new Decimal(0);
+  let initial = new Decimal(0);
+  for (const p of products) {
+    const price = new Decimal(p.amount);
+    const fee = new Decimal(p.setup_fee);
+    const id = Number(p.id);
+    items.push({ name: p.name, quantity: 1, unit_price: price.toFixed(), product_id: id, description: `${p.duration} ${p.duration_unit}${p.duration === 1 ? '' : 's'}` });
+    if (fee.gt(0)) items.push({ name: `${p.name} setup fee`, quantity: 1, unit_price: fee.toFixed(), product_id: id, description: 'one-time setup fee' });
+    initial = initial.plus(price).plus(fee);
+    if (p.recurring) amount = amount.plus(price);
+  }
+  return {
+    currency: cart.currency,
+    plan_id: cart.plan_id,
+    addon_products: cart.addon_ids.map((product_id) => ({ product_id, quantity: 1 })),
+    recurring: Boolean(plan.recurring),
+    duration: cart.duration ?? Number(plan.duration),
+    duration_unit: cart.duration_unit ?? plan.duration_unit,
+    billing_cycles: Number(plan.billing_cycles),
+    amount: amount.toFixed(),
+    initial_amount: initial.toFixed(),
+    line_items: items,
+    subtotal: initial.toFixed(),
+    total: initial.toFixed(),
+  };
+}

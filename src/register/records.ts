@@ -1,0 +1,255 @@
+import type { Knex } from 'knex';
+import { CustomerService } from '../customers/store';
+import type { Db } from '../db/knex';
+import { ApiError, invalidParams } from '../http/errors';
+import { createMembershipService } from '../memberships/store';
+import { createPaymentService } from '../payments/store';
+import { SiteService } from '../sites/store';
+import { priceCart } from './cart';
+import { HOLD_HOURS } from './store';
+import type { CommitOutcome, ErrorBody, RegisterResult, RegistrationIds, RegistrationRequest } from './types';
+import { SITE_URL_TAKEN } from './validate';
+
+type Trx = Knex.Transaction;
+type Row = Record<string, any>;
+
+// The transaction runs inside a workflow task (a local activity): it must not wait long for a
+// lock or a statement. Past these it fails and the local activity tries again.
+const LOCK_TIMEOUT = '3s';
+const STATEMENT_TIMEOUT = '10s';
+
+/** SQLSTATE classes that mean "this request cannot be stored" (data, integrity, RAISE), not "try again". */
+const BUSINESS_SQLSTATE = /^(22|23|P0001)/;
+
+/** The caller's 4xx for an error of the request; null for infrastructure trouble (retried). */
+export function requestError(err: unknown): ErrorBody | null {
+  if (err instanceof ApiError) return err.toBody();
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code === 'string' && BUSINESS_SQLSTATE.test(code)) {
+    const message = `The registration could not be stored: ${(err as Error).message.split(' - ').pop()}`;
+    return { code: 'wu_rest_registration_failed', message, data: { status: 400, sqlstate: code } };
+  }
+  return null;
+}
+
+/** A service's 400 under /register's field names (`customer.username`…). */
+function underField(err: unknown, prefix: string, rename: Record<string, [string, string]> = {}): unknown {
+  if (!(err instanceof ApiError) || err.code !== 'wu_rest_invalid_parameter') return err;
+  const params = (err.extra.params ?? {}) as Record<string, string>;
+  return invalidParams(Object.fromEntries(Object.entries(params).map(([k, v]) => rename[k] ?? [`${prefix}.${k}`, `${prefix}.${v}`])));
+}
+
+const idsOf = (row: Row): RegistrationIds => ({
+  customer_id: Number(row.customer_id),
+  membership_id: Number(row.membership_id),
+  payment_id: Number(row.payment_id),
+  site_id: row.site_id === null ? null : Number(row.site_id),
+});
+
+/**
+ * The records of a registration (user, customer, membership, payment, site and their
+ * statuses) written in ONE transaction, through the resources' own services and rules, so
+ * they are all there or none is: nothing to compensate. Idempotent: it locks the
+ * registration's row and, when a previous attempt committed, answers what that one stored.
+ */
+export class RegistrationRecords {
+  private readonly customers: CustomerService;
+  private readonly memberships;
+  private readonly payments;
+  private readonly sites: SiteService;
+
+  constructor(private readonly db: Db) {
+    this.customers = new CustomerService(db);
+    this.memberships = createMembershipService(db);
+    this.payments = createPaymentService(db);
+    this.sites = new SiteService(db);
+  }
+
+  async commit(registrationId: number): Promise<CommitOutcome> {
+    try {
+      return await this.db.transaction(async (trx) => {
+        const row = await this.lock(trx, registrationId);
+        if (!row) throw new Error(`registration ${registrationId} does not exist`);
+        if (row.status !== 'running') return this.outcomeOf(row);
+        const request = row.request as RegistrationRequest;
+        const { result, ...created } = await this.write(trx, request, row.password_hash);
+        const provision = request.site?.template_id !== undefined && created.ids.site_id !== null;
+        await trx('registrations')
+          .where({ id: registrationId })
+          .update({
+            status: 'completed',
+            ...created.ids,
+            user_id: created.userId,
+            created_user: created.createdUser,
+            created_customer: created.createdCustomer,
+            result: JSON.stringify(result),
+            error: null,
+            password_hash: null,
+            provisioning: provision ? 'running' : null,
+            date_modified: trx.fn.now(),
+          });
+        return { status: 'committed', ids: created.ids, provision };
+      });
+    } catch (err) {
+      const body = requestError(err);
+      if (!body) throw err;
+      // Refused: the answer is recorded (the transaction above rolled back everything else).
+      const [row] = await this.db('registrations')
+        .where({ id: registrationId, status: 'running' })
+        .update({ status: 'failed', error: JSON.stringify(body), password_hash: null, date_modified: this.db.fn.now() })
+        .returning('*');
+      if (row) return { status: 'rejected' };
+      return this.outcomeOf(await this.db('registrations').where({ id: registrationId }).first());
+    }
+  }
+
+  /** After the local activity gave up (database unreachable): a 503 the same Idempotency-Key may retry. */
+  async giveUp(registrationId: number): Promise<void> {
+    const body: ErrorBody = {
+      code: 'wu_rest_registration_unavailable',
+      message: 'The registration could not be written (the database did not answer); nothing was kept. Send it again; with the same Idempotency-Key it is never registered twice.',
+      data: { status: 503 },
+    };
+    await this.db('registrations')
+      .where({ id: registrationId, status: 'running' })
+      .update({ status: 'failed', error: JSON.stringify(body), password_hash: null, date_modified: this.db.fn.now() });
+  }
+
+  /**
+   * The registration's row, locked, with the transaction's timeouts set in the same round trip
+   * (the id is a number: nothing to escape).
+   */
+  private async lock(trx: Trx, registrationId: number): Promise<Row | undefined> {
+    const id = Number(registrationId);
+    if (!Number.isSafeInteger(id)) throw new Error(`not a registration id: ${registrationId}`);
+    const res = await trx.raw(
+      `SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'; SET LOCAL statement_timeout = '${STATEMENT_TIMEOUT}'; SELECT * FROM registrations WHERE id = ${id} FOR UPDATE`,
+    );
+    return (res as { rows: Row[] }[])[2].rows[0];
+  }
+
+  private outcomeOf(row: Row): CommitOutcome {
+    if (row.status === 'completed') return { status: 'committed', ids: idsOf(row), provision: row.provisioning !== null };
+    const status = Number((row.error as ErrorBody | null)?.data?.status ?? 500);
+    return status >= 500 ? { status: 'abandoned' } : { status: 'rejected' };
+  }
+
+  private async write(trx: Trx, req: RegistrationRequest, passwordHash: string | null) {
+    const c = req.customer;
+    let customer: Row;
+    let createdUser = false;
+    let createdCustomer = true;
+    if (c.existingCustomerId !== undefined) {
+      const existing = await this.customers.get(c.existingCustomerId, trx);
+      if (!existing) throw new ApiError(400, 'customer_not_found', `Customer ${c.existingCustomerId} was not found.`, { params: { customer_id: 'customer_id does not match any customer.' } });
+      customer = existing;
+      createdCustomer = false;
+    } else {
+      if (c.account && passwordHash === null) {
+        throw new ApiError(400, 'wu_rest_registration_failed', `The account's password is no longer held (it is kept ${HOLD_HOURS} hours until the account is created); send the registration again.`);
+      }
+      const input = c.account
+        ? { username: c.account.username, email: c.account.email, billing_address: c.billing_address ?? {}, signup_form: 'by-register' }
+        : { user_id: c.userId, billing_address: c.billing_address ?? {}, signup_form: 'by-register' };
+      customer = await this.customers
+        .create(input as Parameters<CustomerService['create']>[0], { trx, passwordHash: passwordHash ?? undefined, id: c.newCustomerId })
+        .catch((err: unknown) => Promise.reject(underField(err, 'customer')));
+      createdUser = c.account !== undefined;
+    }
+    const customerId = Number(customer.id);
+
+    const cart = await priceCart(trx, req.cart);
+    const pm = req.payment_method;
+    const m = req.membership;
+    const membership = await this.memberships.create(
+      {
+        customer_id: customerId,
+        plan_id: cart.plan_id,
+        addon_products: cart.addon_products,
+        currency: cart.currency,
+        initial_amount: cart.initial_amount,
+        amount: cart.amount,
+        recurring: cart.recurring,
+        auto_renew: req.auto_renew,
+        duration: cart.duration,
+        duration_unit: cart.duration_unit,
+        billing_cycles: cart.billing_cycles,
+        status: 'pending',
+        gateway: pm.gateway,
+        gateway_customer_id: pm.gateway_customer_id,
+        gateway_subscription_id: pm.gateway_subscription_id,
+        date_activated: m.date_activated,
+        date_trial_end: m.date_trial_end,
+        date_renewed: m.date_renewed,
+        date_expiration: m.date_expiration,
+      },
+      trx,
+    );
+    // Created with its status: the payment rules apply on create (completion takes the next invoice number).
+    const payment = await this.payments.create(
+      {
+        customer_id: customerId,
+        membership_id: membership.id,
+        product_id: cart.plan_id,
+        currency: cart.currency,
+        line_items: cart.line_items,
+        subtotal: cart.subtotal,
+        total: cart.total,
+        status: req.payment.status,
+        gateway: pm.gateway,
+        gateway_payment_id: pm.gateway_payment_id,
+      },
+      trx,
+    );
+    let site: Row = req.site ? await this.writeSite(trx, req.site, customerId, Number(membership.id)) : { id: 0 };
+
+    // The membership moves to its status after the site exists: activation publishes the
+    // membership's pending sites (a rule of the memberships service).
+    let membershipRecord: Row = membership;
+    if (m.status !== 'pending') {
+      membershipRecord = (await this.memberships.update(Number(membership.id), { status: m.status }, trx))!;
+      if (site.id) site = (await this.sites.get(Number(site.id), trx))!;
+    }
+
+    const ids: RegistrationIds = { customer_id: customerId, membership_id: Number(membership.id), payment_id: Number(payment.id), site_id: site.id ? Number(site.id) : null };
+    const result = { customer, membership: membershipRecord, payment, site } as unknown as RegisterResult;
+    return { ids, result, userId: Number(customer.user_id), createdUser, createdCustomer };
+  }
+
+  /**
+   * The site: `pending` (inactive) until the membership is active or trialing, or
+   * `customer_owned` at once with site.publish. With a template, its description and
+   * site_meta are copied here (the request's site_meta wins per key); its content follows
+   * after the answer (./provisioning.ts).
+   */
+  private async writeSite(trx: Trx, s: NonNullable<RegistrationRequest['site']>, customerId: number, membershipId: number): Promise<Row> {
+    let description = '';
+    let meta: Record<string, unknown> = {};
+    // The site rules (a free address, a template that is a site_template) are the sites
+    // service's, checked by its create below.
+    const template = s.template_id === undefined ? undefined : await trx('sites').where({ id: s.template_id }).first('description', 'site_meta');
+    if (template) {
+      description = template.description;
+      meta = { ...(template.site_meta ?? {}) };
+    }
+    meta = { ...meta, ...(s.site_meta ?? {}) };
+    if (s.site_option) meta.site_option = s.site_option;
+    return this.sites
+      .create(
+        {
+          title: s.title,
+          description,
+          domain: s.domain,
+          path: s.path,
+          customer_id: customerId,
+          membership_id: membershipId,
+          template_id: s.template_id ?? null,
+          type: s.publish ? 'customer_owned' : 'pending',
+          active: s.publish,
+          site_meta: meta,
+        },
+        trx,
+      )
+      .catch((err: unknown) => Promise.reject(underField(err, 'site', { domain: ['site.site_url', SITE_URL_TAKEN] })));
+  }
+}

@@ -1,0 +1,328 @@
+import {
+  isGrpcDeadlineError,
+  isGrpcServiceError,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowIdConflictPolicy,
+  WorkflowIdReusePolicy,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type Client,
+  type WorkflowHandle,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import type { SearchAttributePair, SignalDefinition, UpdateDefinition, Workflow, WorkflowResultType } from '@temporalio/common';
+import client from 'prom-client';
+import { ApiError } from '../http/errors';
+import type { Metrics } from '../http/metrics';
+import { logger } from '../logger';
+import type { TemporalHandle } from './client';
+
+/** The 503 a feature answers when Temporal cannot be reached; `detail` says why. */
+export type Unavailable = (detail?: string) => ApiError;
+
+export interface StartOptions<T extends Workflow> {
+  workflowId: string;
+  args: Parameters<T>;
+  /** What the Temporal UI lists: the business object, never personal data ("Tenant bootstrap, site 42"). */
+  summary: string;
+  conflictPolicy?: WorkflowIdConflictPolicy;
+  reusePolicy?: WorkflowIdReusePolicy;
+  memo?: Record<string, unknown>;
+  searchAttributes?: SearchAttributePair[];
+}
+
+/** Errors that are answers from Temporal, not trouble reaching it: callers handle them. */
+function isAnswer(err: unknown): boolean {
+  return (
+    err instanceof ApiError ||
+    err instanceof WorkflowNotFoundError ||
+    err instanceof WorkflowFailedError ||
+    err instanceof WorkflowExecutionAlreadyStartedError ||
+    err instanceof WorkflowUpdateFailedError
+  );
+}
+
+class NoAnswer extends Error {}
+
+/** `p`, or a rejection once `ms` have passed (the promise itself is left to end on its own deadline). */
+function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new NoAnswer(`no answer within ${ms} ms`)), ms);
+  });
+  p.catch(() => undefined);
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
+/** The server did not answer, or could not be reached (gRPC UNAVAILABLE, DEADLINE_EXCEEDED), at any depth of causes. */
+function isUnreachable(err: unknown): boolean {
+  for (let e = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
+    if (e instanceof NoAnswer || isGrpcDeadlineError(e)) return true;
+    if (isGrpcServiceError(e) && (e as { code?: number }).code === GRPC_UNAVAILABLE) return true;
+  }
+  return false;
+}
+
+const GRPC_UNAVAILABLE = 14;
+const TRANSIENT_FAILURE = 3; // grpc connectivityState: the last connection attempt failed (refused, reset)
+const PROBE_DEADLINE_MS = 500;
+
+/**
+ * Every Temporal call the API makes goes through here: "is Temporal configured", a deadline
+ * on each call, a circuit, and trouble mapped to the caller's 503.
+ *
+ * The circuit opens when a call fails to reach the server (deadline passed, connection
+ * refused), when the readiness check fails, or when the connection's channel reports its last
+ * connection attempt failed; while it is open, calls answer 503 at once and a probe
+ * (getSystemInfo) runs every `probeIntervalMs` until the server answers again. So the first
+ * request after Temporal goes away waits at most one call deadline, the next ones none.
+ *
+ * The circuit is per process: with N API replicas each one finds out on its own, within one
+ * deadline.
+ */
+export class TemporalGateway {
+  private open = false;
+  private lastError = '';
+  private probeTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(
+    readonly handle: TemporalHandle | null,
+    private readonly metrics: Metrics | null,
+    private readonly opts: { callTimeoutMs: number; probeIntervalMs?: number },
+  ) {
+    if (metrics) {
+      const self = this;
+      // One per registry: an app built again on the same metrics (tests) takes the gauge over.
+      metrics.registry.removeSingleMetric('temporal_unreachable');
+      new client.Gauge({
+        name: 'temporal_unreachable',
+        help: '1 while this process holds Temporal for unreachable (its circuit is open), else 0',
+        registers: [metrics.registry],
+        collect() {
+          this.set(self.open ? 1 : 0);
+        },
+      });
+    }
+  }
+
+  get configured(): boolean {
+    return this.handle !== null;
+  }
+
+  /** The connection to use now, or the caller's 503 (not configured, or known unreachable). */
+  check(unavailable: Unavailable): TemporalHandle {
+    const t = this.handle;
+    if (!t) throw unavailable('Temporal is not configured.');
+    if (!this.open && this.channelFailed(t)) this.trip('the connection to the server failed');
+    if (this.open) throw unavailable(`Temporal did not answer (${this.lastError}); checked again every second.`);
+    return t;
+  }
+
+  /**
+   * Runs `fn` under the call deadline; failing to reach the server opens the circuit and is the
+   * 503. The deadline is also raced here: the client's own connection attempt (a lazy
+   * connection) and retries of refused connections are not always bound by it.
+   */
+  async call<R>(unavailable: Unavailable, fn: (client: Client) => Promise<R>, timeoutMs = this.opts.callTimeoutMs): Promise<R> {
+    const t = this.check(unavailable);
+    try {
+      return await within(timeoutMs, t.connection.withDeadline(Date.now() + timeoutMs, () => fn(t.client)));
+    } catch (err) {
+      throw this.failure(err, unavailable);
+    }
+  }
+
+  /** Starts a workflow by its function; the type name is the function's name. */
+  async start<T extends Workflow>(workflow: T, opts: StartOptions<T>, unavailable: Unavailable): Promise<WorkflowHandle<T>> {
+    const handle = await this.call(unavailable, (c) => c.workflow.start(workflow, this.startOptions(this.handle!, opts)));
+    this.metrics?.workflowsStarted.inc({ workflow_type: workflow.name });
+    return handle;
+  }
+
+  async signal<Args extends unknown[]>(workflowId: string, signal: SignalDefinition<Args>, args: Args, unavailable: Unavailable): Promise<void> {
+    await this.call(unavailable, (c) => c.workflow.getHandle(workflowId).signal(signal, ...args));
+  }
+
+  /**
+   * The workflow's result if it ends within `waitMs`, else null (still running: not a fault).
+   * A failed workflow is WorkflowFailedError.
+   */
+  async result<T extends Workflow>(workflowId: string, waitMs: number, unavailable: Unavailable): Promise<WorkflowResultType<T> | null> {
+    const t = this.check(unavailable);
+    try {
+      return await within(waitMs, t.connection.withDeadline(Date.now() + waitMs, () => t.client.workflow.getHandle<T>(workflowId).result()));
+    } catch (err) {
+      if (err instanceof NoAnswer || isGrpcDeadlineError(err)) return null;
+      throw this.failure(err, unavailable);
+    }
+  }
+
+  /** Best effort (a stopped workflow is fine): false when Temporal could not be reached. */
+  async terminate(workflowId: string, reason: string): Promise<boolean> {
+    try {
+      await this.call(
+        () => new ApiError(503, 'temporal_unavailable', 'unreachable'),
+        (c) => c.workflow.getHandle(workflowId).terminate(reason),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return true;
+      logger.warn({ err, workflowId }, 'could not terminate workflow');
+      return false;
+    }
+  }
+
+  /**
+   * Update-With-Start (one round trip: the workflow starts, or a running one is joined, and
+   * the update's result comes back). Waits at most `waitMs` for the result: 'waiting' then
+   * means the server has the workflow and the update is still running (a worker is slow or
+   * gone). A server that has not answered after `callTimeoutMs` is probed: if the probe fails
+   * too, the call is abandoned and the caller gets its 503 ('unreachable' here, with the
+   * detail) within one call deadline.
+   */
+  async updateWithStart<T extends Workflow, Ret>(
+    workflow: T,
+    update: UpdateDefinition<Ret, []>,
+    opts: StartOptions<T> & { updateId: string; waitMs: number },
+    unavailable: Unavailable,
+  ): Promise<{ outcome: 'done'; result: Ret } | { outcome: 'waiting' }> {
+    const t = this.check(unavailable);
+    const ac = new AbortController();
+    const startWorkflowOperation = new WithStartWorkflowOperation(workflow, {
+      ...this.startOptions(t, opts),
+      workflowIdConflictPolicy: opts.conflictPolicy ?? WorkflowIdConflictPolicy.USE_EXISTING,
+    });
+    const call = t.connection
+      .withDeadline(Date.now() + opts.waitMs, () =>
+        t.connection.withAbortSignal(ac.signal, () => t.client.workflow.executeUpdateWithStart(update, { startWorkflowOperation, updateId: opts.updateId })),
+      )
+      .then((result) => ({ kind: 'done' as const, result }));
+    // Not answered after the call deadline (less the probe's): is the server there at all?
+    // Not answered within the wait: the same question, then 'waiting' (202) or 503.
+    const timers: NodeJS.Timeout[] = [];
+    const after = (ms: number) => new Promise<void>((resolve) => timers.push(setTimeout(resolve, ms)));
+    const probeAt = this.opts.callTimeoutMs - PROBE_DEADLINE_MS;
+    const unreachable = probeAt < opts.waitMs ? after(probeAt).then(() => this.probe()).then((ok) => (ok ? new Promise<never>(() => undefined) : { kind: 'unreachable' as const })) : new Promise<never>(() => undefined);
+    const waited = after(opts.waitMs).then(async () => ((await this.probe()) ? { kind: 'waiting' as const } : { kind: 'unreachable' as const }));
+    try {
+      const r = await Promise.race([call, unreachable, waited]);
+      if (r.kind === 'done') {
+        this.metrics?.workflowsStarted.inc({ workflow_type: workflow.name });
+        return { outcome: 'done', result: r.result };
+      }
+      ac.abort();
+      if (r.kind === 'unreachable') throw unavailable(this.lastError);
+      this.metrics?.workflowsStarted.inc({ workflow_type: workflow.name });
+      return { outcome: 'waiting' };
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      // The wait's deadline can end the call a moment before our timer: still a 202 if the server answers.
+      if (isGrpcDeadlineError(err) && (await this.probe())) return { outcome: 'waiting' };
+      throw this.failure(err, unavailable);
+    } finally {
+      for (const timer of timers) clearTimeout(timer);
+      call.catch(() => undefined); // given up on: its end is nobody's concern
+    }
+  }
+
+  /** Reachable, and how many workers poll the task queue (/readyz); the outcome moves the circuit. */
+  async readiness(): Promise<{ reachable: boolean; pollers: number; error?: string }> {
+    const t = this.handle;
+    if (!t) return { reachable: false, pollers: 0, error: 'not configured' };
+    try {
+      const res = await t.connection.withDeadline(Date.now() + 3000, () =>
+        t.connection.workflowService.describeTaskQueue({ namespace: t.namespace, taskQueue: { name: t.taskQueue }, taskQueueType: 1 /* WORKFLOW */ }),
+      );
+      this.reset();
+      return { reachable: true, pollers: res.pollers?.length ?? 0 };
+    } catch (err) {
+      this.trip((err as Error).message);
+      return { reachable: false, pollers: 0, error: (err as Error).message };
+    }
+  }
+
+  /** Stops the probe (the app is closing). */
+  close(): void {
+    this.closed = true;
+    if (this.probeTimer) clearTimeout(this.probeTimer);
+    this.probeTimer = null;
+  }
+
+  private startOptions<T extends Workflow>(t: TemporalHandle, o: StartOptions<T>): WorkflowStartOptions<T> {
+    return {
+      taskQueue: t.taskQueue,
+      workflowId: o.workflowId,
+      args: o.args,
+      staticSummary: o.summary,
+      ...(o.conflictPolicy ? { workflowIdConflictPolicy: o.conflictPolicy } : {}),
+      ...(o.reusePolicy ? { workflowIdReusePolicy: o.reusePolicy } : {}),
+      ...(o.memo ? { memo: o.memo } : {}),
+      ...(o.searchAttributes?.length ? { typedSearchAttributes: o.searchAttributes } : {}),
+      // `args` is typed by StartOptions<T>; the SDK's conditional type cannot see that through the spread.
+    } as unknown as WorkflowStartOptions<T>;
+  }
+
+  /** A call's error as the caller should see it: Temporal's answers pass, trouble is the 503. */
+  private failure(err: unknown, unavailable: Unavailable): unknown {
+    if (isAnswer(err)) return err;
+    const message = (err as Error)?.message ?? String(err);
+    if (isUnreachable(err)) this.trip(message);
+    return unavailable(message);
+  }
+
+  /** The channel's own connection state: a refused or reset connection shows here at once. */
+  private channelFailed(t: TemporalHandle): boolean {
+    // `client` is the grpc-js client behind the connection (protected in the SDK's types).
+    const grpcClient = (t.connection as unknown as { client?: { getChannel?: () => { getConnectivityState(tryToConnect: boolean): number } } }).client;
+    try {
+      return grpcClient?.getChannel?.().getConnectivityState(false) === TRANSIENT_FAILURE;
+    } catch {
+      return false;
+    }
+  }
+
+  private trip(reason: string): void {
+    this.lastError = reason;
+    if (this.open || this.closed) return;
+    this.open = true;
+    logger.warn({ reason }, 'temporal unreachable: workflow starts answer 503 until it answers again');
+    // The first probe at once: a lone failed call on a healthy server closes the circuit again within one round trip.
+    this.scheduleProbe(0);
+  }
+
+  private reset(): void {
+    if (!this.open) return;
+    this.open = false;
+    if (this.probeTimer) clearTimeout(this.probeTimer);
+    this.probeTimer = null;
+    logger.info('temporal reachable again');
+  }
+
+  private scheduleProbe(delayMs = this.opts.probeIntervalMs ?? 1000): void {
+    if (this.closed) return;
+    this.probeTimer = setTimeout(() => {
+      this.probeTimer = null;
+      void this.probe().then((ok) => {
+        if (ok) this.reset();
+        else if (this.open) this.scheduleProbe();
+      });
+    }, delayMs);
+    this.probeTimer.unref();
+  }
+
+  /** One cheap call with a short deadline; a failure opens the circuit. */
+  private async probe(): Promise<boolean> {
+    const t = this.handle;
+    if (!t) return false;
+    try {
+      await within(PROBE_DEADLINE_MS, t.connection.withDeadline(Date.now() + PROBE_DEADLINE_MS, () => t.connection.workflowService.getSystemInfo({})));
+      return true;
+    } catch (err) {
+      this.trip(`no answer within ${PROBE_DEADLINE_MS} ms: ${(err as Error).message}`);
+      return false;
+    }
+  }
+}
