@@ -163,13 +163,11 @@ export class CustomerService implements ResourceService<Customer> {
   ): Promise<Record<string, string>> {
     const params: Record<string, string> = {};
     if (account.user_id !== undefined) {
-      const user = await usersStore.findById(db, account.user_id);
+      // The user and its customer, if any, in one query.
+      const user = await db('users as u').leftJoin('customers as c', 'c.user_id', 'u.id').where('u.id', account.user_id).first('u.id', 'c.id as customer_id');
       if (!user) params.user_id = `user_id ${account.user_id} does not match any user.`;
-      else {
-        const existing = await db('customers').where({ user_id: account.user_id }).first('id');
-        if (existing && Number(existing.id) !== except.customerId) {
-          params.user_id = `user_id ${account.user_id} already belongs to customer ${existing.id}; a user can have only one customer.`;
-        }
+      else if (user.customer_id !== null && Number(user.customer_id) !== except.customerId) {
+        params.user_id = `user_id ${account.user_id} already belongs to customer ${user.customer_id}; a user can have only one customer.`;
       }
     }
     if (account.username !== undefined || account.email !== undefined) {

@@ -13,6 +13,8 @@ export type ColumnKind = 'int' | 'text' | 'bool' | 'money' | 'json' | 'timestamp
 
 export type Trx = Knex.Transaction;
 export type Row = Record<string, any>;
+/** Reference field -> the row it points at; only fields the write sets (and that exist). */
+export type Refs = Record<string, Row>;
 
 export interface TableResourceConfig {
   table: string;
@@ -26,11 +28,15 @@ export interface TableResourceConfig {
   references?: Record<string, { table: string; label: string }>;
   /** Unique constraint (or index) name -> the field and message of the 400. */
   uniques?: Record<string, { field: string; message: string }>;
-  /** Business rules around writes; they run inside the write's transaction. */
+  /**
+   * Business rules around writes; they run inside the write's transaction. `refs` holds the
+   * rows the write's reference fields point at (fetched with the reference check, in the same
+   * round trip), so a rule about them asks nothing more.
+   */
   hooks?: {
-    beforeCreate?(trx: Trx, cols: Row): Promise<void>;
+    beforeCreate?(trx: Trx, cols: Row, refs: Refs): Promise<void>;
     afterCreate?(trx: Trx, row: Row): Promise<void>;
-    beforeUpdate?(trx: Trx, current: Row, cols: Row): Promise<void>;
+    beforeUpdate?(trx: Trx, current: Row, cols: Row, refs: Refs): Promise<void>;
     afterUpdate?(trx: Trx, before: Row, after: Row): Promise<void>;
     beforeDelete?(trx: Trx, row: Row): Promise<void>;
     afterDelete?(row: Row): Promise<void>;
@@ -107,24 +113,33 @@ export class TableService implements ResourceService<Row> {
     return trx ? fn(trx) : this.db.transaction(fn);
   }
 
-  /** 400 naming every reference field whose value matches no row. */
-  async checkReferences(trx: Trx, cols: Row): Promise<void> {
+  /**
+   * The rows the reference fields set in `cols` point at, in ONE query (a scalar subquery per
+   * field); a value that matches no row is a 400 naming every such field.
+   */
+  async checkReferences(trx: Trx, cols: Row): Promise<Refs> {
+    const asked = Object.entries(this.cfg.references ?? {}).filter(([field]) => cols[field] !== undefined && cols[field] !== null);
+    if (asked.length === 0) return {};
+    // Table and field names come from the resource's configuration, never from a request.
+    const sql = asked.map(() => '(SELECT to_jsonb(r) FROM ?? r WHERE r.id = ?) AS ??').join(', ');
+    const bindings = asked.flatMap(([field, ref]) => [ref.table, cols[field], field]);
+    const found: Row = (await trx.raw(`SELECT ${sql}`, bindings)).rows[0];
     const errors: Record<string, string> = {};
-    for (const [field, ref] of Object.entries(this.cfg.references ?? {})) {
-      const v = cols[field];
-      if (v === undefined || v === null) continue;
-      const found = await trx(ref.table).where({ id: v }).first('id');
-      if (!found) errors[field] = `${field} ${v} does not match any ${ref.label}.`;
+    const refs: Refs = {};
+    for (const [field, ref] of asked) {
+      if (found[field] === null) errors[field] = `${field} ${cols[field]} does not match any ${ref.label}.`;
+      else refs[field] = found[field];
     }
     if (Object.keys(errors).length) throw invalidParams(errors);
+    return refs;
   }
 
   async create(input: Row, outer?: Trx): Promise<Row> {
     try {
       return await this.inTransaction(outer, async (trx) => {
         const cols = this.toColumns(input);
-        await this.checkReferences(trx, cols);
-        await this.cfg.hooks?.beforeCreate?.(trx, cols);
+        const refs = await this.checkReferences(trx, cols);
+        await this.cfg.hooks?.beforeCreate?.(trx, cols, refs);
         const [row] = await trx(this.cfg.table).insert(cols).returning('*');
         if (!this.cfg.hooks?.afterCreate) return this.toRecord(row);
         await this.cfg.hooks.afterCreate(trx, row);
@@ -141,8 +156,8 @@ export class TableService implements ResourceService<Row> {
         const current = await trx(this.cfg.table).where({ id }).forUpdate().first();
         if (!current) return null;
         const cols = this.toColumns(input);
-        await this.checkReferences(trx, cols);
-        await this.cfg.hooks?.beforeUpdate?.(trx, current, cols);
+        const refs = await this.checkReferences(trx, cols);
+        await this.cfg.hooks?.beforeUpdate?.(trx, current, cols, refs);
         if (Object.keys(cols).length === 0) return this.toRecord(current);
         const [after] = await trx(this.cfg.table)
           .where({ id })

@@ -1,5 +1,5 @@
 import type { Db } from '../db/knex';
-import { TableService, type Row, type Trx } from '../db/table-service';
+import { TableService, type Refs, type Row, type Trx } from '../db/table-service';
 import { invalidParams } from '../http/errors';
 import type { ListSpec } from '../http/list';
 import { DURATION_UNITS } from '../shared-enums';
@@ -35,11 +35,11 @@ const ACTIVE = new Set(['active', 'trialing']);
 const ACTIVATABLE_FROM = new Set(['pending', 'on-hold']);
 
 /** plan_id must be a product of type `plan`; every add-on product must exist. */
-async function checkProducts(trx: Trx, cols: Row): Promise<void> {
+async function checkProducts(trx: Trx, cols: Row, refs: Refs): Promise<void> {
   const errors: Record<string, string> = {};
   if (cols.plan_id !== undefined) {
-    const plan = await trx('products').where({ id: cols.plan_id }).first('id', 'type');
-    // An unknown plan_id is already refused by the reference check.
+    // The reference check fetched it (an unknown plan_id is refused there).
+    const plan = refs.plan_id;
     if (plan && plan.type !== 'plan') errors.plan_id = `plan_id ${cols.plan_id} is a product of type ${plan.type}, not a plan.`;
   }
   if (cols.addon_products !== undefined) {
@@ -95,8 +95,8 @@ export function createMembershipService(db: Db): TableService {
       plan_id: { table: 'products', label: 'product' },
     },
     hooks: {
-      async beforeCreate(trx, cols) {
-        await checkProducts(trx, cols);
+      async beforeCreate(trx, cols, refs) {
+        await checkProducts(trx, cols, refs);
         const status = cols.status ?? 'pending';
         if (status === 'cancelled') {
           if (cols.date_cancellation == null) cols.date_cancellation = trx.fn.now();
@@ -104,8 +104,8 @@ export function createMembershipService(db: Db): TableService {
         }
         if (ACTIVE.has(status) && cols.date_activated == null) cols.date_activated = trx.fn.now();
       },
-      async beforeUpdate(trx, current, cols) {
-        await checkProducts(trx, cols);
+      async beforeUpdate(trx, current, cols, refs) {
+        await checkProducts(trx, cols, refs);
         // A payment's membership belongs to the payment's customer: keep it that way.
         if (cols.customer_id !== undefined && Number(cols.customer_id) !== Number(current.customer_id)) {
           const payment = await trx('payments').where({ membership_id: current.id }).whereNot({ customer_id: cols.customer_id }).first('id');

@@ -1,5 +1,5 @@
 import type { Db } from '../db/knex';
-import { TableService, type Row, type Trx } from '../db/table-service';
+import { TableService, type Refs, type Row, type Trx } from '../db/table-service';
 import { invalidParams } from '../http/errors';
 import type { ListSpec } from '../http/list';
 import { Decimal, moneyOut } from '../http/money';
@@ -44,7 +44,7 @@ async function nextInvoiceNumber(trx: Trx): Promise<number> {
 }
 
 /** Line items with an unknown product_id, and the membership of another customer: 400. */
-async function checkRelations(trx: Trx, cols: Row, current?: Row): Promise<void> {
+async function checkRelations(trx: Trx, cols: Row, refs: Refs, current?: Row): Promise<void> {
   const errors: Record<string, string> = {};
   if (cols.line_items !== undefined) {
     const items = JSON.parse(cols.line_items) as LineItem[];
@@ -59,7 +59,8 @@ async function checkRelations(trx: Trx, cols: Row, current?: Row): Promise<void>
     const membershipId = 'membership_id' in cols ? cols.membership_id : current?.membership_id;
     const customerId = Number(cols.customer_id ?? current?.customer_id);
     if (membershipId != null) {
-      const m = await trx('memberships').where({ id: membershipId }).first('customer_id');
+      // Fetched by the reference check when the write sets it.
+      const m = refs.membership_id ?? (await trx('memberships').where({ id: membershipId }).first('customer_id'));
       if (m && Number(m.customer_id) !== customerId) {
         errors.membership_id = `membership_id ${membershipId} belongs to customer ${m.customer_id}, not to customer ${customerId}.`;
       }
@@ -110,8 +111,8 @@ export function createPaymentService(db: Db): TableService {
     },
     uniques: { payments_invoice_number_unique: { field: 'invoice_number', message: 'invoice_number is already used by another payment.' } },
     hooks: {
-      async beforeCreate(trx, cols) {
-        await checkRelations(trx, cols);
+      async beforeCreate(trx, cols, refs) {
+        await checkRelations(trx, cols, refs);
         const items = normaliseLineItems(cols);
         // Without a subtotal, the line items make it; without a total, the parts make it.
         if (cols.subtotal === undefined && items && items.length > 0) {
@@ -126,8 +127,8 @@ export function createPaymentService(db: Db): TableService {
         }
         if (cols.status === 'completed') cols.invoice_number = await nextInvoiceNumber(trx);
       },
-      async beforeUpdate(trx, current, cols) {
-        await checkRelations(trx, cols, current);
+      async beforeUpdate(trx, current, cols, refs) {
+        await checkRelations(trx, cols, refs, current);
         normaliseLineItems(cols);
         if (cols.status === 'completed' && current.invoice_number === null) cols.invoice_number = await nextInvoiceNumber(trx);
       },

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
-import { TableService, type Row, type Trx } from '../db/table-service';
+import { TableService, type Refs, type Row, type Trx } from '../db/table-service';
 import type { DomainChecks } from '../domains/checks';
 import { conflict, invalidParams } from '../http/errors';
 import type { ListSpec } from '../http/list';
@@ -54,8 +54,12 @@ export async function siteAtAddress(db: Knex | Trx, domain: string, path: string
 export async function templateProblem(db: Knex | Trx, templateId: number): Promise<string | null> {
   const template = await db('sites').where({ id: templateId }).first('type');
   if (!template) return `template_id ${templateId} does not match any site.`;
-  if (template.type !== 'site_template') return `template_id ${templateId} is not a site template (its type is ${template.type}).`;
-  return null;
+  return templateTypeProblem(templateId, template.type);
+}
+
+function templateTypeProblem(templateId: number, type: string | undefined): string | null {
+  if (type === undefined || type === 'site_template') return null;
+  return `template_id ${templateId} is not a site template (its type is ${type}).`;
 }
 
 /**
@@ -64,7 +68,7 @@ export async function templateProblem(db: Knex | Trx, templateId: number): Promi
  * itself); the membership belongs to the site's customer. On create, a membership without
  * a customer_id gives the site its customer.
  */
-async function checkSite(trx: Trx, cols: Row, current?: Row): Promise<void> {
+async function checkSite(trx: Trx, cols: Row, refs: Refs, current?: Row): Promise<void> {
   const errors: Record<string, string> = {};
   const domain = pick(cols, current, 'domain');
   const path = pick(cols, current, 'path') ?? '/';
@@ -75,14 +79,15 @@ async function checkSite(trx: Trx, cols: Row, current?: Row): Promise<void> {
   if (cols.template_id !== undefined && cols.template_id !== null) {
     if (current && Number(cols.template_id) === Number(current.id)) errors.template_id = 'template_id must not be the site itself.';
     else {
-      // An unknown template_id is already refused by the reference check.
-      const problem = await templateProblem(trx, Number(cols.template_id));
-      if (problem && !problem.includes('does not match')) errors.template_id = problem;
+      // The reference check fetched it (an unknown template_id is refused there).
+      const problem = templateTypeProblem(Number(cols.template_id), refs.template_id?.type);
+      if (problem) errors.template_id = problem;
     }
   }
   const membershipId = pick(cols, current, 'membership_id');
   if (membershipId !== undefined && membershipId !== null && ('membership_id' in cols || 'customer_id' in cols)) {
-    const membership = await trx('memberships').where({ id: membershipId }).first('customer_id');
+    // Fetched by the reference check when the write sets it.
+    const membership = refs.membership_id ?? (await trx('memberships').where({ id: membershipId }).first('customer_id'));
     if (membership) {
       if (!current && !('customer_id' in cols)) cols.customer_id = Number(membership.customer_id);
       const customerId = pick(cols, current, 'customer_id');
@@ -158,9 +163,9 @@ export class SiteService extends TableService {
       },
       uniques: { sites_domain_path_uq: { field: 'domain', message: 'domain with this path is already used by another site.' } },
       hooks: {
-        beforeCreate: (trx, cols) => checkSite(trx, cols),
+        beforeCreate: (trx, cols, refs) => checkSite(trx, cols, refs),
         afterCreate: (trx, row) => seedSiteContent(trx, row),
-        beforeUpdate: (trx, current, cols) => checkSite(trx, cols, current),
+        beforeUpdate: (trx, current, cols, refs) => checkSite(trx, cols, refs, current),
         beforeDelete: (trx, row) => refuseIsolatedSite(trx, row),
       },
     });
