@@ -37,12 +37,12 @@ export function createRegisterActivities(deps: { db: Db; config: Pick<Config, 'D
   const records = new RegistrationRecords(deps.db);
   const provisioning = new SiteProvisioning(deps.db, deps.config.DATA_DIR);
   return {
-    /** Local activity: the records in one transaction (idempotent). */
+    /** Local activity: the records in one transaction (idempotent), or what the API's commit of them decided. */
     commitRegistration(registrationId: number): Promise<CommitOutcome> {
-      return guarded('records transaction', registrationId, () => records.commit(registrationId));
+      return guarded('records transaction', registrationId, () => records.settle(registrationId));
     },
-    /** The transaction could not run (database unreachable past the retries): a 503 the same key may retry. */
-    giveUpRegistration(registrationId: number): Promise<void> {
+    /** The transaction could not run (database unreachable past the retries): a 503 the same key may retry, unless the row was decided meanwhile. */
+    giveUpRegistration(registrationId: number): Promise<CommitOutcome> {
       return guarded('giving up', registrationId, () => records.giveUp(registrationId));
     },
     provisionSite(registrationId: number): Promise<void> {

@@ -1,6 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import request from 'supertest';
 import { createApp } from '../src/http/app';
+import { RegistrationRecords } from '../src/register/records';
+import { RegistrationStore } from '../src/register/store';
+import type { RegistrationRequest } from '../src/register/types';
 import type { RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
@@ -8,7 +11,9 @@ import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
 /**
  * The worker killed (SIGKILL) in the middle of a registration's records transaction (the
  * local activity, inside a workflow task), then another started: the task times out, the
- * transaction runs again and the registration completes exactly once.
+ * transaction runs again and the registration completes exactly once. With
+ * REGISTER_WAIT_SECONDS=0 the API starts the workflow and leaves the commit to it: the same
+ * path as an API process that dies right after the start.
  */
 describe('/register survives a worker crash', () => {
   let ctx: TestContext;
@@ -90,10 +95,15 @@ describe('/register survives a worker crash', () => {
     worker = undefined;
   }, 120_000);
 
-  test('a worker that dies while the client waits: 202 with the status URL (not 503: Temporal itself answers), then 200 once another worker ran it', async () => {
+  test('a commit slower than REGISTER_WAIT_SECONDS, with the worker killed meanwhile: 202 with the status URL, then 200, exactly once', async () => {
+    // The API commits the records itself right after starting the workflow: the client waits
+    // on that transaction, not on a worker. Here it is slow (the payment insert sleeps 6 s)
+    // and the worker dies meanwhile; the workflow, on another worker, reads what the API
+    // committed instead of writing it again.
     child = await spawnWorkerProcess(ctx);
-    await ctx.db.raw("CREATE OR REPLACE FUNCTION crash_slow() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(4); RETURN NEW; END $$ LANGUAGE plpgsql");
+    await ctx.db.raw("CREATE OR REPLACE FUNCTION crash_slow() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(6); RETURN NEW; END $$ LANGUAGE plpgsql");
     await ctx.db.raw('CREATE TRIGGER crash_slow BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION crash_slow()');
+    const before = await counts();
     const app = createApp({ config: { ...ctx.config, REGISTER_WAIT_SECONDS: 3 }, db: ctx.db, settings: ctx.settings, temporal: ctx.temporal, metrics: ctx.metrics });
     const started = Date.now();
     const answer = request(app)
@@ -106,18 +116,49 @@ describe('/register survives a worker crash', () => {
       return r.rows[0].n > 0;
     }, 30_000);
     await killWorkerProcess(child);
-    await ctx.db.raw('DROP TRIGGER crash_slow ON payments');
     const res = await answer;
     expect(res.status).toBe(202);
     expect(Date.now() - started).toBeLessThan(6000);
     const path = new URL(res.body.status_url).pathname;
     expect((await ctx.http.get(path).set('Authorization', ctx.basic)).status).toBe(202);
+    // Waits for the slow transaction (it holds payments), which then commits.
+    await ctx.db.raw('DROP TRIGGER crash_slow ON payments');
 
     worker = await startTestWorker(ctx);
     await ctx.temporal.client.workflow.getHandle(res.body.workflow_id).result();
     const status = await ctx.http.get(path).set('Authorization', ctx.basic);
     expect(status.status).toBe(200);
     expect(status.body.customer).toMatchObject({ username: 'waituser' });
-    expect(Number((await ctx.db('users').where({ username: 'waituser' }).count({ n: '*' }))[0].n)).toBe(1);
+    expect(await counts()).toEqual({
+      users: before.users + 1,
+      customers: before.customers + 1,
+      memberships: before.memberships + 1,
+      payments: before.payments + 1,
+      sites: before.sites + 1,
+    });
+    const events = (await ctx.temporal.client.workflow.getHandle(res.body.workflow_id).fetchHistory()).events ?? [];
+    expect(events.filter((e) => e.markerRecordedEventAttributes)).toHaveLength(1);
   }, 120_000);
+
+  test("the workflow's step never queues behind the API's commit of the same row: it polls, holding no lock wait, then reads that outcome", async () => {
+    const store = new RegistrationStore(ctx.db);
+    const row = (await store.claim({ workflowId: `register-settle-${Date.now()}`, keySha256: null, requestHmac: 'x', request: {} as RegistrationRequest, passwordHash: null }))!;
+    const ids = { customer_id: 1, membership_id: 2, payment_id: 3, site_id: null };
+    // "The API's commit": holds the row, decides it, commits later.
+    const api = await ctx.db.transaction();
+    try {
+      await api('registrations').where({ id: row.id }).forUpdate().first();
+      await api('registrations').where({ id: row.id }).update({ status: 'completed', ...ids, provisioning: null });
+      let settled: unknown;
+      const settling = new RegistrationRecords(ctx.db).settle(Number(row.id)).then((o) => (settled = o));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(settled).toBeUndefined();
+      const waiting = await ctx.db.raw('select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid where not l.granted and a.datname = current_database()');
+      expect(waiting.rows[0].n).toBe(0);
+      await api.commit();
+      expect(await settling).toEqual({ status: 'committed', ids, provision: false });
+    } finally {
+      if (!api.isCompleted()) await api.rollback();
+    }
+  });
 });

@@ -1,12 +1,8 @@
 import {
   ApplicationFailure,
   CancellationScope,
-  allHandlersFinished,
-  condition,
-  defineUpdate,
   proxyActivities,
   proxyLocalActivities,
-  setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { RegisterActivities } from '../activities/register';
@@ -15,9 +11,7 @@ import { SA_CUSTOMER_ID, SA_SITE_ID } from './search-attributes';
 
 /** Failure types of the register workflow and its activities (their messages carry ids and codes only). */
 export const REGISTER_FAILURES = {
-  /** The update's answer when the request was refused: the row holds the 4xx. */
-  rejected: 'RegistrationRejected',
-  /** The update's (and the workflow's) answer when nothing was written: the row holds the 503. */
+  /** The workflow's end when nothing was written: the row holds the 503. */
   notCommitted: 'RegistrationNotCommitted',
   /** An activity step that cannot succeed for this registration (not retried). */
   refused: 'RegistrationStepRefused',
@@ -39,15 +33,11 @@ export interface RegisterWorkflowResult {
   ids: RegistrationIds | null;
 }
 
-/**
- * The API's early answer (Update-With-Start): the committed ids as soon as the records
- * transaction ran, while the workflow goes on with the work after the answer.
- */
-export const registrationCommitted = defineUpdate<RegistrationIds>('registrationCommitted');
-
 // The records transaction: one local activity inside the workflow task (no task-queue round
-// trip). Short tries: its lock and statement timeouts (3 s, 10 s) bound each one; then the
-// workflow gives up and the client gets a 503 it may retry with the same Idempotency-Key.
+// trip). The API runs the same idempotent transaction right after starting this workflow and
+// answers from it; whichever runs first writes, the other reads what it wrote. Short tries:
+// its lock and statement timeouts (3 s, 10 s) bound each one; then the workflow gives up and
+// the registration's row answers a 503 that the same Idempotency-Key may retry.
 const transaction = proxyLocalActivities<RegisterActivities>({
   startToCloseTimeout: '15 seconds',
   retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 6, nonRetryableErrorTypes: [REGISTER_FAILURES.refused] },
@@ -75,35 +65,21 @@ const bookkeeping = proxyActivities<RegisterActivities>({
 const fail = (type: string, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
 
 /**
- * One registration: the records in one transaction (a local activity), the answer through
- * the `registrationCommitted` update, then the work that continues after the answer, each step
- * with its compensation registered before it runs.
+ * One registration: the records in one transaction (a local activity; usually the API has
+ * committed them already and it reads them), the search attributes, then the work that
+ * continues after the answer, each step with its compensation registered before it runs.
  */
 export async function register({ registrationId }: RegisterWorkflowInput): Promise<RegisterWorkflowResult> {
-  let outcome: CommitOutcome | { status: 'unavailable' } | undefined;
-  setHandler(registrationCommitted, async () => {
-    await condition(() => outcome !== undefined);
-    if (outcome!.status === 'committed') return outcome!.ids;
-    const rejected = outcome!.status === 'rejected';
-    throw fail(
-      rejected ? REGISTER_FAILURES.rejected : REGISTER_FAILURES.notCommitted,
-      `Registration ${registrationId} was ${rejected ? 'refused' : 'not written'}; its answer is in the registrations row.`,
-    );
-  });
-
+  let outcome: CommitOutcome;
   try {
     outcome = await transaction.commitRegistration(registrationId);
   } catch {
-    // Recorded before the update answers, so the API reads the 503 from the row.
-    await bookkeeping.giveUpRegistration(registrationId);
-    outcome = { status: 'unavailable' };
+    // Recorded in the row, unless the API's own commit got there first (then that outcome).
+    outcome = await bookkeeping.giveUpRegistration(registrationId);
   }
-  if (outcome.status !== 'committed') {
-    await condition(allHandlersFinished);
-    if (outcome.status === 'rejected') return { status: 'rejected', ids: null };
-    // Failed, so the same Idempotency-Key may start it again (ALLOW_DUPLICATE_FAILED_ONLY).
-    throw fail(REGISTER_FAILURES.notCommitted, `Registration ${registrationId} was not written (${outcome.status}).`);
-  }
+  if (outcome.status === 'rejected') return { status: 'rejected', ids: null };
+  // Failed, so the same Idempotency-Key may start it again (ALLOW_DUPLICATE_FAILED_ONLY).
+  if (outcome.status !== 'committed') throw fail(REGISTER_FAILURES.notCommitted, `Registration ${registrationId} was not written (${outcome.status}).`);
 
   const { ids } = outcome;
   upsertSearchAttributes([
@@ -111,7 +87,6 @@ export async function register({ registrationId }: RegisterWorkflowInput): Promi
     ...(ids.site_id !== null ? [{ key: SA_SITE_ID, value: ids.site_id }] : []),
   ]);
   if (outcome.provision) await afterTheAnswer(registrationId);
-  await condition(allHandlersFinished);
   return { status: 'completed', ids };
 }
 

@@ -17,6 +17,10 @@ type Row = Record<string, any>;
 // lock or a statement. Past these it fails and the local activity tries again.
 const LOCK_TIMEOUT = '3s';
 const STATEMENT_TIMEOUT = '10s';
+/** FOR UPDATE NOWAIT on a row another transaction holds. */
+const PG_LOCK_NOT_AVAILABLE = '55P03';
+/** How often the workflow's step looks again at a row the API is committing (a commit takes milliseconds). */
+const SETTLE_POLL_MS = 25;
 
 /** SQLSTATE classes that mean "this request cannot be stored" (data, integrity, RAISE), not "try again". */
 const BUSINESS_SQLSTATE = /^(22|23|P0001)/;
@@ -65,10 +69,29 @@ export class RegistrationRecords {
     this.sites = new SiteService(db);
   }
 
-  async commit(registrationId: number): Promise<CommitOutcome> {
+  /**
+   * The workflow's step. The API commits right after starting the workflow, so the row is
+   * usually decided already: read without a transaction. Still running: commit, but never
+   * queue behind another commit of the same row (the API's), holding a connection; poll.
+   */
+  async settle(registrationId: number): Promise<CommitOutcome> {
+    for (;;) {
+      const row = await this.db('registrations').where({ id: registrationId }).first();
+      if (!row) throw new Error(`registration ${registrationId} does not exist`);
+      if (row.status !== 'running') return this.outcomeOf(row);
+      const out = await this.commit(registrationId, { nowait: true });
+      if (out) return out;
+      await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));
+    }
+  }
+
+  /** Writes the records (idempotent). With `nowait`, null when another transaction holds the row. */
+  async commit(registrationId: number): Promise<CommitOutcome>;
+  async commit(registrationId: number, opts: { nowait: true }): Promise<CommitOutcome | null>;
+  async commit(registrationId: number, opts: { nowait?: boolean } = {}): Promise<CommitOutcome | null> {
     try {
       return await this.db.transaction(async (trx) => {
-        const row = await this.lock(trx, registrationId);
+        const row = await this.lock(trx, registrationId, opts.nowait === true);
         if (!row) throw new Error(`registration ${registrationId} does not exist`);
         if (row.status !== 'running') return this.outcomeOf(row);
         const request = row.request as RegistrationRequest;
@@ -91,6 +114,7 @@ export class RegistrationRecords {
         return { status: 'committed', ids: created.ids, provision };
       });
     } catch (err) {
+      if (opts.nowait && (err as { code?: unknown })?.code === PG_LOCK_NOT_AVAILABLE) return null;
       const body = requestError(err);
       if (!body) throw err;
       // Refused: the answer is recorded (the transaction above rolled back everything else).
@@ -103,8 +127,11 @@ export class RegistrationRecords {
     }
   }
 
-  /** After the local activity gave up (database unreachable): a 503 the same Idempotency-Key may retry. */
-  async giveUp(registrationId: number): Promise<void> {
+  /**
+   * After the local activity gave up (database unreachable): a 503 the same Idempotency-Key may
+   * retry, unless the row was decided meanwhile (the API's commit); returns the row's outcome.
+   */
+  async giveUp(registrationId: number): Promise<CommitOutcome> {
     const body: ErrorBody = {
       code: 'wu_rest_registration_unavailable',
       message: 'The registration could not be written (the database did not answer); nothing was kept. Send it again; with the same Idempotency-Key it is never registered twice.',
@@ -113,17 +140,18 @@ export class RegistrationRecords {
     await this.db('registrations')
       .where({ id: registrationId, status: 'running' })
       .update({ status: 'failed', error: JSON.stringify(body), password_hash: null, date_modified: this.db.fn.now() });
+    return this.outcomeOf(await this.db('registrations').where({ id: registrationId }).first());
   }
 
   /**
    * The registration's row, locked, with the transaction's timeouts set in the same round trip
    * (the id is a number: nothing to escape).
    */
-  private async lock(trx: Trx, registrationId: number): Promise<Row | undefined> {
+  private async lock(trx: Trx, registrationId: number, nowait: boolean): Promise<Row | undefined> {
     const id = Number(registrationId);
     if (!Number.isSafeInteger(id)) throw new Error(`not a registration id: ${registrationId}`);
     const res = await trx.raw(
-      `SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'; SET LOCAL statement_timeout = '${STATEMENT_TIMEOUT}'; SELECT * FROM registrations WHERE id = ${id} FOR UPDATE`,
+      `SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'; SET LOCAL statement_timeout = '${STATEMENT_TIMEOUT}'; SELECT * FROM registrations WHERE id = ${id} FOR UPDATE${nowait ? ' NOWAIT' : ''}`,
     );
     return (res as { rows: Row[] }[])[2].rows[0];
   }

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
 import client from 'prom-client';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
@@ -9,16 +9,19 @@ import type { Metrics } from '../http/metrics';
 import type { Logger } from '../logger';
 import { StoredSecret, type SettingsStore } from '../settings/store';
 import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
-import type { StartOptions, TemporalGateway } from '../temporal/gateway';
+import type { TemporalGateway } from '../temporal/gateway';
 import { hashPassword } from '../users/password';
-import { register, registrationCommitted } from '../../workflows/register';
+import { register } from '../../workflows/register';
 import { SA_CUSTOMER_ID, SA_PRODUCTS } from '../../workflows/search-attributes';
+import { RegistrationRecords } from './records';
 import { RegistrationStore, type RegistrationRow } from './store';
 import type { ErrorBody, RegisterResult } from './types';
 import { canonicalJson, fingerprintBody, parseRegisterBody, resolveRegistration, sha256Hex } from './validate';
 
 const WORKFLOW_ID = /^register-[A-Za-z0-9-]{1,100}$/;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+/** How often a request whose own commit failed looks at the row the workflow decides. */
+const DECISION_POLL_MS = 250;
 
 export type RegisterOutcome = { status: 200; body: RegisterResult } | { status: 202; workflowId: string };
 
@@ -39,15 +42,15 @@ const errorOf = (body: ErrorBody): ApiError => {
 
 /**
  * /register. The request is validated, then written to its `registrations` row (the only
- * place its personal data is kept); the `register` workflow, started with Update-With-Start,
- * writes the records in one transaction and answers the committed ids in the same round trip;
- * the answer's body is read from the row. Every later read (the same Idempotency-Key again,
+ * place its personal data is kept); the `register` workflow is started, then the records are
+ * written in one transaction (see run()); the answer's body is read from the row. Every later read (the same Idempotency-Key again,
  * GET /register/{workflow_id}) is answered from the row, without Temporal.
  */
 export class RegisterService {
   /** Key of the request fingerprint (an HMAC of the body without the password). */
   private readonly requestSecret: StoredSecret;
   private readonly store: RegistrationStore;
+  private readonly records: RegistrationRecords;
 
   constructor(
     private readonly db: Db,
@@ -58,6 +61,7 @@ export class RegisterService {
   ) {
     this.requestSecret = new StoredSecret(db, 'register_request_secret');
     this.store = new RegistrationStore(db);
+    this.records = new RegistrationRecords(db);
     // From the database at each scrape: the same figure on every replica, whichever worker recorded it.
     metrics.registry.removeSingleMetric('registrations_needing_attention');
     new client.Gauge({
@@ -117,52 +121,87 @@ export class RegisterService {
   }
 
   /**
-   * Starts the registration's workflow, or joins it, and waits for its records up to
-   * REGISTER_WAIT_SECONDS (then 202). Temporal not answering: the row is given up (so the
-   * records are never written behind a 503) and the caller gets 503.
+   * Starts the registration's workflow (or joins it), then commits its records here, in the
+   * API, and answers from the row; past REGISTER_WAIT_SECONDS the answer is 202.
+   *
+   * Why the API commits: the workflow is durably started first, and its first step is the
+   * same idempotent transaction (RegistrationRecords.commit, serialized on the registration's
+   * row lock), so whichever of the two runs first writes the records and the other reads
+   * them; a process that dies after the start leaves the commit to the workflow. The answer
+   * thus waits for one start call and one transaction, not for a workflow task to reach a
+   * worker and come back (measured in `npm run bench:register`).
+   *
+   * Temporal not answering the start: the row is given up (so the records are never written
+   * behind a 503) and the caller gets 503.
    */
   private async run(row: RegistrationRow, log: Logger): Promise<RegisterOutcome> {
     const request = row.request!;
     const customerId = request.customer.existingCustomerId ?? request.customer.newCustomerId;
-    const start: StartOptions<typeof register> = {
-      workflowId: row.workflow_id,
-      args: [{ registrationId: Number(row.id) }],
-      summary: `Registration ${row.id} of customer ${customerId}, plan ${request.plan}`,
-      // A concurrent duplicate joins the running one; one that failed (nothing written) may run again.
-      conflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      reusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-      memo: { registration_id: Number(row.id), products: request.products },
-      searchAttributes: [{ key: SA_PRODUCTS, value: request.products }, ...(customerId ? [{ key: SA_CUSTOMER_ID, value: customerId }] : [])],
-    };
-    const waitMs = this.config.REGISTER_WAIT_SECONDS * 1000;
+    const id = Number(row.id);
     try {
-      if (waitMs <= 0) {
-        await this.temporal.start(register, start, temporalUnavailable).catch((err: unknown) => {
-          // Closed with this id already: the row has its answer.
-          if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-        });
-        return { status: 202, workflowId: row.workflow_id };
-      }
-      const r = await this.temporal.updateWithStart(register, registrationCommitted, { ...start, updateId: `commit-${row.id}-${row.attempt}`, waitMs }, temporalUnavailable);
-      if (r.outcome === 'waiting') return { status: 202, workflowId: row.workflow_id };
+      await this.temporal.start(
+        register,
+        {
+          workflowId: row.workflow_id,
+          args: [{ registrationId: id }],
+          summary: `Registration ${row.id} of customer ${customerId}, plan ${request.plan}`,
+          // A concurrent duplicate joins the running one; one that failed (nothing written) may run again.
+          conflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+          reusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+          memo: { registration_id: id, products: request.products },
+          searchAttributes: [{ key: SA_PRODUCTS, value: request.products }, ...(customerId ? [{ key: SA_CUSTOMER_ID, value: customerId }] : [])],
+        },
+        temporalUnavailable,
+      );
     } catch (err) {
-      if (err instanceof ApiError && err.status === 503) {
-        log.warn({ err, registrationId: row.id }, 'registration given up: Temporal unreachable');
-        const now = await this.store.abandon(Number(row.id), err.toBody());
-        if (now.status === 'completed') return { status: 200, body: now.result! };
-        throw err;
-      }
-      if (!(err instanceof WorkflowUpdateFailedError || err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      // Closed with this id already: the row has its answer.
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return this.answer(id, log);
+      if (!(err instanceof ApiError && err.status === 503)) throw err;
+      log.warn({ err, registrationId: row.id }, 'registration given up: Temporal unreachable');
+      const now = await this.store.abandon(id, err.toBody());
+      if (now.status === 'completed') return { status: 200, body: now.result! };
+      throw err;
     }
-    return this.answer(Number(row.id));
+    const waitMs = this.config.REGISTER_WAIT_SECONDS * 1000;
+    if (waitMs <= 0) return { status: 202, workflowId: row.workflow_id };
+    const deadline = Date.now() + waitMs;
+    const committed = this.records.commit(id).then(
+      () => this.answer(id, log),
+      async (err: unknown) => {
+        // The database did not take it: the workflow tries again, and records a 503 when its
+        // tries run out. Its outcome is the answer, if it comes within the wait.
+        log.warn({ err, registrationId: row.id }, 'registration records not written by the API; the workflow tries again');
+        await this.untilDecided(id, deadline);
+        return this.answer(id, log);
+      },
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<RegisterOutcome>((resolve) => {
+      timer = setTimeout(() => resolve({ status: 202, workflowId: row.workflow_id }), waitMs);
+    });
+    try {
+      return await Promise.race([committed, waited]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
-  /** The row's answer once the workflow says it decided. */
-  private async answer(id: number): Promise<RegisterOutcome> {
+  /** Until the row is no longer running, or the deadline (a row that cannot be read counts as running). */
+  private async untilDecided(id: number, deadline: number): Promise<void> {
+    while (Date.now() < deadline) {
+      const row = await this.store.byId(id).catch(() => undefined);
+      if (row && row.status !== 'running') return;
+      await new Promise((r) => setTimeout(r, Math.min(DECISION_POLL_MS, Math.max(0, deadline - Date.now()))));
+    }
+  }
+
+  /** The row's answer: 200, its 4xx or 503, or 202 while nothing is decided. */
+  private async answer(id: number, log: Logger): Promise<RegisterOutcome> {
     const row = (await this.store.byId(id))!;
     if (row.status === 'completed') return { status: 200, body: row.result! };
     if (row.status === 'failed' && row.error) throw errorOf(row.error);
-    throw temporalUnavailable('The registration workflow answered before its records were decided.');
+    log.debug({ registrationId: id }, 'registration still running');
+    return { status: 202, workflowId: row.workflow_id };
   }
 
   /** GET /register/{workflow_id}: from the row: 202 running, 200 the records, or its error; 404 for other ids. */

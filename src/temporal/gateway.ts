@@ -11,7 +11,6 @@ import {
   type WorkflowHandle,
   type WorkflowStartOptions,
 } from '@temporalio/client';
-import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { SearchAttributePair, SignalDefinition, UpdateDefinition, Workflow, WorkflowResultType } from '@temporalio/common';
 import client from 'prom-client';
 import { ApiError } from '../http/errors';
@@ -172,59 +171,6 @@ export class TemporalGateway {
       if (err instanceof WorkflowNotFoundError) return true;
       logger.warn({ err, workflowId }, 'could not terminate workflow');
       return false;
-    }
-  }
-
-  /**
-   * Update-With-Start (one round trip: the workflow starts, or a running one is joined, and
-   * the update's result comes back). Waits at most `waitMs` for the result: 'waiting' then
-   * means the server has the workflow and the update is still running (a worker is slow or
-   * gone). A server that has not answered after `callTimeoutMs` is probed: if the probe fails
-   * too, the call is abandoned and the caller gets its 503 ('unreachable' here, with the
-   * detail) within one call deadline.
-   */
-  async updateWithStart<T extends Workflow, Ret>(
-    workflow: T,
-    update: UpdateDefinition<Ret, []>,
-    opts: StartOptions<T> & { updateId: string; waitMs: number },
-    unavailable: Unavailable,
-  ): Promise<{ outcome: 'done'; result: Ret } | { outcome: 'waiting' }> {
-    const t = this.check(unavailable);
-    const ac = new AbortController();
-    const startWorkflowOperation = new WithStartWorkflowOperation(workflow, {
-      ...this.startOptions(t, opts),
-      workflowIdConflictPolicy: opts.conflictPolicy ?? WorkflowIdConflictPolicy.USE_EXISTING,
-    });
-    const call = t.connection
-      .withDeadline(Date.now() + opts.waitMs, () =>
-        t.connection.withAbortSignal(ac.signal, () => t.client.workflow.executeUpdateWithStart(update, { startWorkflowOperation, updateId: opts.updateId })),
-      )
-      .then((result) => ({ kind: 'done' as const, result }));
-    // Not answered after the call deadline (less the probe's): is the server there at all?
-    // Not answered within the wait: the same question, then 'waiting' (202) or 503.
-    const timers: NodeJS.Timeout[] = [];
-    const after = (ms: number) => new Promise<void>((resolve) => timers.push(setTimeout(resolve, ms)));
-    const probeAt = this.opts.callTimeoutMs - PROBE_DEADLINE_MS;
-    const unreachable = probeAt < opts.waitMs ? after(probeAt).then(() => this.probe()).then((ok) => (ok ? new Promise<never>(() => undefined) : { kind: 'unreachable' as const })) : new Promise<never>(() => undefined);
-    const waited = after(opts.waitMs).then(async () => ((await this.probe()) ? { kind: 'waiting' as const } : { kind: 'unreachable' as const }));
-    try {
-      const r = await Promise.race([call, unreachable, waited]);
-      if (r.kind === 'done') {
-        this.metrics?.workflowsStarted.inc({ workflow_type: workflow.name });
-        return { outcome: 'done', result: r.result };
-      }
-      ac.abort();
-      if (r.kind === 'unreachable') throw unavailable(this.lastError);
-      this.metrics?.workflowsStarted.inc({ workflow_type: workflow.name });
-      return { outcome: 'waiting' };
-    } catch (err) {
-      if (err instanceof ApiError) throw err;
-      // The wait's deadline can end the call a moment before our timer: still a 202 if the server answers.
-      if (isGrpcDeadlineError(err) && (await this.probe())) return { outcome: 'waiting' };
-      throw this.failure(err, unavailable);
-    } finally {
-      for (const timer of timers) clearTimeout(timer);
-      call.catch(() => undefined); // given up on: its end is nobody's concern
     }
   }
 
