@@ -35,9 +35,10 @@ export interface TableResourceConfig {
    */
   hooks?: {
     beforeCreate?(trx: Trx, cols: Row, refs: Refs): Promise<void>;
-    afterCreate?(trx: Trx, row: Row): Promise<void>;
+    /** A hook that changes the written row returns it as it is now. */
+    afterCreate?(trx: Trx, row: Row): Promise<Row | void>;
     beforeUpdate?(trx: Trx, current: Row, cols: Row, refs: Refs): Promise<void>;
-    afterUpdate?(trx: Trx, before: Row, after: Row): Promise<void>;
+    afterUpdate?(trx: Trx, before: Row, after: Row): Promise<Row | void>;
     beforeDelete?(trx: Trx, row: Row): Promise<void>;
     afterDelete?(row: Row): Promise<void>;
   };
@@ -141,9 +142,8 @@ export class TableService implements ResourceService<Row> {
         const refs = await this.checkReferences(trx, cols);
         await this.cfg.hooks?.beforeCreate?.(trx, cols, refs);
         const [row] = await trx(this.cfg.table).insert(cols).returning('*');
-        if (!this.cfg.hooks?.afterCreate) return this.toRecord(row);
-        await this.cfg.hooks.afterCreate(trx, row);
-        return this.toRecord((await this.getRow(Number(row.id), trx))!);
+        const changed = await this.cfg.hooks?.afterCreate?.(trx, row);
+        return this.toRecord(changed ?? row);
       });
     } catch (err) {
       throw this.mapWriteError(err);
@@ -163,8 +163,8 @@ export class TableService implements ResourceService<Row> {
           .where({ id })
           .update({ ...cols, date_modified: trx.fn.now() })
           .returning('*');
-        await this.cfg.hooks?.afterUpdate?.(trx, current, after);
-        return this.toRecord((await this.getRow(id, trx))!);
+        const changed = await this.cfg.hooks?.afterUpdate?.(trx, current, after);
+        return this.toRecord(changed ?? after);
       });
     } catch (err) {
       throw this.mapWriteError(err);

@@ -140,7 +140,9 @@ export class DomainService implements ResourceService<Row> {
         beforeCreate: (trx, cols) => checkDomain(trx, cols),
         beforeUpdate: (trx, current, cols) => checkDomain(trx, cols, current),
         afterCreate: async (trx, row) => {
-          if (CHECKING_STAGES.has(row.stage)) await trx('domains').where({ id: row.id }).update({ workflow_id: `domain-check-${row.id}` });
+          if (!CHECKING_STAGES.has(row.stage)) return;
+          const [changed] = await trx('domains').where({ id: row.id }).update({ workflow_id: `domain-check-${row.id}` }).returning('*');
+          return changed;
         },
         afterDelete: async (row) => {
           if (row.workflow_id) await this.checks.stop(row.workflow_id);

@@ -19,8 +19,9 @@ const LOCK_TIMEOUT = '3s';
 const STATEMENT_TIMEOUT = '10s';
 /** FOR UPDATE NOWAIT on a row another transaction holds. */
 const PG_LOCK_NOT_AVAILABLE = '55P03';
-/** How often the workflow's step looks again at a row the API is committing (a commit takes milliseconds). */
-const SETTLE_POLL_MS = 25;
+/** The workflow's step looks again at a row the API is committing after these pauses (doubling). */
+const SETTLE_POLL_MS = 20;
+const SETTLE_POLL_MAX_MS = 500;
 
 /** SQLSTATE classes that mean "this request cannot be stored" (data, integrity, RAISE), not "try again". */
 const BUSINESS_SQLSTATE = /^(22|23|P0001)/;
@@ -71,17 +72,28 @@ export class RegistrationRecords {
 
   /**
    * The workflow's step. The API commits right after starting the workflow, so the row is
-   * usually decided already: read without a transaction. Still running: commit, but never
-   * queue behind another commit of the same row (the API's), holding a connection; poll.
+   * usually being decided, or decided already. One statement asks both (FOR UPDATE NOWAIT on
+   * its own, outside any transaction: the lock is let go at once): held by another
+   * transaction (the API's commit), look again later, holding no connection meanwhile;
+   * decided, that outcome; free and still running (the API went away), commit here.
    */
   async settle(registrationId: number): Promise<CommitOutcome> {
-    for (;;) {
-      const row = await this.db('registrations').where({ id: registrationId }).first();
-      if (!row) throw new Error(`registration ${registrationId} does not exist`);
-      if (row.status !== 'running') return this.outcomeOf(row);
-      const out = await this.commit(registrationId, { nowait: true });
-      if (out) return out;
-      await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));
+    const id = Number(registrationId);
+    for (let pause = SETTLE_POLL_MS; ; pause = Math.min(pause * 2, SETTLE_POLL_MAX_MS)) {
+      const row = await this.db.raw('SELECT * FROM registrations WHERE id = ? FOR UPDATE NOWAIT', [id]).then(
+        (r: { rows: Row[] }) => r.rows[0] ?? null,
+        (err: unknown) => {
+          if ((err as { code?: unknown })?.code === PG_LOCK_NOT_AVAILABLE) return 'busy' as const;
+          throw err;
+        },
+      );
+      if (row === null) throw new Error(`registration ${id} does not exist`);
+      if (row !== 'busy') {
+        if (row.status !== 'running') return this.outcomeOf(row);
+        const out = await this.commit(id, { nowait: true });
+        if (out) return out;
+      }
+      await new Promise((r) => setTimeout(r, pause));
     }
   }
 
@@ -213,7 +225,19 @@ export class RegistrationRecords {
       },
       trx,
     );
-    // Created with its status: the payment rules apply on create (completion takes the next invoice number).
+    let site: Row = req.site ? await this.writeSite(trx, req.site, customerId, Number(membership.id)) : { id: 0 };
+
+    // The membership moves to its status after the site exists: activation publishes the
+    // membership's pending sites (a rule of the memberships service).
+    let membershipRecord: Row = membership;
+    if (m.status !== 'pending') {
+      membershipRecord = (await this.memberships.update(Number(membership.id), { status: m.status }, trx))!;
+      if (site.id) site = (await this.sites.get(Number(site.id), trx))!;
+    }
+
+    // Last, and created with its status: the payment rules apply on create, and completion
+    // takes the next invoice number, a row lock every registration waits for until its
+    // commit. Taken here, it is held for the payment and the registration's row only.
     const payment = await this.payments.create(
       {
         customer_id: customerId,
@@ -229,16 +253,6 @@ export class RegistrationRecords {
       },
       trx,
     );
-    let site: Row = req.site ? await this.writeSite(trx, req.site, customerId, Number(membership.id)) : { id: 0 };
-
-    // The membership moves to its status after the site exists: activation publishes the
-    // membership's pending sites (a rule of the memberships service).
-    let membershipRecord: Row = membership;
-    if (m.status !== 'pending') {
-      membershipRecord = (await this.memberships.update(Number(membership.id), { status: m.status }, trx))!;
-      if (site.id) site = (await this.sites.get(Number(site.id), trx))!;
-    }
-
     const ids: RegistrationIds = { customer_id: customerId, membership_id: Number(membership.id), payment_id: Number(payment.id), site_id: site.id ? Number(site.id) : null };
     const result = { customer, membership: membershipRecord, payment, site } as unknown as RegisterResult;
     return { ids, result, userId: Number(customer.user_id), createdUser, createdCustomer };

@@ -113,11 +113,8 @@ async function seedSiteContent(trx: Trx, row: Row): Promise<void> {
     template_id: row.template_id === null || row.template_id === undefined ? '' : String(row.template_id),
   };
   await trx('site_options').insert(Object.entries(options).map(([name, value]) => ({ site_id: row.id, name, value })));
-  let authorId: number | null = null;
-  if (row.customer_id) {
-    const customer = await trx('customers').where({ id: row.customer_id }).first('user_id');
-    authorId = customer ? Number(customer.user_id) : null;
-  }
+  // The customer's user, asked inside the insert (no round trip of its own).
+  const authorId = row.customer_id ? trx.raw('(SELECT user_id FROM customers WHERE id = ?)', [row.customer_id]) : null;
   await trx('site_posts').insert([
     { site_id: row.id, post_type: 'post', title: 'Hello world!', content: 'Welcome to your new site. This is your first post.', status: 'publish', author_id: authorId },
     { site_id: row.id, post_type: 'page', title: 'Sample Page', content: 'This is an example page.', status: 'publish', author_id: authorId },
