@@ -3,7 +3,7 @@
  * in the same run, on the same Temporal dev server (SQLite file, as `npm start` runs it),
  * worker and process, at 1 and at 16 concurrent callers:
  * - POST /register of a new account with a site (HTTP, validation, scrypt, the registration
- *   row, Update-With-Start, the records transaction as one local activity, the answer read
+ *   row, the workflow's start, the records transaction in the API, the answer read
  *   from the row); its work after the answer is not part of the latency;
  * - POST /register for an existing user (`customer.user_id`): the same without the password
  *   to hash, to show what scrypt costs;
@@ -74,6 +74,8 @@ export interface Measurement {
   loopDelayMax?: number;
   /** p99 of an fs.stat every 20 ms during the run: how long libuv's thread pool (scrypt's) keeps other work waiting, ms. */
   poolWaitP99?: number;
+  /** /register only: after the last answer, how long until no `register` workflow was running (the work behind the answers), ms. */
+  drainMs?: number;
 }
 
 /** POST /register with autocannon, a fresh body per request. */
@@ -136,7 +138,7 @@ interface Row {
 }
 
 function table(rows: Row[]): string {
-  const header = ['scenario', 'callers', 'p50 ms', 'p99 ms', 'rate/s', '5xx', 'other', 'loop p99/max ms', 'pool p99 ms'];
+  const header = ['scenario', 'callers', 'p50 ms', 'p99 ms', 'rate/s', '5xx', 'other', 'loop p99/max ms', 'pool p99 ms', 'drain ms'];
   const body = rows.map((r) => [
     r.scenario,
     String(r.callers),
@@ -147,6 +149,7 @@ function table(rows: Row[]): string {
     String(r.m.other),
     `${r.m.loopDelayP99?.toFixed(0)}/${r.m.loopDelayMax?.toFixed(0)}`,
     r.m.poolWaitP99?.toFixed(0) ?? '',
+    r.m.drainMs?.toFixed(0) ?? '',
   ]);
   return textTable(header, body);
 }
@@ -188,6 +191,15 @@ async function main(): Promise<void> {
       local: (i: number) => temporal.client.workflow.execute(benchLocal, { taskQueue: config.TEMPORAL_TASK_QUEUE, workflowId: `bench-local-${RUN_TAG}-${i}` }),
       noop: (i: number) => temporal.client.workflow.execute(benchNoop, { taskQueue: config.TEMPORAL_TASK_QUEUE, workflowId: `bench-noop-${RUN_TAG}-${i}`, args: [7] }),
     };
+    const drained = async () => {
+      const t0 = performance.now();
+      const running = () => temporal.client.workflow.count(`WorkflowType = 'register' AND ExecutionStatus = 'Running'`);
+      while ((await running()).count > 0) {
+        if (performance.now() - t0 > 120_000) throw new Error('register workflows still running 120 s after the last answer');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return performance.now() - t0;
+    };
     const scenarios: { name: string; run: (callers: number, seconds: number) => Promise<Measurement> }[] = [
       { name: 'POST /register, new account (scrypt) + site', run: (c, s) => cannon(url, headers, newAccountBody, c, s) },
       { name: 'POST /register, existing user (no hash) + site', run: (c, s) => cannon(url, headers, existingUserBody, c, s) },
@@ -219,6 +231,8 @@ async function main(): Promise<void> {
         m.loopDelayP99 = lag.percentile(99) / 1e6;
         m.loopDelayMax = lag.max / 1e6;
         m.poolWaitP99 = percentile(poolWaits.sort((a, b) => a - b), 99);
+        // The answers do not wait for the workflows; they must not fall behind either.
+        if (s.name.startsWith('POST /register')) m.drainMs = await drained();
         log(`  p50 ${m.p50.toFixed(0)} ms, p99 ${m.p99.toFixed(0)} ms, ${m.rps.toFixed(1)}/s, 5xx ${m.errors5xx}, other ${m.other}`);
         rows.push({ scenario: s.name, callers, m });
       }
