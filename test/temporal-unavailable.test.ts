@@ -71,14 +71,14 @@ describe('Temporal away: routes that start workflows fail fast, CRUD is unaffect
     return app;
   };
 
-  /** The route answers within 2 s as `expectAnswer` says; a second call on the same app, with the circuit open, at once; CRUD as usual. */
-  const checkRoutes = (temporal: () => TemporalHandle) => {
+  /** The route answers within `firstMs` (2 s) as `expectAnswer` says; a second call on the same app, with the circuit open, at once; CRUD as usual. */
+  const checkRoutes = (temporal: () => TemporalHandle, firstMs = 2000) => {
     for (const route of routes) {
       test(route.name, async () => {
         const http = request(await appOn(temporal()));
         let started = Date.now();
         const res = await route.call(http);
-        expect(Date.now() - started).toBeLessThan(2000);
+        expect(Date.now() - started).toBeLessThan(firstMs);
         if (res.status !== 201) expect(res.status).toBe(503);
         route.expectAnswer(res);
         started = Date.now();
@@ -138,7 +138,8 @@ describe('Temporal away: routes that start workflows fail fast, CRUD is unaffect
       await new Promise((r) => setTimeout(r, 3500));
       for (const h of refused) await h.connection.close().catch(() => undefined);
     });
-    checkRoutes(handle);
+    // A refused connection is seen in the channel's state, without waiting for the call deadline (1.5 s).
+    checkRoutes(handle, 1000);
   });
 
   test('the readiness check opens the circuit: the next workflow start answers at once', async () => {

@@ -67,6 +67,8 @@ function isUnreachable(err: unknown): boolean {
 const GRPC_UNAVAILABLE = 14;
 const TRANSIENT_FAILURE = 3; // grpc connectivityState: the last connection attempt failed (refused, reset)
 const PROBE_DEADLINE_MS = 500;
+/** How often a call in flight looks at its channel's state. */
+const CHANNEL_WATCH_MS = 50;
 
 /**
  * Every Temporal call the API makes goes through here: "is Temporal configured", a deadline
@@ -127,10 +129,21 @@ export class TemporalGateway {
    */
   async call<R>(unavailable: Unavailable, fn: (client: Client) => Promise<R>, timeoutMs = this.opts.callTimeoutMs): Promise<R> {
     const t = this.check(unavailable);
+    // A refused connection shows in the channel's state within milliseconds, while the client
+    // keeps retrying it until the deadline: that is an answer too, not a wait.
+    let watch: NodeJS.Timeout | undefined;
+    const refused = new Promise<never>((_, reject) => {
+      watch = setInterval(() => {
+        if (this.channelFailed(t)) reject(new NoAnswer('the connection to the server failed'));
+      }, CHANNEL_WATCH_MS);
+    });
+    refused.catch(() => undefined);
     try {
-      return await within(timeoutMs, t.connection.withDeadline(Date.now() + timeoutMs, () => fn(t.client)));
+      return await Promise.race([within(timeoutMs, t.connection.withDeadline(Date.now() + timeoutMs, () => fn(t.client))), refused]);
     } catch (err) {
       throw this.failure(err, unavailable);
+    } finally {
+      clearInterval(watch);
     }
   }
 
