@@ -150,4 +150,33 @@ describe('/register survives a worker crash', () => {
       if (!api.isCompleted()) await api.rollback();
     }
   });
+
+  test('a commit that ends in a refusal after the 202 was given: the status answers the refusal, nothing is written, the API goes on', async () => {
+    // The payment insert sleeps past REGISTER_WAIT_SECONDS, then a rule of the database refuses it.
+    await ctx.db.raw("CREATE OR REPLACE FUNCTION late_refusal() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(2); RAISE EXCEPTION 'refused late'; END $$ LANGUAGE plpgsql");
+    await ctx.db.raw('CREATE TRIGGER late_refusal BEFORE INSERT ON payments FOR EACH ROW EXECUTE FUNCTION late_refusal()');
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const before = await counts();
+      const app = createApp({ config: { ...ctx.config, REGISTER_WAIT_SECONDS: 1 }, db: ctx.db, settings: ctx.settings, temporal: ctx.temporal, metrics: ctx.metrics });
+      const res = await request(app)
+        .post(`${BASE}/register`)
+        .set('Authorization', ctx.basic)
+        .send({ customer: { username: 'lateuser', password: 'secret123', email: 'late@example.com' }, products: ['crash-plan'], payment: { status: 'completed' } });
+      expect(res.status).toBe(202);
+      const path = new URL(res.body.status_url).pathname;
+      await until(async () => (await ctx.http.get(path).set('Authorization', ctx.basic)).status !== 202, 15_000);
+      const status = await ctx.http.get(path).set('Authorization', ctx.basic);
+      expect(status.status).toBe(400);
+      expect(status.body).toMatchObject({ code: 'wu_rest_registration_failed', data: { status: 400, sqlstate: 'P0001' } });
+      expect(await counts()).toEqual(before);
+      await new Promise((r) => setImmediate(r));
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+      await ctx.db.raw('DROP TRIGGER late_refusal ON payments');
+    }
+  }, 60_000);
 });

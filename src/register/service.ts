@@ -179,6 +179,7 @@ export class RegisterService {
     const waited = new Promise<RegisterOutcome>((resolve) => {
       timer = setTimeout(() => resolve({ status: 202, workflowId: row.workflow_id }), waitMs);
     });
+    // Answered 202 first: the race still holds the commit's end (a 4xx read from the row), so it is never an unhandled rejection.
     try {
       return await Promise.race([committed, waited]);
     } finally {
