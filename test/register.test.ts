@@ -181,6 +181,8 @@ describe('/register (one transaction, early answer)', () => {
     expect(kinds.slice(0, marker).filter((k) => k === 'workflowTaskCompletedEventAttributes')).toHaveLength(1);
     expect(kinds.slice(0, marker)).not.toContain('activityTaskScheduledEventAttributes');
     expect(kinds).not.toContain('workflowExecutionUpdateAcceptedEventAttributes');
+    // Its search attributes come with its start (the ids are reserved before it): none upserted.
+    expect(kinds).not.toContain('upsertWorkflowSearchAttributesEventAttributes');
 
     // After the answer: the template's posts, options and uploads are copied to the site.
     expect(await regRow({ id: reg.id })).toMatchObject({ provisioning: 'done' });

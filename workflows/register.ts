@@ -3,11 +3,9 @@ import {
   CancellationScope,
   proxyActivities,
   proxyLocalActivities,
-  upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { RegisterActivities } from '../activities/register';
 import type { CommitOutcome, RegistrationIds } from '../src/register/types';
-import { SA_CUSTOMER_ID, SA_SITE_ID } from './search-attributes';
 
 /** Failure types of the register workflow and its activities (their messages carry ids and codes only). */
 export const REGISTER_FAILURES = {
@@ -66,7 +64,7 @@ const fail = (type: string, message: string) => ApplicationFailure.create({ type
 
 /**
  * One registration: the records in one transaction (a local activity; usually the API has
- * committed them already and it reads them), the search attributes, then the work that
+ * committed them already and it reads them), then the work that
  * continues after the answer, each step with its compensation registered before it runs.
  */
 export async function register({ registrationId }: RegisterWorkflowInput): Promise<RegisterWorkflowResult> {
@@ -81,13 +79,9 @@ export async function register({ registrationId }: RegisterWorkflowInput): Promi
   // Failed, so the same Idempotency-Key may start it again (ALLOW_DUPLICATE_FAILED_ONLY).
   if (outcome.status !== 'committed') throw fail(REGISTER_FAILURES.notCommitted, `Registration ${registrationId} was not written (${outcome.status}).`);
 
-  const { ids } = outcome;
-  upsertSearchAttributes([
-    { key: SA_CUSTOMER_ID, value: ids.customer_id },
-    ...(ids.site_id !== null ? [{ key: SA_SITE_ID, value: ids.site_id }] : []),
-  ]);
+  // The search attributes (customer, site, products) were set at the start: the ids are reserved before it.
   if (outcome.provision) await afterTheAnswer(registrationId);
-  return { status: 'completed', ids };
+  return { status: 'completed', ids: outcome.ids };
 }
 
 /**

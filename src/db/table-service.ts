@@ -135,13 +135,16 @@ export class TableService implements ResourceService<Row> {
     return refs;
   }
 
-  async create(input: Row, outer?: Trx): Promise<Row> {
+  /** `opts.id`: an id the server took from the table's sequence earlier (never a request's). */
+  async create(input: Row, outer?: Trx, opts: { id?: number } = {}): Promise<Row> {
     try {
       return await this.inTransaction(outer, async (trx) => {
         const cols = this.toColumns(input);
         const refs = await this.checkReferences(trx, cols);
         await this.cfg.hooks?.beforeCreate?.(trx, cols, refs);
-        const [row] = await trx(this.cfg.table).insert(cols).returning('*');
+        const [row] = await trx(this.cfg.table)
+          .insert(opts.id !== undefined ? { ...cols, id: opts.id } : cols)
+          .returning('*');
         const changed = await this.cfg.hooks?.afterCreate?.(trx, row);
         return this.toRecord(changed ?? row);
       });

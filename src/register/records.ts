@@ -291,6 +291,7 @@ export class RegistrationRecords {
           site_meta: meta,
         },
         trx,
+        { id: s.newSiteId },
       )
       .catch((err: unknown) => Promise.reject(underField(err, 'site', { domain: ['site.site_url', SITE_URL_TAKEN] })));
   }

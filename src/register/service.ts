@@ -12,7 +12,7 @@ import { temporalUnavailable as temporalUnavailableError } from '../temporal/cli
 import type { TemporalGateway } from '../temporal/gateway';
 import { hashPassword } from '../users/password';
 import { register } from '../../workflows/register';
-import { SA_CUSTOMER_ID, SA_PRODUCTS } from '../../workflows/search-attributes';
+import { SA_CUSTOMER_ID, SA_PRODUCTS, SA_SITE_ID } from '../../workflows/search-attributes';
 import { RegistrationRecords } from './records';
 import { RegistrationStore, type RegistrationRow } from './store';
 import type { ErrorBody, RegisterResult } from './types';
@@ -98,7 +98,9 @@ export class RegisterService {
 
     this.temporal.check(temporalUnavailable);
     const request = await resolveRegistration(this.db, this.settings, body);
-    if (request.customer.existingCustomerId === undefined) request.customer.newCustomerId = await this.store.reserveCustomerId();
+    const reserved = await this.store.reserveIds({ customer: request.customer.existingCustomerId === undefined, site: request.site !== null });
+    request.customer.newCustomerId = reserved.customerId;
+    if (request.site) request.site.newSiteId = reserved.siteId;
     const passwordHash = request.customer.account ? await hashPassword(body.customer!.password!) : null;
     const row = await this.store.claim({ workflowId: workflowIdFor(idempotencyKey), keySha256, requestHmac, request, passwordHash });
     if (row) return this.run(row, log);
@@ -137,6 +139,7 @@ export class RegisterService {
   private async run(row: RegistrationRow, log: Logger): Promise<RegisterOutcome> {
     const request = row.request!;
     const customerId = request.customer.existingCustomerId ?? request.customer.newCustomerId;
+    const siteId = request.site?.newSiteId;
     const id = Number(row.id);
     try {
       await this.temporal.start(
@@ -149,7 +152,12 @@ export class RegisterService {
           conflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
           reusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
           memo: { registration_id: id, products: request.products },
-          searchAttributes: [{ key: SA_PRODUCTS, value: request.products }, ...(customerId ? [{ key: SA_CUSTOMER_ID, value: customerId }] : [])],
+          // All known now (the ids were reserved): the workflow upserts none.
+          searchAttributes: [
+            { key: SA_PRODUCTS, value: request.products },
+            ...(customerId ? [{ key: SA_CUSTOMER_ID, value: customerId }] : []),
+            ...(siteId ? [{ key: SA_SITE_ID, value: siteId }] : []),
+          ],
         },
         temporalUnavailable,
       );

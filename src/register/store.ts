@@ -59,10 +59,16 @@ export class RegistrationStore {
       .select('r.*');
   }
 
-  /** An id for the new customer, taken now so the workflow can name it before the records exist. */
-  async reserveCustomerId(): Promise<number> {
-    const r = await this.db.raw("SELECT nextval(pg_get_serial_sequence('customers', 'id')) AS id");
-    return Number(r.rows[0].id);
+  /**
+   * Ids for the new customer and the new site, taken now (one query) so the workflow starts
+   * with its search attributes set: nothing to upsert later.
+   */
+  async reserveIds(want: { customer: boolean; site: boolean }): Promise<{ customerId?: number; siteId?: number }> {
+    if (!want.customer && !want.site) return {};
+    const seq = (table: string) => `nextval(pg_get_serial_sequence('${table}', 'id'))`;
+    const r = await this.db.raw(`SELECT ${want.customer ? seq('customers') : 'NULL'} AS customer_id, ${want.site ? seq('sites') : 'NULL'} AS site_id`);
+    const { customer_id, site_id } = r.rows[0];
+    return { customerId: customer_id === null ? undefined : Number(customer_id), siteId: site_id === null ? undefined : Number(site_id) };
   }
 
   /**

@@ -34,6 +34,8 @@ export interface RegistrationRequest {
     path: string;
     template_id?: number;
     publish: boolean;
+    /** The id the new site gets (taken with the customer's, before the workflow starts). */
+    newSiteId?: number;
     site_meta?: Record<string, unknown>;
     site_option?: Record<string, unknown>;
   };
