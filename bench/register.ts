@@ -9,6 +9,8 @@
  *   to hash, to show what scrypt costs;
  * - `benchLocal`: a bare workflow running ONE no-op local activity (the goal's reference),
  *   started and awaited with client.workflow.execute;
+ * - the same bare workflow started and not awaited: how fast Temporal takes starts, and how
+ *   long its worker then needs to finish them ("drain"), to set beside /register's drain;
  * - `benchNoop(7)`: seven no-op regular activities (the former saga's shape), for reference;
  * - scrypt alone (the password hash, as hashPassword runs it).
  * Each: p50, p99, rate and the count of 5xx. Prints a table with the issue's goals and writes
@@ -74,7 +76,7 @@ export interface Measurement {
   loopDelayMax?: number;
   /** p99 of an fs.stat every 20 ms during the run: how long libuv's thread pool (scrypt's) keeps other work waiting, ms. */
   poolWaitP99?: number;
-  /** /register only: after the last answer, how long until the last answered registrations' workflows had finished (the work behind the answers), ms. */
+  /** /register and the started-only bare workflow: after the last answer, how long until the last workflows started had finished (the work behind the answers), ms. */
   drainMs?: number;
 }
 
@@ -138,7 +140,7 @@ interface Row {
 }
 
 function table(rows: Row[]): string {
-  const header = ['scenario', 'callers', 'p50 ms', 'p99 ms', 'rate/s', '5xx', 'other', 'loop p99/max ms', 'pool p99 ms', 'drain ms'];
+  const header = ['scenario', 'callers', 'p50 ms', 'p99 ms', 'rate/s', '5xx', 'other', 'loop p99/max ms', 'pool p99 ms', 'drain ms', 'done/s'];
   const body = rows.map((r) => [
     r.scenario,
     String(r.callers),
@@ -150,6 +152,8 @@ function table(rows: Row[]): string {
     `${r.m.loopDelayP99?.toFixed(0)}/${r.m.loopDelayMax?.toFixed(0)}`,
     r.m.poolWaitP99?.toFixed(0) ?? '',
     r.m.drainMs?.toFixed(0) ?? '',
+    // Workflows finished per second, the drain included (the rate the work behind the answers keeps up).
+    r.m.drainMs === undefined ? '' : (r.m.requests / (r.m.durationSeconds + r.m.drainMs / 1000)).toFixed(1),
   ]);
   return textTable(header, body);
 }
@@ -187,16 +191,22 @@ async function main(): Promise<void> {
     const probe = await fetch(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(newAccountBody()) });
     if (probe.status !== 200) throw new Error(`probe POST /register answered ${probe.status}: ${(await probe.text()).slice(0, 300)}`);
 
+    const startedOnly: string[] = [];
     const execute = {
       local: (i: number) => temporal.client.workflow.execute(benchLocal, { taskQueue: config.TEMPORAL_TASK_QUEUE, workflowId: `bench-local-${RUN_TAG}-${i}` }),
+      // Started, not awaited: like /register's answers, the starts may outrun the worker.
+      localStartOnly: async (i: number) => {
+        const handle = await temporal.client.workflow.start(benchLocal, { taskQueue: config.TEMPORAL_TASK_QUEUE, workflowId: `bench-local-start-${RUN_TAG}-${i}` });
+        startedOnly.push(handle.workflowId);
+      },
       noop: (i: number) => temporal.client.workflow.execute(benchNoop, { taskQueue: config.TEMPORAL_TASK_QUEUE, workflowId: `bench-noop-${RUN_TAG}-${i}`, args: [7] }),
     };
     // The workflows behind the answers, read from their histories (visibility lags under
     // load): they finish roughly in the order they started, so the last registrations' ones
     // (one per caller) are the last to finish.
-    const drained = async (callers: number) => {
+    const lastRegistrations = (callers: number): Promise<string[]> => db('registrations').orderBy('id', 'desc').limit(callers).pluck('workflow_id');
+    const drained = async (last: string[]) => {
       const t0 = performance.now();
-      const last: string[] = await db('registrations').orderBy('id', 'desc').limit(callers).pluck('workflow_id');
       await Promise.all(last.map((id) => temporal.client.workflow.getHandle(id).result().catch(() => undefined)));
       return performance.now() - t0;
     };
@@ -204,6 +214,7 @@ async function main(): Promise<void> {
       { name: 'POST /register, new account (scrypt) + site', run: (c, s) => cannon(url, headers, newAccountBody, c, s) },
       { name: 'POST /register, existing user (no hash) + site', run: (c, s) => cannon(url, headers, existingUserBody, c, s) },
       { name: 'bare workflow, 1 local activity (benchLocal)', run: (c, s) => loop(execute.local, c, s) },
+      { name: 'bare workflow, 1 local activity, started only', run: (c, s) => loop(execute.localStartOnly, c, s) },
       { name: 'bare workflow, 7 regular activities (benchNoop)', run: (c, s) => loop(execute.noop, c, s) },
       { name: 'scrypt hash alone (hashPassword)', run: (c, s) => loop(() => hashPassword('secret123'), c, s) },
     ];
@@ -212,6 +223,9 @@ async function main(): Promise<void> {
       for (const s of scenarios) {
         log(`${s.name}: ${callers} caller(s), ${WARMUP_SECONDS}s warm-up + ${DURATION}s`);
         await s.run(callers, WARMUP_SECONDS);
+        // The warm-up's workflows finish before the measured run starts.
+        if (s.name.startsWith('POST /register')) await drained(await lastRegistrations(callers));
+        if (s.name.endsWith('started only')) await drained(startedOnly.slice(-callers));
         const lag = monitorEventLoopDelay({ resolution: 5 });
         lag.enable();
         let running = true;
@@ -232,7 +246,8 @@ async function main(): Promise<void> {
         m.loopDelayMax = lag.max / 1e6;
         m.poolWaitP99 = percentile(poolWaits.sort((a, b) => a - b), 99);
         // The answers do not wait for the workflows; they must not fall behind either.
-        if (s.name.startsWith('POST /register')) m.drainMs = await drained(callers);
+        if (s.name.startsWith('POST /register')) m.drainMs = await drained(await lastRegistrations(callers));
+        if (s.name.endsWith('started only')) m.drainMs = await drained(startedOnly.slice(-callers));
         log(`  p50 ${m.p50.toFixed(0)} ms, p99 ${m.p99.toFixed(0)} ms, ${m.rps.toFixed(1)}/s, 5xx ${m.errors5xx}, other ${m.other}`);
         rows.push({ scenario: s.name, callers, m });
       }
