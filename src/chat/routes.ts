@@ -447,9 +447,9 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
       throw err;
     }
     if (Object.keys(errors).length) throw invalidParams(errors);
-    const { rows, total } = await sessions.list(q, scope);
-    setPagingHeaders(req, res, q, total);
-    res.json(rows.map(sessionRecord));
+    const page = await sessions.list(q, scope);
+    setPagingHeaders(req, res, q, page);
+    res.json(page.rows.map(sessionRecord));
   });
 
   const agentAvailability = async () => {

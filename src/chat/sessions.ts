@@ -305,7 +305,7 @@ export class SessionStore {
       else if (assignment.op === 'agent') qb.where('chat_sessions.assigned_agent_id', assignment.agentId);
       return qb;
     };
-    return runList<SessionRow>(base, q, sessionListSpec);
+    return runList<SessionRow>(this.db, base, q, sessionListSpec);
   }
 
   async messages(sessionId: number, after: number, limit: number): Promise<{ rows: MessageRow[]; attachments: Map<number, AttachmentRow>; hasMore: boolean }> {

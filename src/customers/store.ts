@@ -35,6 +35,7 @@ export const customerListSpec: ListSpec = {
   idColumn: 'c.id',
   dateCreatedColumn: 'c.date_created',
   searchable: ['u.username', 'u.email', 'u.display_name'],
+  counted: { table: 'customers' },
   sortable: {
     id: 'c.id',
     user_id: 'c.user_id',
@@ -141,8 +142,8 @@ export class CustomerService implements ResourceService<Customer> {
   }
 
   async list(q: ListQuery) {
-    const { rows, total } = await runList<Row>(() => this.base(), q, customerListSpec);
-    return { rows: rows.map(toCustomer), total };
+    const page = await runList<Row>(this.db, () => this.base(), q, customerListSpec);
+    return { ...page, rows: page.rows.map(toCustomer) };
   }
 
   async get(id: number, db: Knex | Knex.Transaction = this.db): Promise<Customer | null> {

@@ -96,8 +96,8 @@ export class TableService implements ResourceService<Row> {
   }
 
   async list(q: ListQuery) {
-    const { rows, total } = await runList<Row>(() => this.db(`${this.cfg.table} as t`).select('t.*'), q, this.cfg.listSpec);
-    return { rows: rows.map((r) => this.toRecord(r)), total };
+    const page = await runList<Row>(this.db, () => this.db(`${this.cfg.table} as t`).select('t.*'), q, this.cfg.listSpec);
+    return { ...page, rows: page.rows.map((r) => this.toRecord(r)) };
   }
 
   async getRow(id: number, db: Knex | Trx = this.db): Promise<Row | undefined> {

@@ -13,13 +13,14 @@ import { mountTenants } from '../tenants/routes';
 import { mountTranslationDownloads, mountTranslations } from '../translations/routes';
 import { logger, type Logger } from '../logger';
 import { mountSettings } from '../settings/routes';
-import type { SettingsStore } from '../settings/store';
+import { StoredSecret, type SettingsStore } from '../settings/store';
 import type { TemporalHandle } from '../temporal/client';
 import { TemporalGateway } from '../temporal/gateway';
 import { AuthFailureLimiter, requireApiAuth } from './auth';
 import { refuseCrossSite } from './cross-site';
 import { errorHandler, notFoundHandler } from './errors';
 import { afterAuthentication, heldBackBodyError, readBody } from './input';
+import { useCursorKey } from './list';
 import { publicBase, setPublicBase } from './public-url';
 import type { Metrics } from './metrics';
 import { RouteRegistry, type RouteInfo } from './routes';
@@ -107,6 +108,9 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   // Every feature reaches Temporal through this one gateway (deadline, circuit, 503).
   const gateway = new TemporalGateway(deps.temporal, metrics, { callTimeoutMs: config.TEMPORAL_CALL_TIMEOUT_MS });
   app.locals.temporal = gateway;
+  // List cursors are signed with a key every replica reads from the database.
+  const cursorSecret = new StoredSecret(db, 'list_cursor_secret');
+  useCursorKey(() => cursorSecret.get());
   app.disable('x-powered-by');
   app.set('trust proxy', config.TRUST_PROXY);
   app.set('query parser', 'simple');

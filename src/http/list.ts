@@ -1,5 +1,7 @@
+import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Request, Response } from 'express';
+import { readRowCount } from '../db/row-counts';
 import { invalidParams } from './errors';
 import { printable } from './input';
 import { publicBase } from './public-url';
@@ -27,14 +29,24 @@ export interface ListSpec {
    * takes (it checks them itself, with its own message), for the document.
    */
   filters: Record<string, { column: string; type: FilterType; known?: readonly string[] }>;
+  /**
+   * Exact counts kept by the table's triggers (row_counts): `table` for the unfiltered list;
+   * `by` maps a filter's SQL column to the counted column, for a list filtered on it alone.
+   * Without it (or for other filters), the count is exact up to COUNT_EXACT_UP_TO.
+   */
+  counted?: { table: string; by?: Record<string, string> };
 }
 
 export interface ListQuery {
   page: number;
   perPage: number;
   search?: string;
+  /** The orderby value (the cursor is bound to it) and its SQL column. */
+  orderBy: string;
   orderColumn: string;
   order: 'asc' | 'desc';
+  /** The opaque keyset cursor of a `Link` (verified when the list runs). */
+  cursor?: string;
   conditions: { column: string; op: 'eq' | 'in' | 'not_in'; values: (string | number | boolean)[] }[];
   dateAfter?: Date;
   dateBefore?: Date;
@@ -89,7 +101,7 @@ function values(raw: unknown, splitCommas: boolean): string[] | null {
 
 export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): ListQuery {
   const errors: Record<string, string> = {};
-  const out: ListQuery = { page: 1, perPage: 20, orderColumn: spec.idColumn, order: 'desc', conditions: [] };
+  const out: ListQuery = { page: 1, perPage: 20, orderBy: 'id', orderColumn: spec.idColumn, order: 'desc', conditions: [] };
   let orderGiven = false;
 
   for (const [rawKey, rawValue] of Object.entries(query)) {
@@ -128,9 +140,17 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
       const column = Object.hasOwn(spec.sortable, v) ? spec.sortable[v] : undefined;
       if (!column) errors.orderby = `orderby is not one of ${humanList(Object.keys(spec.sortable))}.`;
       else {
+        out.orderBy = v;
         out.orderColumn = column;
         orderGiven = true;
       }
+      continue;
+    }
+    if (key === 'cursor') {
+      const v = single();
+      if (v === null) continue;
+      if (!CURSOR_SHAPE.test(v)) errors.cursor = CURSOR_INVALID;
+      else out.cursor = v;
       continue;
     }
     if (key === 'order') {
@@ -191,7 +211,10 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
     errors['date_created[after]'] = 'date_created[after] must not be later than date_created[before].';
   }
   if (Object.keys(errors).length > 0) throw invalidParams(errors);
-  if (!orderGiven) out.orderColumn = spec.idColumn;
+  if (!orderGiven) {
+    out.orderBy = 'id';
+    out.orderColumn = spec.idColumn;
+  }
   return out;
 }
 
@@ -217,43 +240,199 @@ export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec
   return qb;
 }
 
-/**
- * Run a list: `base` selects the rows (joins included); filters, order and paging are added
- * here. The page and the total are read in two queries in parallel.
- */
-export async function runList<T>(
-  base: () => Knex.QueryBuilder,
-  q: ListQuery,
-  spec: ListSpec,
-): Promise<{ rows: T[]; total: number }> {
-  const pageQuery = applyFilters(base(), q, spec)
-    .orderBy(q.orderColumn, q.order)
-    .limit(q.perPage)
-    .offset((q.page - 1) * q.perPage);
-  if (q.orderColumn !== spec.idColumn) pageQuery.orderBy(spec.idColumn, q.order);
-  const countQuery = applyFilters(base(), q, spec).clearSelect().clearOrder().count({ total: '*' });
-  const [rows, countRows] = await Promise.all([pageQuery, countQuery]);
-  return { rows: rows as T[], total: Number((countRows[0] as { total: number }).total) };
+/** A filtered list's `X-WP-Total` is exact up to this many rows, then the planner's estimate. */
+export const COUNT_EXACT_UP_TO = 1000;
+
+/** A page of a list, and what its headers say. */
+export interface ListPage<T> {
+  rows: T[];
+  total: number;
+  /** false: `total` is the planner's estimate (more than COUNT_EXACT_UP_TO rows match). */
+  exact: boolean;
+  /** Cursors of the next and the previous page, when there are such pages. */
+  next?: string;
+  prev?: string;
 }
 
-/** WordPress' paging headers, `Link` rel="next"/"prev" included. */
-export function setPagingHeaders(req: Request, res: Response, q: ListQuery, total: number): void {
-  const totalPages = Math.ceil(total / q.perPage);
-  res.setHeader('X-WP-Total', String(total));
+// --- Keyset cursors -------------------------------------------------------------------------
+
+const CURSOR_SHAPE = /^[A-Za-z0-9_-]{1,1500}\.[A-Za-z0-9_-]{22}$/;
+const CURSOR_INVALID = 'cursor is not a cursor this list gave out (follow the Link header as it is), or it belongs to another orderby/order.';
+
+/** [orderby, order, the order column's value as text (null for NULL), id, backwards]. */
+type CursorBody = [string, 'asc' | 'desc', string | null, string, 0 | 1];
+
+let cursorKeySource: () => Promise<Buffer> = (() => {
+  const key = crypto.randomBytes(32);
+  return async () => key;
+})();
+
+/**
+ * The key cursors are signed with. The app sets one kept in the database, so every replica
+ * accepts every other's cursors; without it, a process signs with a key of its own.
+ */
+export function useCursorKey(source: () => Promise<Buffer>): void {
+  cursorKeySource = source;
+}
+
+async function signCursor(body: CursorBody): Promise<string> {
+  const payload = Buffer.from(JSON.stringify(body)).toString('base64url');
+  const mac = crypto.createHmac('sha256', await cursorKeySource()).update(payload).digest().subarray(0, 16).toString('base64url');
+  return `${payload}.${mac}`;
+}
+
+async function openCursor(raw: string, q: ListQuery): Promise<{ value: string | null; id: string; back: boolean }> {
+  const bad = () => invalidParams({ cursor: CURSOR_INVALID });
+  const [payload, mac] = raw.split('.');
+  const expected = crypto.createHmac('sha256', await cursorKeySource()).update(payload).digest().subarray(0, 16);
+  const given = Buffer.from(mac, 'base64url');
+  if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected)) throw bad();
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    throw bad();
+  }
+  if (!Array.isArray(body) || body.length !== 5) throw bad();
+  const [orderBy, order, value, id, back] = body as CursorBody;
+  if (orderBy !== q.orderBy || order !== q.order || (value !== null && typeof value !== 'string') || typeof id !== 'string') throw bad();
+  return { value, id, back: back === 1 };
+}
+
+// --- Running a list ----------------------------------------------------------------------------
+
+const SORT_KEY = '_hf_sort_key';
+const SORT_ID = '_hf_sort_id';
+
+/**
+ * The rows after (v, id) in the scan order, as ORDER BY col, id sorts them (PostgreSQL puts
+ * NULLs last ascending, first descending). Each part is one index range scan of
+ * `(col, id)`: `col >= v` is implied by the row comparison but is what the index can use.
+ * Two parts when NULLs follow: the second is asked only if the first runs short.
+ */
+function keysetParts(col: string, idCol: string, desc: boolean, v: string | null, id: string): ((qb: Knex.QueryBuilder) => void)[] {
+  if (col === idCol) return [(qb) => qb.where(idCol, desc ? '<' : '>', id)];
+  const cmp = desc ? '<' : '>';
+  if (v === null) {
+    const nulls = (qb: Knex.QueryBuilder) => qb.whereNull(col).where(idCol, cmp, id);
+    return desc ? [nulls, (qb) => qb.whereNotNull(col)] : [nulls];
+  }
+  const values = (qb: Knex.QueryBuilder) => qb.where(col, desc ? '<=' : '>=', v).whereRaw(`(??, ??) ${cmp} (?, ?)`, [col, idCol, v, id]);
+  return desc ? [values] : [values, (qb) => qb.whereNull(col)];
+}
+
+/** A cursor value from the database's text form failed to cast back (a column of another type). */
+const BAD_TEXT = /^22/;
+
+/**
+ * Runs a list: `base` selects the rows (joins included); filters, order, paging and the
+ * count are added here. Page 1, `page=N` (OFFSET, as WordPress clients send it) and keyset
+ * cursors (the `Link` URLs: an index range scan from the last row seen, whatever the depth)
+ * all answer the same rows; the count runs beside the page (see countRows).
+ */
+export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Promise<ListPage<T>> {
+  const cursor = q.cursor === undefined ? undefined : await openCursor(q.cursor, q);
+  const back = cursor?.back === true;
+  const desc = (q.order === 'desc') !== back;
+  const dir = desc ? 'desc' : 'asc';
+  const want = q.perPage + 1;
+  const pageQuery = (limit: number, part?: (qb: Knex.QueryBuilder) => void) => {
+    const qb = applyFilters(base(), q, spec).select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]));
+    part?.(qb);
+    qb.orderBy(q.orderColumn, dir);
+    if (q.orderColumn !== spec.idColumn) qb.orderBy(spec.idColumn, dir);
+    qb.limit(limit);
+    if (!cursor && q.page > 1) qb.offset((q.page - 1) * q.perPage);
+    return qb as Promise<Record<string, unknown>[]>;
+  };
+  const readPage = async () => {
+    if (!cursor) return pageQuery(want);
+    const rows: Record<string, unknown>[] = [];
+    for (const part of keysetParts(q.orderColumn, spec.idColumn, desc, cursor.value, cursor.id)) {
+      rows.push(...(await pageQuery(want - rows.length, part)));
+      if (rows.length >= want) break;
+    }
+    return rows;
+  };
+  const [fetched, count] = await Promise.all([
+    readPage().catch((err: { code?: string }) => {
+      // A signed cursor always casts back; this guards a key shared with another schema.
+      if (cursor && typeof err?.code === 'string' && BAD_TEXT.test(err.code)) throw invalidParams({ cursor: CURSOR_INVALID });
+      throw err;
+    }),
+    countRows(db, base, q, spec),
+  ]);
+  const more = fetched.length > q.perPage;
+  const rows = fetched.slice(0, q.perPage);
+  if (back) rows.reverse();
+  const keyOf = (r: Record<string, unknown>) => [r[SORT_KEY] as string | null, r[SORT_ID] as string] as const;
+  const first = rows[0];
+  const last = rows[rows.length - 1];
+  const page: ListPage<T> = { rows: rows as T[], ...count };
+  // Forward: a next page when a row was left over; a previous one from page 2 on.
+  // Backwards (a prev link): the other way round.
+  const hasNext = back ? last !== undefined : more;
+  const hasPrev = back ? more : q.page > 1 && first !== undefined;
+  if (hasNext && last) page.next = await signCursor([q.orderBy, q.order, ...keyOf(last), 0]);
+  if (hasPrev && first) page.prev = await signCursor([q.orderBy, q.order, ...keyOf(first), 1]);
+  for (const r of rows) {
+    delete r[SORT_KEY];
+    delete r[SORT_ID];
+  }
+  return page;
+}
+
+/**
+ * `X-WP-Total` at a bounded cost: exact from the trigger-kept counts for the unfiltered list
+ * and a counted filter alone; otherwise the matches counted up to COUNT_EXACT_UP_TO (a
+ * search's cost thus never depends on how common its term is), and past that the planner's
+ * estimate (`exact: false`).
+ */
+async function countRows(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Promise<{ total: number; exact: boolean }> {
+  const counted = spec.counted;
+  const narrowed = q.search !== undefined || q.dateAfter !== undefined || q.dateBefore !== undefined;
+  if (counted && !narrowed) {
+    if (q.conditions.length === 0) return { total: await readRowCount(db, counted.table, ''), exact: true };
+    const [c] = q.conditions;
+    const column = counted.by?.[c.column];
+    if (q.conditions.length === 1 && column && c.op !== 'not_in') {
+      const totals = await Promise.all([...new Set(c.values.map(String))].map((v) => readRowCount(db, counted.table, `${column}=${v}`)));
+      return { total: totals.reduce((a, b) => a + b, 0), exact: true };
+    }
+  }
+  const matches = applyFilters(base(), q, spec).clearSelect().clearOrder().select(db.raw('1'));
+  const capped = matches.clone().limit(COUNT_EXACT_UP_TO + 1).toSQL();
+  const { rows } = await db.raw(`SELECT count(*)::int AS n FROM (${capped.sql}) s`, capped.bindings);
+  const n = (rows[0] as { n: number }).n;
+  if (n <= COUNT_EXACT_UP_TO) return { total: n, exact: true };
+  const all = matches.toSQL();
+  const plan = await db.raw(`EXPLAIN (FORMAT JSON) ${all.sql}`, all.bindings);
+  const estimate = Math.round(Number(plan.rows[0]['QUERY PLAN'][0].Plan['Plan Rows']));
+  return { total: Math.max(estimate, n), exact: false };
+}
+
+/** WordPress' paging headers, `Link` rel="next"/"prev" included (keyset cursors, with the page number). */
+export function setPagingHeaders(req: Request, res: Response, q: ListQuery, page: ListPage<unknown>): void {
+  const totalPages = Math.ceil(page.total / q.perPage);
+  res.setHeader('X-WP-Total', String(page.total));
   res.setHeader('X-WP-TotalPages', String(totalPages));
+  res.setHeader('X-WP-Total-Exact', String(page.exact));
   const links: string[] = [];
   const base = `${publicBase(req)}${req.baseUrl}${req.path}`;
-  const url = (page: number) => {
+  const url = (pageNo: number, cursor: string | undefined) => {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(req.query)) {
-      if (k === 'page' || /^api[_-](key|secret)$/.test(k)) continue;
+      if (k === 'page' || k === 'cursor' || /^api[_-](key|secret)$/.test(k)) continue;
       for (const item of Array.isArray(v) ? v : [v]) if (typeof item === 'string') params.append(k, item);
     }
-    params.set('page', String(page));
+    params.set('page', String(pageNo));
+    // Back on page 1 it is page 1 itself, with no cursor.
+    if (cursor !== undefined && pageNo > 1) params.set('cursor', cursor);
     return `${base}?${params.toString()}`;
   };
-  if (q.page > 1 && q.page - 1 <= Math.max(totalPages, 1)) links.push(`<${url(q.page - 1)}>; rel="prev"`);
-  if (q.page < totalPages) links.push(`<${url(q.page + 1)}>; rel="next"`);
+  if (page.prev) links.push(`<${url(Math.max(1, q.page - 1), page.prev)}>; rel="prev"`);
+  else if (q.page > 1 && q.cursor === undefined && q.page - 1 <= Math.max(totalPages, 1)) links.push(`<${url(q.page - 1, undefined)}>; rel="prev"`);
+  if (page.next) links.push(`<${url(q.page + 1, page.next)}>; rel="next"`);
   if (links.length) res.setHeader('Link', links.join(', '));
 }
 
@@ -271,7 +450,13 @@ function filterSchema(type: FilterType, inList: boolean): Record<string, unknown
 export function listQueryParams(spec: ListSpec): import('./routes').ParamDoc[] {
   const params: import('./routes').ParamDoc[] = [
     { name: 'per_page', description: 'Items per page.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
-    { name: 'page', description: 'Page number; a page past the end is [].', schema: { type: 'integer', minimum: 1, maximum: MAX_QUERY_INTEGER, default: 1 } },
+    { name: 'page', description: 'Page number; a page past the end is []. With `cursor`, only the number the Link URLs carry on (the cursor says where the page starts).', schema: { type: 'integer', minimum: 1, maximum: MAX_QUERY_INTEGER, default: 1 } },
+    {
+      name: 'cursor',
+      description:
+        'Opaque keyset cursor, as the `Link` rel="next"/"prev" URLs carry it: following them costs the same at any depth (no OFFSET). Bound to the orderby and order it was given with; any other or altered value is a 400.',
+      schema: { type: 'string', pattern: CURSOR_SHAPE.source, maxLength: 1523 },
+    },
     { name: 'search', description: `Substring match (case-insensitive) over ${spec.searchable.map((s) => s.replace(/^\w+\./, '')).join(', ')}.`, schema: { type: 'string', maxLength: 200 } },
     { name: 'orderby', description: 'Field to sort by (default id).', schema: { type: 'string', enum: Object.keys(spec.sortable) } },
     { name: 'order', description: 'Direction (default desc).', schema: { type: 'string', enum: ['asc', 'desc'] } },
@@ -301,7 +486,11 @@ export function listQueryParams(spec: ListSpec): import('./routes').ParamDoc[] {
 
 /** Headers of a list response. */
 export const LIST_HEADERS = {
-  'X-WP-Total': { description: 'Number of matching records.', schema: { type: 'integer' } },
-  'X-WP-TotalPages': { description: 'Number of pages at this per_page.', schema: { type: 'integer' } },
-  Link: { description: 'rel="next" / rel="prev" page links, when there are such pages.', schema: { type: 'string' } },
+  'X-WP-Total': {
+    description: `Number of matching records: exact for the unfiltered list, for a counted filter alone, and whenever at most ${COUNT_EXACT_UP_TO} records match; past that, PostgreSQL's planner estimate (X-WP-Total-Exact: false).`,
+    schema: { type: 'integer' },
+  },
+  'X-WP-TotalPages': { description: 'Number of pages at this per_page (from X-WP-Total).', schema: { type: 'integer' } },
+  'X-WP-Total-Exact': { description: 'false when X-WP-Total is an estimate.', schema: { type: 'string', enum: ['true', 'false'] } },
+  Link: { description: 'rel="next" / rel="prev" page links, when there are such pages; they carry a keyset `cursor` and the page number.', schema: { type: 'string' } },
 };

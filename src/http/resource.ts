@@ -1,13 +1,13 @@
 import { Router, type Request } from 'express';
 import type { z } from 'zod';
 import { ApiError, noRoute, notFoundItem } from './errors';
-import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders, type ListQuery, type ListSpec } from './list';
+import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders, type ListPage, type ListQuery, type ListSpec } from './list';
 import { RouteRegistry } from './routes';
 import { bodyObject, parseOrThrow } from './validation';
 
 /** What a resource folder provides; the HTTP behaviour is the same for every resource. */
 export interface ResourceService<Rec> {
-  list(q: ListQuery): Promise<{ rows: Rec[]; total: number }>;
+  list(q: ListQuery): Promise<ListPage<Rec>>;
   get(id: number): Promise<Rec | null>;
   create(input: any): Promise<Rec>;
   /** null when the id is unknown */
@@ -82,9 +82,9 @@ export function mountResource<Rec>(router: Router, registry: RouteRegistry, name
 
     router.get(base, async (req, res) => {
       const q = parseListQuery(req.query as Record<string, unknown>, def.listSpec);
-      const { rows, total } = await def.service.list(q);
-      setPagingHeaders(req, res, q, total);
-      res.json(rows);
+      const page = await def.service.list(q);
+      setPagingHeaders(req, res, q, page);
+      res.json(page.rows);
     });
 
     router.post(base, async (req, res) => {

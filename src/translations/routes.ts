@@ -176,9 +176,9 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
   // ---- projects ----
   router.get('/translations/projects', async (req, res) => {
     const q = parseListQuery(req.query as Record<string, unknown>, projectListSpec);
-    const { rows, total } = await service.listProjects(q);
-    setPagingHeaders(req, res, q, total);
-    res.json(rows);
+    const page = await service.listProjects(q);
+    setPagingHeaders(req, res, q, page);
+    res.json(page.rows);
   });
   router.post('/translations/projects', async (req, res) => {
     res.json(await service.createProject(parseOrThrow(createProjectSchema, bodyObject(req.body))));
@@ -204,9 +204,9 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
   router.get('/translations/jobs', async (req, res) => {
     const q = parseListQuery(req.query as Record<string, unknown>, jobListSpec);
     checkLocaleFilters(q);
-    const { rows, total } = await service.listJobs(q, namespaceUrl(req));
-    setPagingHeaders(req, res, q, total);
-    res.json(rows);
+    const page = await service.listJobs(q, namespaceUrl(req));
+    setPagingHeaders(req, res, q, page);
+    res.json(page.rows);
   });
   router.post('/translations/jobs/approve', async (req, res) => {
     const filter = parseOrThrow(bulkApproveSchema, bodyObject(req.body));

@@ -179,8 +179,8 @@ export class TranslationService {
   }
 
   async listProjects(q: ListQuery) {
-    const { rows, total } = await runList<Record<string, any>>(() => this.projectQuery(), q, projectListSpec);
-    return { rows: rows.map(projectRecord), total };
+    const page = await runList<Record<string, any>>(this.db, () => this.projectQuery(), q, projectListSpec);
+    return { ...page, rows: page.rows.map(projectRecord) };
   }
 
   async getProject(id: number) {
@@ -451,8 +451,8 @@ export class TranslationService {
   }
 
   async listJobs(q: ListQuery, base: string) {
-    const { rows, total } = await runList<Record<string, any>>(() => this.db('translation_jobs').select(JOB_COLUMNS), q, jobListSpec);
-    return { rows: rows.map((r) => this.jobRecord(r, base)), total };
+    const page = await runList<Record<string, any>>(this.db, () => this.db('translation_jobs').select(JOB_COLUMNS), q, jobListSpec);
+    return { ...page, rows: page.rows.map((r) => this.jobRecord(r, base)) };
   }
 
   async getJob(id: number, base: string) {

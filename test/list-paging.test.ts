@@ -1,0 +1,192 @@
+import { BASE, createTestContext, type TestContext } from './helpers';
+
+/**
+ * Paging by keyset cursor (the Link URLs), X-WP-Total's bounds, and the trigger-kept counts.
+ * 1,100 customers seeded with one set-based statement: ids 1..1100; every third one is a VIP;
+ * last_login is NULL for the ids divisible by 4, else a day that repeats (ties across ids).
+ */
+describe('list paging at depth and counts', () => {
+  let ctx: TestContext;
+  const N = 1100;
+  const get = (path: string, query: Record<string, unknown> = {}) => ctx.http.get(`${BASE}${path}`).set('Authorization', ctx.basic).query(query);
+  const follow = (url: string) => ctx.http.get(url.replace(/^https?:\/\/[^/]+/, '')).set('Authorization', ctx.basic);
+  const linkOf = (link: string | undefined, rel: 'next' | 'prev') => new RegExp(`<([^>]+)>; rel="${rel}"`).exec(link ?? '')?.[1];
+
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    await ctx.db.raw(`
+      WITH u AS (
+        INSERT INTO users (username, email, password_hash, display_name)
+        SELECT 'pager' || i, 'pager' || i || '@example.com', 'x', 'Pager ' || (i % 7) FROM generate_series(1, ${N}) i
+        RETURNING id)
+      INSERT INTO customers (user_id, vip, last_login)
+      SELECT id, id % 3 = 0, CASE WHEN id % 4 = 0 THEN NULL ELSE timestamptz '2026-01-01' + (id % 5) * interval '1 day' END FROM u ORDER BY id`);
+    await ctx.db.raw('ANALYZE users; ANALYZE customers');
+  });
+  afterAll(() => ctx.close());
+
+  /** Every id, page after page through rel="next"; then back through rel="prev". */
+  async function walk(query: Record<string, unknown>): Promise<{ forward: number[]; backward: number[]; pages: number }> {
+    const forward: number[] = [];
+    const pageIds: number[][] = [];
+    let res = await get('/customers', { per_page: 100, ...query });
+    for (;;) {
+      expect(res.status).toBe(200);
+      pageIds.push(res.body.map((c: { id: number }) => c.id));
+      forward.push(...pageIds[pageIds.length - 1]);
+      const next = linkOf(res.headers.link, 'next');
+      if (!next) break;
+      expect(next).toMatch(/[?&]cursor=/);
+      res = await follow(next);
+    }
+    // Back from the last page to the first, each page equal to the one seen going forward.
+    const backward: number[] = [];
+    for (let i = pageIds.length - 1; ; i--) {
+      const ids = res.body.map((c: { id: number }) => c.id);
+      expect(ids).toEqual(pageIds[i]);
+      backward.unshift(...ids);
+      const prev = linkOf(res.headers.link, 'prev');
+      if (!prev) {
+        expect(i).toBe(0);
+        break;
+      }
+      res = await follow(prev);
+      expect(res.status).toBe(200);
+    }
+    return { forward, backward, pages: pageIds.length };
+  }
+
+  test('following Link rel="next" visits every row once, in order; rel="prev" walks back', async () => {
+    const { forward, backward, pages } = await walk({});
+    expect(pages).toBe(11);
+    expect(forward).toEqual(Array.from({ length: N }, (_, i) => N - i));
+    expect(backward).toEqual(forward);
+  });
+
+  test.each([
+    ['last_login', 'asc'],
+    ['last_login', 'desc'],
+    ['display_name', 'asc'],
+    ['vip', 'desc'],
+  ])('orderby=%s order=%s: ties and NULLs, every row once, in the order of the page query', async (orderby, order) => {
+    const { forward, backward } = await walk({ orderby, order });
+    expect(forward).toHaveLength(N);
+    expect(new Set(forward).size).toBe(N);
+    expect(backward).toEqual(forward);
+    // The same order as one query sorting by the column, then id (NULLs as PostgreSQL sorts them).
+    const column = { last_login: 'c.last_login', display_name: 'u.display_name', vip: 'c.vip' }[orderby]!;
+    const expected: number[] = await ctx.db('customers as c').join('users as u', 'u.id', 'c.user_id').orderBy(column, order).orderBy('c.id', order).pluck('c.id');
+    expect(forward).toEqual(expected.map(Number));
+  });
+
+  test('a filter keeps applying along the cursor links', async () => {
+    const { forward } = await walk({ vip: true, orderby: 'last_login', order: 'asc' });
+    expect(forward).toHaveLength(Math.floor(N / 3));
+    expect(forward.every((id) => id % 3 === 0)).toBe(true);
+  });
+
+  test('a tampered, foreign or malformed cursor is a 400 naming cursor, and answers no rows', async () => {
+    const first = await get('/customers', { per_page: 5, orderby: 'last_login' });
+    const next = linkOf(first.headers.link, 'next')!;
+    const cursor = new URL(next).searchParams.get('cursor')!;
+    const [payload, mac] = cursor.split('.');
+    const forged = Buffer.from(JSON.stringify(['last_login', 'desc', '2026-01-02 00:00:00+00', '1', 0])).toString('base64url');
+    const flip = (s: string) => (s[0] === 'A' ? 'B' : 'A') + s.slice(1);
+    const cases: Record<string, unknown>[] = [
+      { cursor: `${forged}.${mac}` }, // another payload under the same MAC
+      { cursor: `${payload}.${flip(mac)}` }, // the MAC changed
+      { cursor: cursor, orderby: 'id' }, // given out for another orderby
+      { cursor: cursor, orderby: 'last_login', order: 'asc' }, // ... or another order
+      { cursor: 'not-a-cursor' },
+      { cursor: `${'A'.repeat(5000)}.${mac}` },
+      { cursor: `ü${payload}.${mac}` },
+      { 'cursor[]': [cursor, cursor] },
+    ];
+    for (const query of cases) {
+      const res = await get('/customers', { per_page: 5, orderby: 'last_login', ...query });
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('wu_rest_invalid_parameter');
+      expect(Object.keys(res.body.data.params)).toEqual(['cursor']);
+    }
+    // The genuine one works.
+    expect((await get('/customers', { per_page: 5, orderby: 'last_login', cursor })).status).toBe(200);
+  });
+
+  test('X-WP-Total: exact from the kept counts unfiltered; exact up to 1000 matches, then an estimate, said so', async () => {
+    const all = await get('/customers', { per_page: 1 });
+    expect(all.headers['x-wp-total']).toBe(String(N));
+    expect(all.headers['x-wp-total-exact']).toBe('true');
+    expect(all.headers['x-wp-totalpages']).toBe(String(N));
+    // 366 VIPs: counted exactly.
+    const vip = await get('/customers', { vip: true, per_page: 1 });
+    expect(vip.headers['x-wp-total']).toBe(String(Math.floor(N / 3)));
+    expect(vip.headers['x-wp-total-exact']).toBe('true');
+    // 734 not VIP: exact too; 1,100 with a match-all search: more than 1000, an estimate.
+    const search = await get('/customers', { search: 'pager', per_page: 1 });
+    expect(search.headers['x-wp-total-exact']).toBe('false');
+    expect(Number(search.headers['x-wp-total'])).toBeGreaterThan(1000);
+    expect(search.body).toHaveLength(1);
+    expect(linkOf(search.headers.link, 'next')).toBeDefined();
+    // A rare term: exact.
+    const rare = await get('/customers', { search: 'pager1099' });
+    expect(rare.headers['x-wp-total']).toBe('1');
+    expect(rare.headers['x-wp-total-exact']).toBe('true');
+  });
+
+  test('the kept counts follow every write: API creates and deletes, bulk SQL, status changes; folding keeps them exact', async () => {
+    const total = async (path: string, query: Record<string, unknown> = {}) => {
+      const res = await get(path, { per_page: 1, ...query });
+      expect(res.headers['x-wp-total-exact']).toBe('true');
+      return Number(res.headers['x-wp-total']);
+    };
+    const before = await total('/customers');
+    const created: number[] = [];
+    for (let i = 0; i < 70; i++) {
+      const res = await ctx.http.post(`${BASE}/customers`).set('Authorization', ctx.basic).send({ username: `counted${i}`, email: `counted${i}@example.com`, password: 'secret123' });
+      expect(res.status).toBe(200);
+      created.push(res.body.id);
+    }
+    expect(await total('/customers')).toBe(before + 70);
+    // More than 64 deltas: the read folded them (in the background) into one row.
+    for (let i = 0; i < 50; i++) {
+      const [{ n }] = await ctx.db('row_counts').where({ tbl: 'customers', key: '' }).count({ n: '*' });
+      if (Number(n) === 1) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect((await ctx.db('row_counts').where({ tbl: 'customers', key: '' }).pluck('n')).map(Number)).toEqual([before + 70]);
+    for (const id of created.slice(0, 5)) expect((await ctx.http.delete(`${BASE}/customers/${id}`).set('Authorization', ctx.basic)).status).toBe(200);
+    expect(await total('/customers')).toBe(before + 65);
+    // A rolled-back write leaves the count alone.
+    await ctx.db.transaction(async (trx) => {
+      await trx('customers').whereIn('id', created.slice(5, 10)).delete();
+      await trx.rollback();
+    }).catch(() => undefined);
+    expect(await total('/customers')).toBe(before + 65);
+
+    // Memberships by status: counted exactly per status, through creates and status changes.
+    const [plan] = await ctx.db('products').insert({ slug: 'count-plan', name: 'Count plan', type: 'plan', amount: '9' }).returning('id');
+    await ctx.db.raw(`INSERT INTO memberships (customer_id, plan_id, status) SELECT id, ?, 'pending' FROM customers WHERE id <= 30`, [plan.id]);
+    expect(await total('/memberships', { status: 'pending' })).toBe(30);
+    await ctx.db('memberships').where('customer_id', '<=', 10).update({ status: 'active' });
+    expect(await total('/memberships', { status: 'pending' })).toBe(20);
+    expect(await total('/memberships', { status: 'active' })).toBe(10);
+    expect(await total('/memberships', { status__in: ['active', 'pending'] })).toBe(30);
+    expect(await total('/memberships')).toBe(30);
+    // An update that does not change the status counts nothing.
+    await ctx.db('memberships').update({ gateway: 'manual' });
+    expect(await total('/memberships', { status: 'active' })).toBe(10);
+    await ctx.db('memberships').where('customer_id', '<=', 5).delete();
+    expect(await total('/memberships', { status: 'active' })).toBe(5);
+    expect(await total('/memberships')).toBe(25);
+  });
+
+  test('page=N keeps working (what WordPress clients send) and answers the rows the cursor links answer', async () => {
+    const byPage = await get('/customers', { per_page: 100, page: 7, orderby: 'last_login', order: 'asc' });
+    let res = await get('/customers', { per_page: 100, orderby: 'last_login', order: 'asc' });
+    for (let p = 1; p < 7; p++) res = await follow(linkOf(res.headers.link, 'next')!);
+    expect(res.body.map((c: { id: number }) => c.id)).toEqual(byPage.body.map((c: { id: number }) => c.id));
+    // Its links go on by cursor, page numbers carried along.
+    expect(linkOf(byPage.headers.link, 'next')).toMatch(/page=8&cursor=/);
+    expect(linkOf(byPage.headers.link, 'prev')).toMatch(/page=6&cursor=/);
+  });
+});
