@@ -71,10 +71,84 @@ describe('customers', () => {
     const neither = await ctx.http.post(`${BASE}/customers`).set(auth()).send({ vip: true });
     expect(neither.status).toBe(400);
     expect(neither.body.data.params).toEqual({
-      username: 'username is required when user_id is not given.',
-      email: 'email is required when user_id is not given.',
-      password: 'password is required when user_id is not given.',
+      username: 'username is required when user_id is not given (or is 0 or null).',
+      email: 'email is required when user_id is not given (or is 0 or null).',
+      password: 'password is required when user_id is not given (or is 0 or null).',
     });
+  });
+
+  test.each([
+    ['/customers', 0],
+    ['/customer', 0],
+    ['/customers', null],
+  ])('POST %s with user_id %p and username, email, password creates the user, as the original does', async (path, userId) => {
+    const body = newCustomerBody({ user_id: userId, vip: true });
+    const users = await count('users');
+    const res = await ctx.http.post(`${BASE}${path}`).set(auth()).send(body);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ username: body.username, email: body.email, vip: true });
+    const user = await ctx.db('users').where({ username: body.username }).first('id', 'email');
+    expect(res.body.user_id).toBe(Number(user.id));
+    expect(user.email).toBe(body.email);
+    expect(await count('users')).toBe(users + 1);
+    // 0 is never stored as a reference.
+    expect(await ctx.db('customers').where({ user_id: 0 }).first()).toBeUndefined();
+  });
+
+  test('a form body (as WordPress posts one) with user_id=0 creates the user too', async () => {
+    const body = newCustomerBody();
+    const res = await ctx.http
+      .post(`${BASE}/customers`)
+      .set(auth())
+      .type('form')
+      .send(`user_id=0&username=${body.username}&email=${encodeURIComponent(body.email)}&password=${body.password}`);
+    expect(res.status).toBe(200);
+    expect(res.body.username).toBe(body.username);
+    expect(res.body.user_id).toBeGreaterThan(0);
+  });
+
+  test.each([
+    [{ user_id: -1 }, { user_id: 'user_id must be greater than or equal to 0.' }],
+    [{ user_id: '0' }, { user_id: 'user_id is not of type integer.' }],
+    [{ user_id: 1.5 }, { user_id: 'user_id is not of type integer.' }],
+    [{ user_id: true }, { user_id: 'user_id is not of type integer.' }],
+    [{ user_id: 9007199254740992 }, { user_id: expect.stringContaining('user_id must be less than') }],
+  ])('create with hostile user_id %p (and the account fields) is 400 naming it, nothing created', async (patch, params) => {
+    const [customers, users] = [await count('customers'), await count('users')];
+    const res = await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody(patch));
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: 'wu_rest_invalid_parameter', message: expect.any(String), data: { status: 400, params } });
+    expect([await count('customers'), await count('users')]).toEqual([customers, users]);
+  });
+
+  test('user_id 0 (or null) without the account fields is 400 naming each missing one, nothing created', async () => {
+    const before = await count('customers');
+    for (const body of [{ user_id: 0 }, { user_id: null, vip: true }]) {
+      const res = await ctx.http.post(`${BASE}/customers`).set(auth()).send(body);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ code: 'wu_rest_invalid_parameter', data: { status: 400 } });
+      expect(res.body.data.params).toEqual({
+        username: 'username is required when user_id is not given (or is 0 or null).',
+        email: 'email is required when user_id is not given (or is 0 or null).',
+        password: 'password is required when user_id is not given (or is 0 or null).',
+      });
+    }
+    const partial = await ctx.http.post(`${BASE}/customers`).set(auth()).send({ user_id: 0, username: 'halfway' });
+    expect(Object.keys(partial.body.data.params).sort()).toEqual(['email', 'password']);
+    expect(await count('customers')).toBe(before);
+  });
+
+  test('on update, user_id 0 or null leaves the user as it is; a negative one is refused', async () => {
+    const created = (await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody())).body;
+    const zero = await ctx.http.put(`${BASE}/customers/${created.id}`).set(auth()).send({ user_id: 0, vip: true });
+    expect(zero.status).toBe(200);
+    expect(zero.body).toMatchObject({ id: created.id, user_id: created.user_id, username: created.username, vip: true });
+    const nul = await ctx.http.patch(`${BASE}/customer/${created.id}`).set(auth()).send({ user_id: null, extra_information: 'kept' });
+    expect(nul.body).toMatchObject({ user_id: created.user_id, extra_information: 'kept' });
+    const negative = await ctx.http.put(`${BASE}/customers/${created.id}`).set(auth()).send({ user_id: -1 });
+    expect(negative.status).toBe(400);
+    expect(negative.body.data.params).toEqual({ user_id: 'user_id must be greater than or equal to 0.' });
+    expect((await ctx.db('customers').where({ id: created.id }).first('user_id')).user_id).toBe(created.user_id);
   });
 
   test('taken username or e-mail (any case) is 400 naming the field, and nothing is created', async () => {
