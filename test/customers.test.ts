@@ -1,3 +1,5 @@
+import { customerListSpec } from '../src/customers/store';
+import { applyFilters, parseListQuery } from '../src/http/list';
 import { verifyPassword } from '../src/users/password';
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 
@@ -280,5 +282,95 @@ describe('customers', () => {
     expect(res.body.code).toBe('wu_rest_customer_in_use');
     expect(res.body.data.referenced_by).toBe('memberships');
     expect((await ctx.http.get(`${BASE}/customers/${created.id}`).set(auth())).body).toEqual(created);
+  });
+
+  describe('the email and username filters compare case-insensitively, as uniqueness does', () => {
+    let carol: { id: number; email: string; username: string };
+    let dave: { id: number; email: string; username: string };
+    const list = (query: string) => ctx.http.get(`${BASE}/customers?${query}`).set(auth());
+    const ids = (res: { body: { id: number }[] }) => res.body.map((c) => c.id);
+    beforeAll(async () => {
+      const tag = `${process.pid}${Date.now() % 100000}`;
+      const make = async (name: string) => (await ctx.http.post(`${BASE}/customers`).set(auth()).send({ username: `${name}${tag}`, email: `${name.toLowerCase()}.${tag}@example.com`, password: 'secret123' })).body;
+      carol = await make('Carol');
+      dave = await make('Dave');
+    });
+
+    test('email= and username= in any case find the customer, with the paging headers', async () => {
+      for (const q of [
+        `email=${encodeURIComponent(carol.email.toUpperCase())}`,
+        `email=${encodeURIComponent(carol.email)}`,
+        `username=${carol.username.toLowerCase()}`,
+        `username=${carol.username.toUpperCase()}`,
+      ]) {
+        const res = await list(q);
+        expect(res.status).toBe(200);
+        expect(ids(res)).toEqual([carol.id]);
+        expect(res.headers['x-wp-total']).toBe('1');
+      }
+      const singular = await ctx.http.get(`${BASE}/customer`).set(auth()).query({ email: carol.email.toUpperCase() });
+      expect(ids(singular)).toEqual([carol.id]);
+    });
+
+    test('email__in / username__in / __not_in in any case', async () => {
+      expect(ids(await list(`email__in[]=${encodeURIComponent(carol.email.toUpperCase())}&email__in[]=${encodeURIComponent(dave.email)}`))).toEqual([dave.id, carol.id]);
+      expect(ids(await list(`username__in=${carol.username.toUpperCase()},${dave.username.toLowerCase()}`))).toEqual([dave.id, carol.id]);
+      const notIn = await list(`id__in=${carol.id},${dave.id}&email__not_in=${encodeURIComponent(carol.email.toUpperCase())}`);
+      expect(ids(notIn)).toEqual([dave.id]);
+      expect(notIn.headers['x-wp-total']).toBe('1');
+    });
+
+    test('hostile filter values: wildcards match only themselves; huge and odd values find nothing; NUL and repeats are 400 in the error shape', async () => {
+      const wildcard = carol.email.replace('carol', 'c_rol');
+      for (const value of [wildcard, `${carol.email.slice(0, 5)}%`, `%${carol.email.slice(5)}`, `${'a'.repeat(12_000)}@example.com`, '\ufffd\ufffd\ufffd@example.com', ' ', `${carol.email} `]) {
+        const res = await list(`email=${encodeURIComponent(value)}`);
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual([]);
+        expect(res.headers['x-wp-total']).toBe('0');
+      }
+      // Invalid UTF-8 in the URL decodes to U+FFFD (never an unpaired surrogate): a value like any other.
+      expect((await list('email=%ED%A0%80@example.com')).body).toEqual([]);
+      const nul = await list('email=carol%00@example.com');
+      expect(nul.status).toBe(400);
+      expect(nul.body).toMatchObject({ code: 'wu_rest_invalid_parameter', message: expect.any(String), data: { status: 400, params: { email: expect.stringMatching(/NUL/) } } });
+      const twice = await list(`email=${encodeURIComponent(carol.email)}&email=${encodeURIComponent(dave.email)}`);
+      expect(twice.status).toBe(400);
+      expect(twice.body.data.params).toEqual({ email: 'email must be given once, as a single value.' });
+      const tooMany = await list(Array.from({ length: 101 }, (_, i) => `email__in[]=x${i}@example.com`).join('&'));
+      expect(tooMany.status).toBe(400);
+      expect(tooMany.body.data.params).toEqual({ email__in: 'email__in must contain at most 100 values.' });
+    });
+
+    test('unicode: the filter finds exactly what uniqueness calls the same address (both use lower())', async () => {
+      // Addresses outside ASCII can only come from imported accounts (the API takes ASCII e-mails).
+      const tag = `${process.pid}${Date.now() % 100000}`;
+      const stored = `élodie.${tag}@exämple.com`;
+      const [u] = await ctx.db('users').insert({ username: `elodie${tag}`, email: stored, password_hash: 'x', display_name: 'Élodie' }).returning('id');
+      const [c] = await ctx.db('customers').insert({ user_id: u.id }).returning('id');
+      const asked = stored.toUpperCase();
+      const same = (await ctx.db.raw('SELECT lower(?) = lower(?) AS same', [stored, asked])).rows[0].same as boolean;
+      const found = await list(`email=${encodeURIComponent(asked)}`);
+      expect(found.status).toBe(200);
+      expect(ids(found)).toEqual(same ? [Number(c.id)] : []);
+      expect(ids(await list(`email=${encodeURIComponent(stored)}`))).toEqual([Number(c.id)]);
+      // Uniqueness, by the same comparison: the other-case address is taken exactly when the filter finds it.
+      const dup = ctx.db('users').insert({ username: `elodie2${tag}`, email: asked, password_hash: 'x', display_name: 'x' });
+      if (same) await expect(dup).rejects.toThrow(/users_email_lower_uq/);
+      else await dup;
+    });
+
+    test('an index serves each of these filters (plans with sequential scans disabled)', async () => {
+      const plan = (query: Record<string, unknown>) =>
+        ctx.db.transaction(async (trx) => {
+          await trx.raw('SET LOCAL enable_seqscan = off');
+          const q = parseListQuery(query, customerListSpec);
+          const sql = applyFilters(trx('customers as c').join('users as u', 'u.id', 'c.user_id').select('c.id'), q, customerListSpec).toSQL();
+          const r = await trx.raw(`EXPLAIN ${sql.sql}`, sql.bindings as never);
+          return r.rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
+        });
+      expect(await plan({ email: 'CAROL@example.com' })).toMatch(/users_email_lower_uq/);
+      expect(await plan({ username: 'Carol' })).toMatch(/users_username_lower_uq/);
+      expect(await plan({ email__in: 'A@x.example,b@X.example' })).toMatch(/users_email_lower_uq/);
+    });
   });
 });
