@@ -530,6 +530,26 @@ describe('support chat', () => {
       expect(paged.headers.link).toMatch(/rel="next"/);
     });
 
+    test('session list: the customer_email filter compares case-insensitively (as the customers e-mail filter), served by an index', async () => {
+      const email = uniqueEmail('Visitor');
+      const s = await makeSession(ctx, { customer_email: email });
+      const list = (q: string) => ctx.http.get(`${CHAT}/chat/agent/sessions?${q}`).set(api());
+      for (const asked of [email, email.toUpperCase(), email.toLowerCase()]) {
+        const res = await list(`customer_email=${encodeURIComponent(asked)}`);
+        expect(res.status).toBe(200);
+        expect(res.body.map((x: any) => x.id)).toEqual([s.id]);
+        expect(res.headers['x-wp-total']).toBe('1');
+      }
+      expect((await list(`customer_email__not_in=${encodeURIComponent(email.toUpperCase())}&id=${s.id}`)).body).toEqual([]);
+      expect((await list(`customer_email=${encodeURIComponent(email.replace('Visitor', 'V_sitor'))}`)).body).toEqual([]);
+      const plan = await ctx.db.transaction(async (trx) => {
+        await trx.raw('SET LOCAL enable_seqscan = off');
+        const r = await trx.raw('EXPLAIN SELECT id FROM chat_sessions WHERE lower(customer_email) = lower(?) ORDER BY id DESC LIMIT 20', [email]);
+        return r.rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
+      });
+      expect(plan).toMatch(/chat_sessions_customer_email_lower_idx/);
+    });
+
     test('availability: presence per agent; business hours with time zone, schedule and holidays decide online/offline and why', async () => {
       const pub = async () => (await ctx.http.get(`${CHAT}/chat/availability`)).body;
       expect(await pub()).toMatchObject({ online: true, status: 'online', reason: 'agents_available', realtime_available: true, poll_interval_seconds: 15 });

@@ -1,3 +1,5 @@
+import { customerListSpec } from '../src/customers/store';
+import { applyFilters, parseListQuery } from '../src/http/list';
 import { verifyPassword } from '../src/users/password';
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 
@@ -71,10 +73,84 @@ describe('customers', () => {
     const neither = await ctx.http.post(`${BASE}/customers`).set(auth()).send({ vip: true });
     expect(neither.status).toBe(400);
     expect(neither.body.data.params).toEqual({
-      username: 'username is required when user_id is not given.',
-      email: 'email is required when user_id is not given.',
-      password: 'password is required when user_id is not given.',
+      username: 'username is required when user_id is not given (or is 0 or null).',
+      email: 'email is required when user_id is not given (or is 0 or null).',
+      password: 'password is required when user_id is not given (or is 0 or null).',
     });
+  });
+
+  test.each([
+    ['/customers', 0],
+    ['/customer', 0],
+    ['/customers', null],
+  ])('POST %s with user_id %p and username, email, password creates the user, as the original does', async (path, userId) => {
+    const body = newCustomerBody({ user_id: userId, vip: true });
+    const users = await count('users');
+    const res = await ctx.http.post(`${BASE}${path}`).set(auth()).send(body);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ username: body.username, email: body.email, vip: true });
+    const user = await ctx.db('users').where({ username: body.username }).first('id', 'email');
+    expect(res.body.user_id).toBe(Number(user.id));
+    expect(user.email).toBe(body.email);
+    expect(await count('users')).toBe(users + 1);
+    // 0 is never stored as a reference.
+    expect(await ctx.db('customers').where({ user_id: 0 }).first()).toBeUndefined();
+  });
+
+  test('a form body (as WordPress posts one) with user_id=0 creates the user too', async () => {
+    const body = newCustomerBody();
+    const res = await ctx.http
+      .post(`${BASE}/customers`)
+      .set(auth())
+      .type('form')
+      .send(`user_id=0&username=${body.username}&email=${encodeURIComponent(body.email)}&password=${body.password}`);
+    expect(res.status).toBe(200);
+    expect(res.body.username).toBe(body.username);
+    expect(res.body.user_id).toBeGreaterThan(0);
+  });
+
+  test.each([
+    [{ user_id: -1 }, { user_id: 'user_id must be greater than or equal to 0.' }],
+    [{ user_id: '0' }, { user_id: 'user_id is not of type integer.' }],
+    [{ user_id: 1.5 }, { user_id: 'user_id is not of type integer.' }],
+    [{ user_id: true }, { user_id: 'user_id is not of type integer.' }],
+    [{ user_id: 9007199254740992 }, { user_id: expect.stringContaining('user_id must be less than') }],
+  ])('create with hostile user_id %p (and the account fields) is 400 naming it, nothing created', async (patch, params) => {
+    const [customers, users] = [await count('customers'), await count('users')];
+    const res = await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody(patch));
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: 'wu_rest_invalid_parameter', message: expect.any(String), data: { status: 400, params } });
+    expect([await count('customers'), await count('users')]).toEqual([customers, users]);
+  });
+
+  test('user_id 0 (or null) without the account fields is 400 naming each missing one, nothing created', async () => {
+    const before = await count('customers');
+    for (const body of [{ user_id: 0 }, { user_id: null, vip: true }]) {
+      const res = await ctx.http.post(`${BASE}/customers`).set(auth()).send(body);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ code: 'wu_rest_invalid_parameter', data: { status: 400 } });
+      expect(res.body.data.params).toEqual({
+        username: 'username is required when user_id is not given (or is 0 or null).',
+        email: 'email is required when user_id is not given (or is 0 or null).',
+        password: 'password is required when user_id is not given (or is 0 or null).',
+      });
+    }
+    const partial = await ctx.http.post(`${BASE}/customers`).set(auth()).send({ user_id: 0, username: 'halfway' });
+    expect(Object.keys(partial.body.data.params).sort()).toEqual(['email', 'password']);
+    expect(await count('customers')).toBe(before);
+  });
+
+  test('on update, user_id 0 or null leaves the user as it is; a negative one is refused', async () => {
+    const created = (await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody())).body;
+    const zero = await ctx.http.put(`${BASE}/customers/${created.id}`).set(auth()).send({ user_id: 0, vip: true });
+    expect(zero.status).toBe(200);
+    expect(zero.body).toMatchObject({ id: created.id, user_id: created.user_id, username: created.username, vip: true });
+    const nul = await ctx.http.patch(`${BASE}/customer/${created.id}`).set(auth()).send({ user_id: null, extra_information: 'kept' });
+    expect(nul.body).toMatchObject({ user_id: created.user_id, extra_information: 'kept' });
+    const negative = await ctx.http.put(`${BASE}/customers/${created.id}`).set(auth()).send({ user_id: -1 });
+    expect(negative.status).toBe(400);
+    expect(negative.body.data.params).toEqual({ user_id: 'user_id must be greater than or equal to 0.' });
+    expect((await ctx.db('customers').where({ id: created.id }).first('user_id')).user_id).toBe(created.user_id);
   });
 
   test('taken username or e-mail (any case) is 400 naming the field, and nothing is created', async () => {
@@ -206,5 +282,95 @@ describe('customers', () => {
     expect(res.body.code).toBe('wu_rest_customer_in_use');
     expect(res.body.data.referenced_by).toBe('memberships');
     expect((await ctx.http.get(`${BASE}/customers/${created.id}`).set(auth())).body).toEqual(created);
+  });
+
+  describe('the email and username filters compare case-insensitively, as uniqueness does', () => {
+    let carol: { id: number; email: string; username: string };
+    let dave: { id: number; email: string; username: string };
+    const list = (query: string) => ctx.http.get(`${BASE}/customers?${query}`).set(auth());
+    const ids = (res: { body: { id: number }[] }) => res.body.map((c) => c.id);
+    beforeAll(async () => {
+      const tag = `${process.pid}${Date.now() % 100000}`;
+      const make = async (name: string) => (await ctx.http.post(`${BASE}/customers`).set(auth()).send({ username: `${name}${tag}`, email: `${name.toLowerCase()}.${tag}@example.com`, password: 'secret123' })).body;
+      carol = await make('Carol');
+      dave = await make('Dave');
+    });
+
+    test('email= and username= in any case find the customer, with the paging headers', async () => {
+      for (const q of [
+        `email=${encodeURIComponent(carol.email.toUpperCase())}`,
+        `email=${encodeURIComponent(carol.email)}`,
+        `username=${carol.username.toLowerCase()}`,
+        `username=${carol.username.toUpperCase()}`,
+      ]) {
+        const res = await list(q);
+        expect(res.status).toBe(200);
+        expect(ids(res)).toEqual([carol.id]);
+        expect(res.headers['x-wp-total']).toBe('1');
+      }
+      const singular = await ctx.http.get(`${BASE}/customer`).set(auth()).query({ email: carol.email.toUpperCase() });
+      expect(ids(singular)).toEqual([carol.id]);
+    });
+
+    test('email__in / username__in / __not_in in any case', async () => {
+      expect(ids(await list(`email__in[]=${encodeURIComponent(carol.email.toUpperCase())}&email__in[]=${encodeURIComponent(dave.email)}`))).toEqual([dave.id, carol.id]);
+      expect(ids(await list(`username__in=${carol.username.toUpperCase()},${dave.username.toLowerCase()}`))).toEqual([dave.id, carol.id]);
+      const notIn = await list(`id__in=${carol.id},${dave.id}&email__not_in=${encodeURIComponent(carol.email.toUpperCase())}`);
+      expect(ids(notIn)).toEqual([dave.id]);
+      expect(notIn.headers['x-wp-total']).toBe('1');
+    });
+
+    test('hostile filter values: wildcards match only themselves; huge and odd values find nothing; NUL and repeats are 400 in the error shape', async () => {
+      const wildcard = carol.email.replace('carol', 'c_rol');
+      for (const value of [wildcard, `${carol.email.slice(0, 5)}%`, `%${carol.email.slice(5)}`, `${'a'.repeat(12_000)}@example.com`, '\ufffd\ufffd\ufffd@example.com', ' ', `${carol.email} `]) {
+        const res = await list(`email=${encodeURIComponent(value)}`);
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual([]);
+        expect(res.headers['x-wp-total']).toBe('0');
+      }
+      // Invalid UTF-8 in the URL decodes to U+FFFD (never an unpaired surrogate): a value like any other.
+      expect((await list('email=%ED%A0%80@example.com')).body).toEqual([]);
+      const nul = await list('email=carol%00@example.com');
+      expect(nul.status).toBe(400);
+      expect(nul.body).toMatchObject({ code: 'wu_rest_invalid_parameter', message: expect.any(String), data: { status: 400, params: { email: expect.stringMatching(/NUL/) } } });
+      const twice = await list(`email=${encodeURIComponent(carol.email)}&email=${encodeURIComponent(dave.email)}`);
+      expect(twice.status).toBe(400);
+      expect(twice.body.data.params).toEqual({ email: 'email must be given once, as a single value.' });
+      const tooMany = await list(Array.from({ length: 101 }, (_, i) => `email__in[]=x${i}@example.com`).join('&'));
+      expect(tooMany.status).toBe(400);
+      expect(tooMany.body.data.params).toEqual({ email__in: 'email__in must contain at most 100 values.' });
+    });
+
+    test('unicode: the filter finds exactly what uniqueness calls the same address (both use lower())', async () => {
+      // Addresses outside ASCII can only come from imported accounts (the API takes ASCII e-mails).
+      const tag = `${process.pid}${Date.now() % 100000}`;
+      const stored = `élodie.${tag}@exämple.com`;
+      const [u] = await ctx.db('users').insert({ username: `elodie${tag}`, email: stored, password_hash: 'x', display_name: 'Élodie' }).returning('id');
+      const [c] = await ctx.db('customers').insert({ user_id: u.id }).returning('id');
+      const asked = stored.toUpperCase();
+      const same = (await ctx.db.raw('SELECT lower(?) = lower(?) AS same', [stored, asked])).rows[0].same as boolean;
+      const found = await list(`email=${encodeURIComponent(asked)}`);
+      expect(found.status).toBe(200);
+      expect(ids(found)).toEqual(same ? [Number(c.id)] : []);
+      expect(ids(await list(`email=${encodeURIComponent(stored)}`))).toEqual([Number(c.id)]);
+      // Uniqueness, by the same comparison: the other-case address is taken exactly when the filter finds it.
+      const dup = ctx.db('users').insert({ username: `elodie2${tag}`, email: asked, password_hash: 'x', display_name: 'x' });
+      if (same) await expect(dup).rejects.toThrow(/users_email_lower_uq/);
+      else await dup;
+    });
+
+    test('an index serves each of these filters (plans with sequential scans disabled)', async () => {
+      const plan = (query: Record<string, unknown>) =>
+        ctx.db.transaction(async (trx) => {
+          await trx.raw('SET LOCAL enable_seqscan = off');
+          const q = parseListQuery(query, customerListSpec);
+          const sql = applyFilters(trx('customers as c').join('users as u', 'u.id', 'c.user_id').select('c.id'), q, customerListSpec).toSQL();
+          const r = await trx.raw(`EXPLAIN ${sql.sql}`, sql.bindings as never);
+          return r.rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
+        });
+      expect(await plan({ email: 'CAROL@example.com' })).toMatch(/users_email_lower_uq/);
+      expect(await plan({ username: 'Carol' })).toMatch(/users_username_lower_uq/);
+      expect(await plan({ email__in: 'A@x.example,b@X.example' })).toMatch(/users_email_lower_uq/);
+    });
   });
 });

@@ -109,8 +109,9 @@ describe('the OpenAPI document states the rules the server applies (wu/v2)', () 
         [{ domain: host('example.com') }, { domain: host('Shop.Example.COM.') }, { domain: host('a.1-2') }, { domain: `${label63}.example.com` }, { domain: `${'a.'.repeat(125)}abc` }, { domain: host('xn--bcher-kva.ch') }],
         ['', 'localhost', '1.2.3.4', 'a_b.com', 'a.123', '-a.com', 'a-.com', `${'a'.repeat(64)}.com`, `${'a.'.repeat(126)}ab`, 'a..com', '[::1]', 'a:b.com', 'exämple.com'].map((domain) => ({ domain })),
       ),
-      // Integers and reference ids: positive, within JavaScript's exact integers.
-      ...on('patch', '/payments/{id}', payment, [{ membership_id: null }], [{ parent_id: 0 }, { parent_id: -3 }, { parent_id: 1.5 }, { parent_id: 9007199254740992 }, { product_id: '7' }]),
+      // Integers and reference ids: positive, within JavaScript's exact integers; 0 or null is none.
+      ...on('patch', '/payments/{id}', payment, [{ membership_id: null }, { parent_id: 0 }, { line_items: [{ name: 'A', quantity: 1, unit_price: 1, product_id: 0 }] }], [{ parent_id: -3 }, { parent_id: 1.5 }, { parent_id: 9007199254740992 }, { product_id: '7' }]),
+      ...on('patch', '/sites/{id}', site, [{ template_id: 0, customer_id: null }], [{ template_id: -1 }, { membership_id: '0' }]),
       ...on('patch', '/memberships/{id}', membership, [{ times_billed: 0, duration: 1000 }], [{ duration: 1001 }, { times_billed: 1_000_001 }, { addon_products: [{ product_id: 0, quantity: 1 }] }]),
       // Lengths in code points; names not blank; passwords at least 6.
       ...on('patch', '/products/{id}', product, [{ name: emoji(250) }, { name: '  padded  ' }, { description: emoji(65_535) }], [{ name: emoji(251) }, { name: '   ' }, { name: '\ufeff\u00a0' }, { name: '' }]),
@@ -120,9 +121,22 @@ describe('the OpenAPI document states the rules the server applies (wu/v2)', () 
       ...on('patch', '/customers/{id}', customer, [{ vip: true }], [{ nope: 1 }, { date_created: '2026-01-01' }, { id: 5 }, { username: 'renamed' }]),
       ...on('patch', '/products/{id}', product, [{ active: true }], [{ model: 'product' }]),
       // Rules across fields that the schemas state.
-      ...on('post', '/customers', () => '/customers', [newCustomerBody(), { user_id: ids.freeUser }], [{ username: 'loneuser' }, { ...newCustomerBody(), user_id: ids.otherUser }, { user_id: ids.otherUser, display_name: 'X' }]),
+      ...on(
+        'post',
+        '/customers',
+        () => '/customers',
+        [newCustomerBody(), { user_id: ids.freeUser }, newCustomerBody({ user_id: 0 }), newCustomerBody({ user_id: null, display_name: 'Zero' })],
+        [{ username: 'loneuser' }, { ...newCustomerBody(), user_id: ids.otherUser }, { user_id: ids.otherUser, display_name: 'X' }, { user_id: 0 }, { ...newCustomerBody(), user_id: -1 }, { ...newCustomerBody(), user_id: '0' }],
+      ),
+      ...on('patch', '/customers/{id}', customer, [{ user_id: 0 }, { user_id: null }], [{ user_id: -1 }]),
       // (domain-mapping: no check workflow)
-      ...on('post', '/domains', () => '/domains', [{ domain: host('mapped.example.com'), primary_domain: true, blog_id: ids.site, stage: 'domain-mapping' }], [{ domain: host('mapped.example.com'), primary_domain: true, stage: 'domain-mapping' }]),
+      ...on(
+        'post',
+        '/domains',
+        () => '/domains',
+        [{ domain: host('mapped.example.com'), primary_domain: true, blog_id: ids.site, stage: 'domain-mapping' }, { domain: host('mapped.example.com'), blog_id: 0, stage: 'domain-mapping' }],
+        [{ domain: host('mapped.example.com'), primary_domain: true, stage: 'domain-mapping' }, { domain: host('mapped.example.com'), primary_domain: true, blog_id: 0, stage: 'domain-mapping' }],
+      ),
       // Settings.
       ...on(
         'post',
@@ -137,9 +151,16 @@ describe('the OpenAPI document states the rules the server applies (wu/v2)', () 
         'post',
         '/register',
         () => '/register',
-        [{ customer_id: ids.customer, products: ['rules-plan'], discount_code: ' ' }],
+        [
+          { customer_id: ids.customer, products: ['rules-plan'], discount_code: ' ' },
+          { customer_id: ids.customer, customer: { user_id: 0 }, products: ['rules-plan'] },
+          { customer_id: 0, customer: { user_id: null, username: 'rulesreg', email: 'rulesreg@example.com', password: 'secret123' }, products: ['rules-plan'], site: { site_url: 'rulesreg', site_title: 'Rules reg', template_id: 0 } },
+        ],
         [
           { products: ['rules-plan'] },
+          { customer_id: 0, products: ['rules-plan'] },
+          { customer: { user_id: 0 }, products: ['rules-plan'] },
+          { customer_id: -1, products: ['rules-plan'] },
           { customer_id: ids.customer, products: [] },
           { customer_id: ids.customer },
           { customer_id: ids.customer, products: ['rules-plan'], customer: { username: 'someone' } },

@@ -46,6 +46,21 @@ describe('domains', () => {
     expect(await workflowStatus(ctx, `domain-check-${d.id}`)).toBe('NOT_FOUND');
   });
 
+  test('blog_id and customer_id of 0 are none: null, never 0; a primary domain still needs a real site', async () => {
+    const res = await post('/domains', { domain: name(), blog_id: 0, customer_id: 0, stage: 'domain-mapping' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ blog_id: null, customer_id: null });
+    const primary = await post('/domains', { domain: name(), blog_id: 0, primary_domain: true, stage: 'domain-mapping' });
+    expect(primary.status).toBe(400);
+    expect(primary.body).toMatchObject({ code: 'wu_rest_invalid_parameter', data: { status: 400, params: { primary_domain: expect.stringMatching(/needs a site/) } } });
+    const s = await site();
+    const attached = await ctx.http.put(`${BASE}/domains/${res.body.id}`).set(auth()).send({ blog_id: s.id });
+    expect(attached.body.blog_id).toBe(s.id);
+    const detached = await ctx.http.put(`${BASE}/domains/${res.body.id}`).set(auth()).send({ blog_id: 0 });
+    expect(detached.body.blog_id).toBeNull();
+    expect(await ctx.db('domains').where({ blog_id: 0 }).orWhere({ customer_id: 0 }).first()).toBeUndefined();
+  });
+
   test('default stage checking-dns: inactive, and a domain-check workflow is started and counted', async () => {
     const res = await post('/domain', { domain: name(), active: true, secure: 1 });
     expect(res.status).toBe(200);

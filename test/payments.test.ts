@@ -129,7 +129,9 @@ describe('payments', () => {
       [{ customer_id: undefined }, 'customer_id', 'customer_id is required.'],
       [{ customer_id: 'x' }, 'customer_id', expect.stringMatching(/^customer_id is not of type (integer|number)\.$/)],
       [{ membership_id: 1.5 }, 'membership_id', 'membership_id is not of type integer.'],
-      [{ parent_id: -1 }, 'parent_id', 'parent_id must be greater than 0.'],
+      [{ parent_id: -1 }, 'parent_id', 'parent_id must be greater than or equal to 0.'],
+      [{ membership_id: '0' }, 'membership_id', 'membership_id is not of type integer.'],
+      [{ line_items: [{ name: 'A', quantity: 1, unit_price: 1, product_id: -2 }] }, 'line_items.0.product_id', 'line_items.0.product_id must be greater than or equal to 0.'],
       [{ gateway_payment_id: 5 }, 'gateway_payment_id', 'gateway_payment_id is not of type string.'],
       [{ line_items: 'x' }, 'line_items', 'line_items is not of type array.'],
       [{ line_items: [{ name: 'A', quantity: 0, unit_price: 1 }] }, 'line_items.0.quantity', 'line_items.0.quantity must be greater than or equal to 1.'],
@@ -147,6 +149,18 @@ describe('payments', () => {
       expect(res.body.code).toBe('wu_rest_invalid_parameter');
       expect(res.body.data.params[name]).toEqual(message);
       expect(await count()).toBe(before);
+    });
+
+    test('a reference of 0 is none, as in the original: stored as null on create and update, never as 0', async () => {
+      const p = await create({ membership_id: 0, product_id: 0, parent_id: 0, line_items: [{ name: 'A', quantity: 1, unit_price: 5, product_id: 0 }] });
+      expect(p).toMatchObject({ membership_id: null, product_id: null, parent_id: null, line_items: [{ name: 'A', quantity: 1, unit_price: 5, product_id: null }] });
+      const linked = await ctx.http.put(`${BASE}/payments/${p.id}`).set(auth()).send({ membership_id: membershipId, product_id: planId });
+      expect(linked.body).toMatchObject({ membership_id: membershipId, product_id: planId });
+      const cleared = await ctx.http.put(`${BASE}/payments/${p.id}`).set(auth()).send({ membership_id: 0, product_id: null });
+      expect(cleared.status).toBe(200);
+      expect(cleared.body).toMatchObject({ membership_id: null, product_id: null });
+      const row = await ctx.db('payments').where({ id: p.id }).first('membership_id', 'product_id', 'parent_id');
+      expect(row).toEqual({ membership_id: null, product_id: null, parent_id: null });
     });
 
     test('unknown references: 400 naming every one, nothing created, no invoice number used', async () => {

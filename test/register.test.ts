@@ -335,6 +335,25 @@ describe('/register (one transaction, early answer)', () => {
     }
   });
 
+  test('customer_id 0, customer.user_id 0 and site.template_id 0 are none, as the original takes them: a new user, customer and a site without template', async () => {
+    const before = await counts();
+    const b = body();
+    const res = await post({ ...b, customer_id: 0, customer: { ...b.customer, user_id: 0 }, site: { ...b.site, template_id: 0 } });
+    expect(res.status).toBe(200);
+    expect(res.body.customer).toMatchObject({ username: b.customer.username, email: b.customer.email });
+    expect(res.body.site).toMatchObject({ template_id: null, customer_id: res.body.customer.id });
+    expect(await counts()).toEqual({ users: before.users + 1, customers: before.customers + 1, memberships: before.memberships + 1, payments: before.payments + 1, sites: before.sites + 1 });
+    const withCustomer = await post({ customer_id: res.body.customer.id, customer: { user_id: null }, products: ['reg-plan'] });
+    expect(withCustomer.status).toBe(200);
+    expect(withCustomer.body.membership.customer_id).toBe(res.body.customer.id);
+    const noAccount = await post({ customer_id: 0, customer: { user_id: 0 }, products: ['reg-plan'] });
+    expect(noAccount.status).toBe(400);
+    expect(Object.keys(noAccount.body.data.params).sort()).toEqual(['customer.email', 'customer.password', 'customer.username']);
+    const negative = await post({ ...body(), customer_id: -1 });
+    expect(negative.status).toBe(400);
+    expect(negative.body.data.params.customer_id).toBe('customer_id must be greater than or equal to 0.');
+  });
+
   test('an existing customer_id: no new user or customer', async () => {
     const first = await post(body({ site: undefined }));
     const customerId = first.body.customer.id;

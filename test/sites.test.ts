@@ -37,6 +37,25 @@ describe('sites', () => {
     for (const k of ['date_created', 'date_modified']) expect(new Date(s[k]).toISOString()).toBe(s[k]);
   });
 
+  test('customer_id, membership_id and template_id of 0 are none, as in the original: null on create and update, never 0', async () => {
+    const created = await post('/sites', { title: 'Zero refs', domain: uniqueDomain(), customer_id: 0, membership_id: 0, template_id: 0 });
+    expect(created.status).toBe(200);
+    expect(created.body).toMatchObject({ customer_id: null, membership_id: null, template_id: null });
+    const customerId = await makeCustomer(ctx);
+    const template = (await post('/sites', { title: 'Tpl', domain: uniqueDomain(), type: 'site_template' })).body;
+    const linked = await ctx.http.put(`${BASE}/sites/${created.body.id}`).set(auth()).send({ customer_id: customerId, template_id: template.id });
+    expect(linked.body).toMatchObject({ customer_id: customerId, template_id: template.id });
+    const cleared = await ctx.http.patch(`${BASE}/site/${created.body.id}`).set(auth()).send({ customer_id: 0, template_id: 0 });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body).toMatchObject({ customer_id: null, template_id: null });
+    for (const [body, field] of [[{ template_id: -1 }, 'template_id'], [{ customer_id: '0' }, 'customer_id']] as const) {
+      const bad = await ctx.http.put(`${BASE}/sites/${created.body.id}`).set(auth()).send(body);
+      expect(bad.status).toBe(400);
+      expect(bad.body).toMatchObject({ code: 'wu_rest_invalid_parameter', data: { status: 400, params: { [field]: expect.any(String) } } });
+    }
+    expect(await ctx.db('sites').where({ template_id: 0 }).orWhere({ customer_id: 0 }).orWhere({ membership_id: 0 }).first()).toBeUndefined();
+  });
+
   test('create with every field; get, update (PUT, PATCH, POST) and delete on plural and singular paths', async () => {
     const customerId = await makeCustomer(ctx);
     const membershipId = await makeMembership(ctx, customerId);
@@ -96,7 +115,7 @@ describe('sites', () => {
     [{ title: 'T', domain: 'x.example.com', path: 'blog' }, 'path', /must start with "\/"/],
     [{ title: 'T', domain: 'x.example.com', type: 'blog' }, 'type', 'type is not one of default, site_template, customer_owned, pending, external, main, and demo.'],
     [{ title: 'T', domain: 'x.example.com', customer_id: 'one' }, 'customer_id', /^customer_id is not of type (integer|number)\.$/],
-    [{ title: 'T', domain: 'x.example.com', membership_id: 0 }, 'membership_id', /greater than/],
+    [{ title: 'T', domain: 'x.example.com', membership_id: -1 }, 'membership_id', /greater than or equal to 0/],
     [{ title: 'T', domain: 'x.example.com', template_id: 1.5 }, 'template_id', 'template_id is not of type integer.'],
     [{ title: 'T', domain: 'x.example.com', active: 'maybe' }, 'active', 'active is not of type boolean.'],
     [{ title: 'T', domain: 'x.example.com', public: 2 }, 'public', 'public is not of type boolean.'],

@@ -193,7 +193,7 @@ export const sessionListSpec: ListSpec = {
     status: { column: 'chat_sessions.status', type: { enum: ['waiting', 'assigned', 'active', 'resolved', 'closed'] } },
     assigned_agent_id: { column: 'chat_sessions.assigned_agent_id', type: 'int' },
     customer_id: { column: 'chat_sessions.customer_id', type: 'int' },
-    customer_email: { column: 'chat_sessions.customer_email', type: 'string' },
+    customer_email: { column: 'chat_sessions.customer_email', type: 'ci' },
     site_id: { column: 'chat_sessions.site_id', type: 'int' },
     ticket_id: { column: 'chat_sessions.ticket_id', type: 'int' },
   },

@@ -32,9 +32,13 @@ const accountFields = {
   password: fields.text(4096, 6),
 };
 
+/** `user_id` on create and update: 0 or null is "no user" (the original's integrations send `user_id: 0`). */
+const userId = () => fields.optionalRef('no user yet: username, email and password create one (on update: the user stays)');
+const NO_USER = { enum: [0, null] };
+
 export const createCustomerSchema = z
   .strictObject({
-    user_id: fields.id().optional(),
+    user_id: userId(),
     username: username.optional(),
     ...allOptional({ ...accountFields, ...customerFields }),
   })
@@ -46,20 +50,20 @@ export const createCustomerSchema = z
       }
     } else {
       for (const k of account) {
-        if (v[k] === undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} is required when user_id is not given.` });
+        if (v[k] === undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} is required when user_id is not given (or is 0 or null).` });
       }
     }
   })
   // The rule above, for the document.
   .meta({
     oneOf: [
-      { required: ['user_id'], not: anyOfRequired(['username', 'email', 'password', 'display_name']) },
-      { required: ['username', 'email', 'password'], not: { required: ['user_id'] } },
+      { required: ['user_id'], properties: { user_id: { type: 'integer', minimum: 1 } }, not: anyOfRequired(['username', 'email', 'password', 'display_name']) },
+      { required: ['username', 'email', 'password'], properties: { user_id: NO_USER } },
     ],
   });
 
 export const updateCustomerSchema = z.strictObject({
-  user_id: fields.id().optional(),
+  user_id: userId(),
   ...allOptional({ ...accountFields, ...customerFields }),
 });
 

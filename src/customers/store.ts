@@ -57,8 +57,8 @@ export const customerListSpec: ListSpec = {
     vip: { column: 'c.vip', type: 'bool' },
     has_trialed: { column: 'c.has_trialed', type: 'bool' },
     signup_form: { column: 'c.signup_form', type: 'string' },
-    username: { column: 'u.username', type: 'string' },
-    email: { column: 'u.email', type: 'string' },
+    username: { column: 'u.username', type: 'ci' },
+    email: { column: 'u.email', type: 'ci' },
   },
 };
 

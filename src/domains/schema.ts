@@ -12,8 +12,8 @@ export const CHECKING_STAGES: ReadonlySet<string> = new Set(['checking-dns', 'ch
 
 const domainFields = {
   domain: hostName(),
-  blog_id: fields.id().nullable(),
-  customer_id: fields.id().nullable(),
+  blog_id: fields.ref(),
+  customer_id: fields.ref(),
   primary_domain: fields.flag(),
   active: fields.flag(),
   secure: fields.flag(),
@@ -26,6 +26,6 @@ export const createDomainSchema = z
     domain: domainFields.domain,
   })
   // A primary domain needs its site (store.ts, checkDomain): what the document can say of it on create.
-  .meta({ if: { required: ['primary_domain'], properties: { primary_domain: { const: true } } }, then: { required: ['blog_id'], properties: { blog_id: { type: 'integer' } } } });
+  .meta({ if: { required: ['primary_domain'], properties: { primary_domain: { const: true } } }, then: { required: ['blog_id'], properties: { blog_id: { type: 'integer', minimum: 1 } } } });
 
 export const updateDomainSchema = z.strictObject(allOptional(domainFields));

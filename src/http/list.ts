@@ -12,8 +12,12 @@ import { codePointLength, DATETIME_PATTERN, humanList, MAX_QUERY_INTEGER } from 
  * `{column}__in` / `{column}__not_in`, and the `date_created` range. Every SQL identifier
  * comes from the resource's whitelist, never from the request.
  */
-/** `upper`: a string compared in upper case (currency codes). */
-export type FilterType = 'int' | 'string' | 'upper' | 'bool' | { enum: readonly string[] };
+/**
+ * `upper`: a string compared in upper case (currency codes). `ci`: a string compared
+ * case-insensitively, `lower(column) = lower(value)` (e-mails and user names, unique in any case:
+ * an index on lower(column) serves it).
+ */
+export type FilterType = 'int' | 'string' | 'upper' | 'ci' | 'bool' | { enum: readonly string[] };
 
 export interface ListSpec {
   /** SQL column (qualified) used for the default order and the id filter. */
@@ -47,7 +51,7 @@ export interface ListQuery {
   order: 'asc' | 'desc';
   /** The opaque keyset cursor of a `Link` (verified when the list runs). */
   cursor?: string;
-  conditions: { column: string; op: 'eq' | 'in' | 'not_in'; values: (string | number | boolean)[] }[];
+  conditions: { column: string; op: 'eq' | 'in' | 'not_in'; values: (string | number | boolean)[]; caseInsensitive?: boolean }[];
   dateAfter?: Date;
   dateBefore?: Date;
 }
@@ -75,7 +79,7 @@ function parseDate(raw: string): Date | null {
 
 function typeName(type: FilterType): string {
   if (typeof type === 'object') return `one of ${humanList(type.enum)}`;
-  return { int: 'integer', string: 'string', upper: 'string', bool: 'boolean' }[type];
+  return { int: 'integer', string: 'string', upper: 'string', ci: 'string', bool: 'boolean' }[type];
 }
 
 function convert(raw: string, type: FilterType): string | number | boolean | null {
@@ -204,7 +208,7 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
       errors[key] = `${key} must be ${op === 'eq' ? '' : 'a list of values each '}${typeof filter.type === 'object' ? '' : 'of type '}${typeName(filter.type)}.`;
       continue;
     }
-    out.conditions.push({ column: filter.column, op, values: converted as (string | number | boolean)[] });
+    out.conditions.push({ column: filter.column, op, values: converted as (string | number | boolean)[], ...(filter.type === 'ci' ? { caseInsensitive: true } : {}) });
   }
 
   if (out.dateAfter && out.dateBefore && out.dateAfter > out.dateBefore) {
@@ -222,10 +226,17 @@ function escapeLike(s: string): string {
   return s.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
+/** `lower(column) = lower(?)` (or IN / NOT IN a list of them): what an index on lower(column) serves. */
+function whereLower(qb: Knex.QueryBuilder, c: ListQuery['conditions'][number]): void {
+  const values = c.values.map(() => 'lower(?)').join(', ');
+  qb.whereRaw(c.op === 'eq' ? `lower(??) = ${values}` : `lower(??) ${c.op === 'in' ? 'IN' : 'NOT IN'} (${values})`, [c.column, ...c.values]);
+}
+
 /** WHERE conditions of a parsed list query (shared by the page query and the count). */
 export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Knex.QueryBuilder {
   for (const c of q.conditions) {
-    if (c.op === 'eq') qb.where(c.column, c.values[0]);
+    if (c.caseInsensitive) whereLower(qb, c);
+    else if (c.op === 'eq') qb.where(c.column, c.values[0]);
     else if (c.op === 'in') qb.whereIn(c.column, c.values);
     else qb.whereNotIn(c.column, c.values);
   }
@@ -472,7 +483,7 @@ export function listQueryParams(spec: ListSpec): import('./routes').ParamDoc[] {
   }
   const filters: [string, FilterType][] = [['id', 'int'], ...Object.entries(spec.filters).map(([k, f]) => [k, f.known ? { enum: f.known } : f.type] as [string, FilterType])];
   for (const [name, type] of filters) {
-    params.push({ name, description: `Exact filter on ${name}.${type === 'int' ? ' At most 15 digits.' : ''}`, schema: filterSchema(type, false) });
+    params.push({ name, description: `Exact filter on ${name}${type === 'ci' ? ' (case-insensitive)' : ''}.${type === 'int' ? ' At most 15 digits.' : ''}`, schema: filterSchema(type, false) });
     for (const suffix of ['__in', '__not_in']) {
       params.push({
         name: `${name}${suffix}`,

@@ -265,6 +265,30 @@ export const fields = {
   /** An integer; a non-number says "is not of type integer." (zod alone says "number"). */
   int: () => z.int({ error: (iss) => (iss.code === 'invalid_type' ? 'is not of type integer.' : undefined) }),
   id: () => fields.int().positive(),
+  /**
+   * A reference to another record that may be none: its id, or 0 or null for none. The original
+   * (WordPress, whose ids start at 1) writes 0 for "none" and its integrations send it; 0 is never
+   * stored: none is null.
+   */
+  ref: () =>
+    fields
+      .int()
+      .min(0)
+      .nullable()
+      .transform((v) => (v === 0 ? null : v))
+      .describe('An id; 0 or null means none.'),
+  /**
+   * An optional reference where 0 or null mean the same as leaving it out: `user_id: 0` with
+   * username, email and password creates the user, as in the original.
+   */
+  optionalRef: (none: string) =>
+    fields
+      .int()
+      .min(0)
+      .nullable()
+      .optional()
+      .transform((v) => (v ? v : undefined))
+      .describe(`An id; 0 or null means ${none}.`),
   flag: () =>
     z.preprocess((v) => {
       if (v === 1 || v === '1' || v === 'true') return true;

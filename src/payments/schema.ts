@@ -11,15 +11,15 @@ export const lineItem = z.strictObject({
   description: fields.text(1000).optional(),
   quantity: fields.int().min(1).max(1_000_000),
   unit_price: money(),
-  product_id: fields.id().nullable().optional(),
+  product_id: fields.ref().optional(),
 });
 export type LineItem = z.output<typeof lineItem>;
 
 const paymentFields = {
   customer_id: fields.id(),
-  membership_id: fields.id().nullable(),
-  product_id: fields.id().nullable(),
-  parent_id: fields.id().nullable(),
+  membership_id: fields.ref(),
+  product_id: fields.ref(),
+  parent_id: fields.ref(),
   currency: currency(),
   subtotal: money(),
   refund_total: money(),

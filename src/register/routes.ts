@@ -93,6 +93,7 @@ function documentRegister(registry: RouteRegistry, namespace: string): void {
       'registration closed: 403 wu_rest_registration_closed; Temporal unreachable: 503 wu_rest_temporal_unavailable within TEMPORAL_CALL_TIMEOUT_MS (nothing is written); ' +
       'the database unreachable while writing: 503 wu_rest_registration_unavailable. A 503 is never the final answer of an Idempotency-Key: sending it again tries again. ' +
       'The customer: customer_id of an existing customer, or customer.user_id of a user that has no customer yet, or customer.username, email and password (not taken). ' +
+      'An id of 0 or null (customer_id, customer.user_id, site.template_id) is none, as in the original: the same as leaving it out. ' +
       'products: ids or slugs of existing active products, exactly one of them a plan, all priced in one currency (currency, if given). ' +
       'site.site_url must be free on the network; site.template_id must be a site of type site_template. Each problem is a 400 naming the field.',
     tags,

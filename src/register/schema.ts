@@ -6,6 +6,9 @@ import { anyOfRequired, BLANK, fields } from '../http/validation';
 import { DURATION_UNITS } from '../shared-enums';
 
 const ACCOUNT = ['username', 'email', 'password'] as const;
+/** In the document's rules across fields: an id given, or none (left out, 0 or null). */
+const SOME = { type: 'integer', minimum: 1 };
+const NONE = { enum: [0, null] };
 
 /** The /register body: the contract's registration table plus the original's optional fields. */
 const username = z
@@ -15,7 +18,7 @@ const username = z
   .regex(/^[A-Za-z0-9 _.@-]+$/, { message: 'may contain only letters, numbers, spaces and _ . @ -' });
 
 const customer = z.strictObject({
-  user_id: fields.id().optional(),
+  user_id: fields.optionalRef('no user yet: username, email and password create one'),
   username: username.optional(),
   password: fields.text(4096, 6).optional(),
   email: z.email().max(254).optional(),
@@ -28,7 +31,7 @@ const productRef = z.union([fields.id(), fields.label(200)], {
 
 export const registerSchema = z
   .strictObject({
-    customer_id: fields.id().optional(),
+    customer_id: fields.optionalRef('a new customer, from customer'),
     customer: customer.optional(),
     // Required: none (or []) is 400 invalid_cart (validate.ts).
     products: z
@@ -74,7 +77,7 @@ export const registerSchema = z
           .regex(/^[a-z0-9]+$/, { message: 'may contain only lower-case letters and digits.' }),
         site_title: fields.label(250, 4),
         publish: fields.flag().optional(),
-        template_id: fields.id().optional(),
+        template_id: fields.optionalRef('no template'),
         site_meta: fields.jsonObject().optional(),
         site_option: fields.jsonObject().optional(),
       })
@@ -102,14 +105,16 @@ export const registerSchema = z
       }
     }
   })
-  // The rules of the superRefine above, for the document.
+  // The rules of the superRefine above, for the document (an id of 0 or null is none).
   .meta({
     oneOf: [
-      { required: ['customer_id'], properties: { customer: { not: anyOfRequired(['user_id', ...ACCOUNT]) } } },
+      { required: ['customer_id'], properties: { customer_id: SOME, customer: { properties: { user_id: NONE }, not: anyOfRequired(ACCOUNT) } } },
       {
-        not: { required: ['customer_id'] },
         required: ['customer'],
-        properties: { customer: { oneOf: [{ required: ['user_id'], not: anyOfRequired(ACCOUNT) }, { required: [...ACCOUNT], not: { required: ['user_id'] } }] } },
+        properties: {
+          customer_id: NONE,
+          customer: { oneOf: [{ required: ['user_id'], properties: { user_id: SOME }, not: anyOfRequired(ACCOUNT) }, { required: [...ACCOUNT], properties: { user_id: NONE } }] },
+        },
       },
     ],
   });

@@ -12,9 +12,9 @@ const siteFields = {
     .string()
     .max(255)
     .regex(/^\/[A-Za-z0-9._~%/-]*$/, { message: 'must start with "/" and contain only letters, digits and . _ ~ % / -' }),
-  customer_id: fields.id().nullable(),
-  membership_id: fields.id().nullable(),
-  template_id: fields.id().nullable(),
+  customer_id: fields.ref(),
+  membership_id: fields.ref(),
+  template_id: fields.ref(),
   type: z.enum(SITE_TYPES),
   active: fields.flag(),
   public: fields.flag(),
