@@ -138,7 +138,9 @@ export class CustomerService implements ResourceService<Customer> {
   constructor(private readonly db: Db) {}
 
   private base(db: Knex | Knex.Transaction = this.db) {
-    return db('customers as c').join('users as u', 'u.id', 'c.user_id').select(COLUMNS);
+    // A left join (every customer has its user: user_id is NOT NULL and a foreign key): PostgreSQL
+    // leaves the users table out of queries that read none of its columns (ids, counts).
+    return db('customers as c').leftJoin('users as u', 'u.id', 'c.user_id').select(COLUMNS);
   }
 
   async list(q: ListQuery) {

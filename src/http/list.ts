@@ -244,11 +244,23 @@ export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec
   if (q.dateBefore) qb.where(spec.dateCreatedColumn, '<=', q.dateBefore);
   if (q.search && spec.searchable.length > 0) {
     const pattern = `%${escapeLike(q.search)}%`;
+    // Several columns: one trigram index over all of them (one index scan, not one per
+    // column) narrows the rows; the per-column test then drops matches across a separator.
+    if (spec.searchable.length > 1) qb.whereRaw(`${searchDocument(spec.searchable)} ILIKE ?`, [...spec.searchable, pattern]);
     qb.where((w) => {
       for (const col of spec.searchable) w.orWhere(col, 'ilike', pattern);
     });
   }
   return qb;
+}
+
+/**
+ * The searched columns as one text, the expression their trigram index is built on
+ * (migrations/20261129000001_list_scale.ts writes the same, unqualified): each column
+ * coalesced, joined by the unit separator U+001F. Bindings: the columns.
+ */
+function searchDocument(columns: string[]): string {
+  return `(${columns.map(() => "coalesce(??, '')").join(' || chr(31) || ')})`;
 }
 
 /** A filtered list's `X-WP-Total` is exact up to this many rows, then the planner's estimate. */
@@ -313,6 +325,8 @@ async function openCursor(raw: string, q: ListQuery): Promise<{ value: string | 
 // --- Running a list ----------------------------------------------------------------------------
 
 const SORT_KEY = '_hf_sort_key';
+/** Ids looked at (per row of the page) from where a page ordered by id starts, before a date range uses its own index. */
+const DATE_WINDOW_PER_ROW = 50;
 const SORT_ID = '_hf_sort_id';
 
 /**
@@ -356,23 +370,82 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
     if (!cursor && q.page > 1) qb.offset((q.page - 1) * q.perPage);
     return qb as Promise<Record<string, unknown>[]>;
   };
+  /** The rows of these ids (keys of the page, in order), with their sort keys. */
+  const rowsOf = async (ids: string[]) => {
+    if (ids.length === 0) return [];
+    const found: Record<string, unknown>[] = await base()
+      .select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]))
+      .whereIn(spec.idColumn, ids);
+    const byId = new Map(found.map((r) => [r[SORT_ID] as string, r]));
+    return ids.map((id) => byId.get(id)).filter((r): r is Record<string, unknown> => r !== undefined);
+  };
   const readPage = async () => {
-    if (!cursor) return pageQuery(want);
+    const byDate = q.orderColumn === spec.idColumn && (q.dateAfter !== undefined || q.dateBefore !== undefined);
+    if (!cursor && !byDate) return pageQuery(want);
     const rows: Record<string, unknown>[] = [];
-    for (const part of keysetParts(q.orderColumn, spec.idColumn, desc, cursor.value, cursor.id)) {
+    const parts = cursor ? keysetParts(q.orderColumn, spec.idColumn, desc, cursor.value, cursor.id) : [undefined];
+    if (byDate) {
+      // Ordered by id within a date range. PostgreSQL, knowing nothing of how ids follow
+      // dates, walks the id index from the newest row and skips every row newer than the
+      // range. First a bounded window of ids (the ids next to where the page
+      // starts, DATE_WINDOW_PER_ROW a row): when the page is all there (a recent range) that is the answer; else the
+      // range's own index gives its ids (an index-only scan, in proportion to the range).
+      const window = BigInt(DATE_WINDOW_PER_ROW * want);
+      const part = parts[0];
+      const end: { [SORT_ID]: string }[] = cursor ? [] : await base().clearSelect().select(db.raw('??::text AS ??', [spec.idColumn, SORT_ID])).orderBy(spec.idColumn, dir).limit(1);
+      const start = BigInt(cursor ? cursor.id : (end[0]?.[SORT_ID] ?? '0'));
+      // From the first id (included, without a cursor) over `window` ids.
+      const edge = desc ? start - window : start + window;
+      const windowed = await pageQuery(want, (qb) => {
+        part?.(qb);
+        qb.where(spec.idColumn, desc ? '>' : '<', edge.toString());
+      });
+      if (windowed.length >= want) return windowed;
+      const ids = applyFilters(base(), q, spec).clearSelect().select(db.raw('??::text AS ??', [spec.idColumn, SORT_ID]));
+      part?.(ids);
+      // `+ 0`: sorted after the range's index gave its rows, not read off the id index.
+      const keys: { [SORT_ID]: string }[] = await ids
+        .orderByRaw(`?? + 0 ${dir}`, [spec.idColumn])
+        .limit(want)
+        .offset(cursor ? 0 : (q.page - 1) * q.perPage);
+      return rowsOf(keys.map((k) => k[SORT_ID]));
+    }
+    for (const part of parts) {
       rows.push(...(await pageQuery(want - rows.length, part)));
       if (rows.length >= want) break;
     }
     return rows;
   };
-  const [fetched, count] = await Promise.all([
-    readPage().catch((err: { code?: string }) => {
-      // A signed cursor always casts back; this guards a key shared with another schema.
-      if (cursor && typeof err?.code === 'string' && BAD_TEXT.test(err.code)) throw invalidParams({ cursor: CURSOR_INVALID });
-      throw err;
-    }),
-    countRows(db, base, q, spec),
-  ]);
+  /**
+   * A search on the first pages: ONE query finds the matches' keys, up to COUNT_EXACT_UP_TO
+   * + 1 of them, in the list's order; the page and the count both come from it (the
+   * trigram scan, a search's main cost, runs once), then the page's rows by id.
+   */
+  const searchOnce = async () => {
+    const offset = (q.page - 1) * q.perPage;
+    const keys: { [SORT_ID]: string }[] = await applyFilters(base(), q, spec)
+      .clearSelect()
+      .select(db.raw('??::text AS ??', [spec.idColumn, SORT_ID]))
+      .orderBy(q.orderColumn, dir)
+      .modify((qb) => {
+        if (q.orderColumn !== spec.idColumn) qb.orderBy(spec.idColumn, dir);
+      })
+      .limit(COUNT_EXACT_UP_TO + 1);
+    const fetchedRows = await rowsOf(keys.slice(offset, offset + want).map((k) => k[SORT_ID]));
+    const count = keys.length <= COUNT_EXACT_UP_TO ? { total: keys.length, exact: true } : await estimateRows(db, base, q, spec, keys.length);
+    return [fetchedRows, count] as const;
+  };
+  const searchFirstPages = q.search !== undefined && !cursor && (q.page - 1) * q.perPage + want <= COUNT_EXACT_UP_TO + 1;
+  const [fetched, count] = await (searchFirstPages
+    ? searchOnce()
+    : Promise.all([
+        readPage().catch((err: { code?: string }) => {
+          // A signed cursor always casts back; this guards a key shared with another schema.
+          if (cursor && typeof err?.code === 'string' && BAD_TEXT.test(err.code)) throw invalidParams({ cursor: CURSOR_INVALID });
+          throw err;
+        }),
+        countRows(db, base, q, spec),
+      ]));
   const more = fetched.length > q.perPage;
   const rows = fetched.slice(0, q.perPage);
   if (back) rows.reverse();
@@ -416,10 +489,15 @@ async function countRows(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, 
   const { rows } = await db.raw(`SELECT count(*)::int AS n FROM (${capped.sql}) s`, capped.bindings);
   const n = (rows[0] as { n: number }).n;
   if (n <= COUNT_EXACT_UP_TO) return { total: n, exact: true };
-  const all = matches.toSQL();
+  return estimateRows(db, base, q, spec, n);
+}
+
+/** More than COUNT_EXACT_UP_TO match (`atLeast` seen): the planner's estimate of the matches. */
+async function estimateRows(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec, atLeast: number): Promise<{ total: number; exact: boolean }> {
+  const all = applyFilters(base(), q, spec).clearSelect().clearOrder().select(db.raw('1')).toSQL();
   const plan = await db.raw(`EXPLAIN (FORMAT JSON) ${all.sql}`, all.bindings);
   const estimate = Math.round(Number(plan.rows[0]['QUERY PLAN'][0].Plan['Plan Rows']));
-  return { total: Math.max(estimate, n), exact: false };
+  return { total: Math.max(estimate, atLeast), exact: false };
 }
 
 /** WordPress' paging headers, `Link` rel="next"/"prev" included (keyset cursors, with the page number). */
