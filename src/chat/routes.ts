@@ -58,7 +58,7 @@ function chatCors(origins: string[]) {
     if (allowed) {
       res.setHeader('Access-Control-Allow-Origin', any ? '*' : origin!);
       res.append('Vary', 'Origin');
-      res.setHeader('Access-Control-Expose-Headers', 'X-WP-Total, X-WP-TotalPages, Link, X-Request-Id, Retry-After');
+      res.setHeader('Access-Control-Expose-Headers', 'X-WP-Total, X-WP-TotalPages, X-WP-Total-Exact, Link, X-Request-Id, Retry-After');
     }
     if (req.method === 'OPTIONS') {
       if (allowed) {
