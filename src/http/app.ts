@@ -36,7 +36,7 @@ export interface AppDeps {
   temporal: TemporalHandle | null;
   metrics: Metrics;
   /** Sees every JSON response with its route pattern (the contract tests validate them). */
-  observeResponse?: (r: { method: string; route: string | null; status: number; body: unknown }) => void;
+  observeResponse?: (r: { method: string; route: string | null; status: number; body: unknown; query: Record<string, unknown> }) => void;
 }
 
 export interface AppWithRegistry extends express.Express {
@@ -122,7 +122,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
       res.json = (body: unknown) => {
         const mount = (res.locals.mountPath as string | undefined) ?? req.baseUrl;
         const route = req.route?.path ? `${mount}${req.route.path === '/' ? '' : req.route.path}` || '/' : null;
-        observe({ method: req.method === 'HEAD' ? 'GET' : req.method, route, status: res.statusCode, body });
+        observe({ method: req.method === 'HEAD' ? 'GET' : req.method, route, status: res.statusCode, body, query: req.query as Record<string, unknown> });
         return json(body);
       };
       next();
