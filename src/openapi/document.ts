@@ -169,7 +169,8 @@ function operationObject(op: Operation, prefix: string, formBodies: boolean, pro
   for (const m of op.path.matchAll(/:([A-Za-z_]+)/g)) {
     const documented = d.pathParams?.[m[1]];
     const schema = documented ?? (m[1].endsWith('id') ? { type: 'integer', minimum: 1, maximum: MAX_QUERY_INTEGER } : { type: 'string' });
-    parameters.push({ name: m[1], in: 'path', required: true, schema: inputSchema(schema) });
+    const description = documented ? undefined : m[1].endsWith('id') ? 'Identifier (digits only; anything else matches no route).' : undefined;
+    parameters.push({ name: m[1], in: 'path', required: true, ...(description ? { description } : {}), schema: inputSchema(schema) });
   }
   for (const q of query) {
     const schema = inputSchema(q.schema);
