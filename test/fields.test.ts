@@ -258,6 +258,18 @@ describe('_fields, _links and _embed', () => {
     });
   });
 
+  test('other record lists and records honour _fields too: a site\'s users, translation projects and jobs', async () => {
+    const users = await get(`/sites/${ids.site}/users`, '_fields=user_id,role');
+    expect(users.status).toBe(200);
+    expect(users.body).toEqual([{ user_id: expect.any(Number), role: 'administrator' }]);
+    const created = await post('/translations/projects', { slug: 'fields-plugin', type: 'plugin', name: 'Fields plugin', version: '1.0', pot_url: 'https://example.test/fields.pot' });
+    expect((await get('/translations/projects', '_fields=slug,version')).body).toEqual([{ slug: 'fields-plugin', version: '1.0' }]);
+    expect((await get(`/translations/projects/${created.id}`, '_fields[]=id&_fields[]=nope')).body).toEqual({ id: created.id });
+    expect((await get('/translations/jobs', '_fields=id')).body).toEqual([]);
+    const bad = await get('/translations/jobs', `_fields=${'x'.repeat(201)}&per_page=x`);
+    expect(Object.keys(bad.body.data.params).sort()).toEqual(['_fields', 'per_page']);
+  });
+
   test('a caller that is not allowed learns nothing: 401 before _fields or _embed are looked at', async () => {
     const bad = `Basic ${Buffer.from('hf_nope:nope').toString('base64')}`;
     for (const query of ['_fields=id,email', `_embed&_fields=${'a'.repeat(500)}`]) {

@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { keeps, project, subTree, topLevel, type FieldSet, type FieldTree, type View } from './fields';
+import { applyFields, keeps, subTree, topLevel, type FieldSet, type FieldTree, type View } from './fields';
 import { publicBase } from './public-url';
 import type { RouteRegistry } from './routes';
 
@@ -106,7 +106,7 @@ export class RecordPresenter {
         }
         if (Object.keys(found).length > 0) out._embedded = found;
       }
-      return project(out, view.fields);
+      return applyFields(out, view.fields);
     });
   }
 

@@ -164,7 +164,7 @@ function projectObject(obj: Record<string, unknown>, tree: FieldTree): Record<st
 }
 
 /** The record with only the fields of the tree (null: unchanged). */
-export function project<T>(rec: T, tree: FieldTree | null): T | Record<string, unknown> {
+export function applyFields<T>(rec: T, tree: FieldTree | null): T | Record<string, unknown> {
   if (tree === null || !rec || typeof rec !== 'object') return rec;
   return projectObject(rec as Record<string, unknown>, tree);
 }

@@ -2,7 +2,7 @@ import { Router, type Request } from 'express';
 import type { z } from 'zod';
 import { componentName, RecordPresenter, registerLinkedResource, type ResourceLink } from './embed';
 import { ApiError, noRoute, notFoundItem } from './errors';
-import { parseView, parseWithView, project, type FieldSet } from './fields';
+import { applyFields, parseView, parseWithView, type FieldSet } from './fields';
 import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders, type ListQuery, type ListSpec } from './list';
 import { RouteRegistry, type ExamplesDoc } from './routes';
 import { bodyObject, parseOrThrow } from './validation';
@@ -175,7 +175,7 @@ function resourceExamples(ex: ResourceExamples): Record<'createBody' | 'created'
     created: { created: { summary: 'The record created', value: ex.record } },
     one: {
       record: { summary: 'The record (with its _links)', value: ex.record },
-      fields: { summary: `?_fields=${picked.join(',')}`, value: project(ex.record, new Map(picked.map((f) => [f, true as const]))) },
+      fields: { summary: `?_fields=${picked.join(',')}`, value: applyFields(ex.record, new Map(picked.map((f) => [f, true as const]))) },
     },
     list: { page: { summary: 'A page of one record', value: [ex.record] } },
     updateBody: { update: { summary: 'Fields to change', value: ex.update } },
