@@ -127,6 +127,9 @@ describe('_fields, _links and _embed', () => {
           expect(res.body.data.params._fields).toMatch(message);
         }
       }
+      // Lengths count characters (code points), as the document's maxLength does.
+      expect((await get(`/customers/${c}`, `_fields=id,${encodeURIComponent('😀'.repeat(200))}`)).body).toEqual({ id: c });
+      expect((await get(`/customers/${c}`, `_fields=${encodeURIComponent('😀'.repeat(201))}`)).status).toBe(400);
       // 4,000 names that are all the same count once.
       expect((await get(`/customers/${c}`, `_fields=${Array(4000).fill('id').join(',')}`)).body).toEqual({ id: c });
       // NUL is refused like anywhere else; spellings the server does not read are ignored, as other underscore parameters.

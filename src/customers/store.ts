@@ -141,7 +141,7 @@ export class CustomerService implements ResourceService<Customer> {
   }
 
   async list(q: ListQuery, read: ReadOptions = {}) {
-    // The order's column stays in the rows (a page's last row says where the next one starts).
+    // The order's column is read too: a page's rows keep what they are ordered by (a cursor is made of the last one's).
     const columns = columnsFor(read.fields, [q.orderColumn]);
     const { rows, total } = await runList<Row>(() => this.base(this.db, columns), q, customerListSpec);
     return { rows: rows.map(toCustomer), total };

@@ -112,7 +112,7 @@ export class TableService implements ResourceService<Row> {
   }
 
   async list(q: ListQuery, read: ReadOptions = {}) {
-    // The order's column stays in the rows (a page's last row says where the next one starts).
+    // The order's column is read too: a page's rows keep what they are ordered by (a cursor is made of the last one's).
     const columns = this.columnsFor(read.fields, [q.orderColumn]);
     const { rows, total } = await runList<Row>(() => this.db(`${this.cfg.table} as t`).select(columns), q, this.cfg.listSpec);
     return { rows: rows.map((r) => this.toRecord(r)), total };

@@ -1,6 +1,7 @@
 import { ApiError, invalidParams } from './errors';
 import { printable } from './input';
 import type { ParamDoc } from './routes';
+import { codePointLength } from './validation';
 
 /**
  * WordPress' global parameters `_fields` and `_embed`, read from a query string.
@@ -62,7 +63,7 @@ function fieldTree(list: string[], errors: Record<string, string>): FieldTree | 
   }
   const tree: FieldTree = new Map();
   for (const name of list) {
-    if (name.length > FIELDS_MAX_NAME_LENGTH) {
+    if (codePointLength(name) > FIELDS_MAX_NAME_LENGTH) {
       errors._fields = `_fields names must be at most ${FIELDS_MAX_NAME_LENGTH} characters long (${printable(name)}).`;
       return null;
     }
@@ -183,7 +184,8 @@ export function viewQueryParams(fieldNames: readonly string[], embeddable: reado
         `Only these fields in the answer (WordPress' _fields): a comma-separated list, or the parameter repeated (_fields[]=id&_fields[]=email). ` +
         `a.b keeps b inside the object a (and inside each object of a list a). Names that match nothing are absent; _links and _embedded are kept only when named. ` +
         `At most ${FIELDS_MAX_NAMES} names, each at most ${FIELDS_MAX_NAME_LENGTH} characters and ${FIELDS_MAX_DEPTH} levels deep (400 otherwise). Fields: ${fieldNames.join(', ')}.`,
-      schema: { type: 'array', items: { type: 'string', maxLength: 2000 }, maxItems: FIELDS_MAX_NAMES },
+      // Each item as one name would be (a comma-separated item may be longer: the document is stricter than the server).
+      schema: { type: 'array', items: { type: 'string', maxLength: FIELDS_MAX_NAME_LENGTH, pattern: `^[^.]*(?:\\.[^.]*){0,${FIELDS_MAX_DEPTH - 1}}$` }, maxItems: FIELDS_MAX_NAMES },
       example: ['id', 'date_created'],
     },
   ];
@@ -193,7 +195,7 @@ export function viewQueryParams(fieldNames: readonly string[], embeddable: reado
       description:
         `Embed the linked records under _embedded (WordPress' _embed): empty, 1 or true for every embeddable link (${embeddable.join(', ')}), ` +
         `or a comma-separated list of link relations; unknown ones are ignored. One query per relation for the whole page. With _fields, name _embedded too.`,
-      schema: { type: 'array', items: { type: 'string', maxLength: 2000 }, maxItems: FIELDS_MAX_NAMES },
+      schema: { type: 'array', items: { type: 'string', maxLength: FIELDS_MAX_NAME_LENGTH }, maxItems: FIELDS_MAX_NAMES },
       example: [embeddable[0]],
     });
   }
