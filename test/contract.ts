@@ -7,6 +7,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import type { ValidateFunction } from 'ajv';
 import { openApiPath } from '../src/openapi/document';
+import { PROJECTION_MARKER } from '../src/openapi/projections';
 
 type Doc = Record<string, any>;
 
@@ -23,6 +24,19 @@ export function inlineRefs(node: unknown, doc: Doc): unknown {
   return node;
 }
 
+/** The answer's schema without `_fields`: where the document allows a projection, the record itself. */
+export function withoutProjections(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withoutProjections);
+  if (node && typeof node === 'object') {
+    const obj = node as Record<string, unknown>;
+    if (obj[PROJECTION_MARKER] === true && Array.isArray(obj.anyOf)) return withoutProjections(obj.anyOf[0]);
+    return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, withoutProjections(v)]));
+  }
+  return node;
+}
+
+const FIELDS_KEY = /^_fields(\[\d*\])?$/;
+
 export class ContractChecker {
   readonly violations: string[] = [];
   private readonly ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -32,7 +46,8 @@ export class ContractChecker {
     addFormats(this.ajv);
   }
 
-  check(r: { method: string; route: string | null; status: number; body: unknown }): void {
+  /** `query`: the request's; without `_fields`, a record answer must be the whole record (not a projection). */
+  check(r: { method: string; route: string | null; status: number; body: unknown; query?: Record<string, unknown> }): void {
     if (r.route === null) return; // no route matched: the generic 404, not an operation
     const doc = this.doc();
     const path = openApiPath(r.route);
@@ -46,10 +61,11 @@ export class ContractChecker {
       this.violations.push(`${r.method} ${path}: status ${r.status} is not documented`);
       return;
     }
-    const key = `${r.method} ${path} ${r.status}`;
+    const projected = Object.keys(r.query ?? {}).some((k) => FIELDS_KEY.test(k));
+    const key = `${r.method} ${path} ${r.status}${projected ? ' _fields' : ''}`;
     if (!this.cache.has(key)) {
       const schema = resp.content?.['application/json']?.schema;
-      this.cache.set(key, schema ? this.ajv.compile(inlineRefs(schema, doc) as object) : null);
+      this.cache.set(key, schema ? this.ajv.compile((projected ? inlineRefs(schema, doc) : withoutProjections(inlineRefs(schema, doc))) as object) : null);
     }
     const validate = this.cache.get(key);
     if (validate && !validate(r.body)) {

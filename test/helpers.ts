@@ -1,10 +1,12 @@
 import crypto from 'node:crypto';
+import http from 'node:http';
 import pg from 'pg';
 import request from 'supertest';
 import type { Express } from 'express';
 import { loadConfig, type Config } from '../src/config';
 import { createDb, type Db } from '../src/db/knex';
 import { createApp, type AppWithRegistry } from '../src/http/app';
+import { answerClientError } from '../src/http/client-error';
 import { Metrics } from '../src/http/metrics';
 import { revokePublicConnect } from '../src/infra/embedded-postgres';
 import { prepareDatabase } from '../src/runtime';
@@ -78,6 +80,10 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
   let document: Record<string, unknown> | undefined;
   const contract = new ContractChecker(() => (document ??= buildOpenApiDocument(app.locals.registry, { version: 'test' })));
   const app = createApp({ config, db, settings, temporal, metrics, observeResponse: (r) => contract.check(r) });
+  // One listening server for the context's requests: one Host, so absolute links (a record's _links) are the same in every answer.
+  const server = http.createServer(app);
+  server.on('clientError', answerClientError);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     app,
     db,
@@ -87,9 +93,13 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     metrics,
     dbUrl,
     basic: `Basic ${Buffer.from(`${API_KEY}:${API_SECRET}`).toString('base64')}`,
-    http: request(app),
+    http: request(server),
     contract,
     async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
       await app.locals.chat.close();
       app.locals.temporal.close();
       await temporal.connection.close();

@@ -76,6 +76,13 @@ describe('memberships', () => {
         migrated_from_id: null,
         date_created: expect.any(String),
         date_modified: expect.any(String),
+        // WordPress' links: the record, its collection, and the records it names (embeddable).
+        _links: {
+          self: [{ href: expect.stringMatching(new RegExp(`^http://127\\.0\\.0\\.1:\\d+${BASE}/memberships/${m.id}$`)) }],
+          collection: [{ href: expect.stringMatching(new RegExp(`${BASE}/memberships$`)) }],
+          customer: [{ embeddable: true, href: expect.stringMatching(new RegExp(`${BASE}/customers/${customerId}$`)) }],
+          plan: [{ embeddable: true, href: expect.stringMatching(new RegExp(`${BASE}/products/${planId}$`)) }],
+        },
       });
       expect(new Date(m.date_created).toISOString()).toBe(m.date_created);
     });

@@ -1,7 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import type { Express } from 'express';
+import { Decimal } from '../src/http/money';
 import { openApiPath } from '../src/openapi/document';
 import { ContractChecker } from './contract';
 import { BASE, createTestContext, type TestContext } from './helpers';
@@ -116,6 +119,118 @@ describe('OpenAPI document', () => {
     );
     expect(linked.length).toBeGreaterThan(50);
     expect(linked.filter((id) => !ids.has(id))).toEqual([]);
+  });
+
+  const RESOURCES = ['customers', 'products', 'memberships', 'payments', 'sites', 'domains'];
+  const EMBEDDABLE: Record<string, string[]> = { customers: [], products: [], memberships: ['customer', 'plan'], payments: ['customer', 'membership', 'product'], sites: ['customer', 'membership'], domains: ['site', 'customer'] };
+  const component = (plural: string) => `${plural.charAt(0).toUpperCase()}${plural.slice(1, -1)}`;
+
+  test('_fields and _embed are query parameters of every record GET; the answer is the record or its projection', () => {
+    for (const plural of RESOURCES) {
+      for (const path of [`/wp-json/wu/v2/${plural}`, `/wp-json/wu/v2/${plural}/{id}`, `/wp-json/wu/v2/${plural.slice(0, -1)}/{id}`]) {
+        const op = doc.paths[path].get;
+        const names = op.parameters.map((p: { name: string }) => p.name);
+        const fields = op.parameters.find((p: { name: string }) => p.name === '_fields');
+        expect({ path, fields: fields?.schema.type, explode: fields?.explode }).toEqual({ path, fields: 'array', explode: true });
+        expect(fields.description).toMatch(/date_created/);
+        expect({ path, embed: names.includes('_embed') }).toEqual({ path, embed: EMBEDDABLE[plural].length > 0 });
+        if (EMBEDDABLE[plural].length) expect(op.parameters.find((p: { name: string }) => p.name === '_embed').description).toContain(EMBEDDABLE[plural].join(', '));
+        const schema = op.responses['200'].content['application/json'].schema;
+        const answer = path.endsWith('{id}') ? schema : schema.items;
+        expect(answer).toEqual({ anyOf: [{ $ref: `#/components/schemas/${component(plural)}` }, { $ref: `#/components/schemas/${component(plural)}Fields` }], 'x-fields-projection': true });
+      }
+      // Writes answer the whole record.
+      expect(doc.paths[`/wp-json/wu/v2/${plural}`].post.responses['200'].content['application/json'].schema).toEqual({ $ref: `#/components/schemas/${component(plural)}` });
+      // The projection: the record's fields, none of them required, at any depth.
+      const record = doc.components.schemas[component(plural)];
+      const projection = doc.components.schemas[`${component(plural)}Fields`];
+      expect(Object.keys(projection.properties)).toEqual(Object.keys(record.properties));
+      expect(record.required).toContain('id');
+      expect(JSON.stringify(projection)).not.toMatch(/"required":\[/);
+    }
+  });
+
+  test('records carry _links, and _embedded with the linked records their schemas', () => {
+    const membership = doc.components.schemas.Membership.properties;
+    expect(Object.keys(membership._links.properties)).toEqual(['self', 'collection', 'customer', 'plan']);
+    expect(membership._links.properties.customer.items.properties.embeddable).toEqual(expect.objectContaining({ type: 'boolean' }));
+    expect(membership._embedded.properties).toEqual({
+      customer: { type: 'array', items: { $ref: '#/components/schemas/Customer' }, minItems: 1, maxItems: 1 },
+      plan: { type: 'array', items: { $ref: '#/components/schemas/Product' }, minItems: 1, maxItems: 1 },
+    });
+    // A site links to its template and a payment to its parent, without embedding them.
+    expect(Object.keys(doc.components.schemas.Site.properties._links.properties)).toEqual(['self', 'collection', 'customer', 'membership', 'template']);
+    expect(Object.keys(doc.components.schemas.Site.properties._embedded.properties)).toEqual(['customer', 'membership']);
+    expect(Object.keys(doc.components.schemas.Payment.properties._embedded.properties)).toEqual(['customer', 'membership', 'product']);
+    expect(doc.components.schemas.Customer.properties._links.required).toEqual(['self', 'collection']);
+    expect(doc.components.schemas.Customer.properties._embedded).toBeUndefined();
+    for (const name of ['Customer', 'Membership']) expect(doc.components.schemas[name].required).not.toContain('_links');
+  });
+
+  test('addon_products and line_items have their item schemas (no unknown[])', () => {
+    const addon = doc.components.schemas.Membership.properties.addon_products;
+    expect(addon).toEqual({
+      type: 'array',
+      items: { type: 'object', properties: { product_id: expect.objectContaining({ type: 'integer' }), quantity: expect.objectContaining({ type: 'integer' }) }, required: ['product_id', 'quantity'], additionalProperties: false },
+    });
+    const line = doc.components.schemas.Payment.properties.line_items;
+    expect(line.type).toBe('array');
+    expect(line.items.required).toEqual(['name', 'quantity', 'unit_price']);
+    expect(line.items.properties.unit_price).toEqual({ type: 'number' });
+    expect(line.items.properties.product_id).toEqual({ anyOf: [expect.objectContaining({ type: 'integer' }), { type: 'null' }] });
+    expect(line.items.additionalProperties).toBe(false);
+    for (const name of ['Membership', 'Payment']) expect(JSON.stringify(doc.components.schemas[name]).includes('"items":{}')).toBe(false);
+  });
+
+  test('every example in the document (request bodies, answers, parameters) validates against its schema', () => {
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(ajv);
+    // multipleOf on the number as JSON writes it (as test/document-rules.test.ts).
+    ajv.removeKeyword('multipleOf');
+    ajv.addKeyword({ keyword: 'multipleOf', type: 'number', schemaType: 'number', validate: (step: number, data: number) => new Decimal(String(data)).mod(String(step)).isZero() });
+    // The components once, under an id the schemas' $refs are pointed at.
+    const toDoc = (schema: object) => JSON.parse(JSON.stringify(schema).replaceAll('"$ref":"#/components/', '"$ref":"doc#/components/'));
+    ajv.addSchema({ $id: 'doc', components: toDoc(doc.components) });
+    const valid = (schema: object, value: unknown) => {
+      const validate = ajv.compile(toDoc(schema));
+      return validate(value) ? true : ajv.errorsText(validate.errors);
+    };
+    const checked: string[] = [];
+    const failures: string[] = [];
+    const media = (where: string, content: Record<string, any> | undefined) => {
+      for (const [type, m] of Object.entries(content ?? {})) {
+        const values = [...(m.example !== undefined ? [['example', m.example]] : []), ...Object.entries(m.examples ?? {}).map(([k, e]: [string, any]) => [k, e.value])];
+        for (const [name, value] of values) {
+          const verdict = valid(m.schema, value);
+          checked.push(`${where} ${type} ${name}`);
+          if (verdict !== true) failures.push(`${where} ${type} ${name}: ${verdict}`);
+        }
+      }
+    };
+    for (const [path, item] of Object.entries(doc.paths) as [string, any][]) {
+      for (const [method, op] of Object.entries(item) as [string, any][]) {
+        const where = `${method.toUpperCase()} ${path}`;
+        media(`${where} body`, op.requestBody?.content);
+        for (const [status, r] of Object.entries(op.responses) as [string, any][]) media(`${where} ${status}`, r.content);
+        for (const p of op.parameters ?? []) {
+          if (p.example === undefined) continue;
+          const verdict = valid(p.schema, p.example);
+          checked.push(`${where} ${p.name}`);
+          if (verdict !== true) failures.push(`${where} parameter ${p.name}: ${verdict}`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+    // Every resource: create body and answer, one record (whole and with _fields), a page, update body and answer, on both paths.
+    for (const plural of RESOURCES) {
+      for (const [method, path] of [['POST', ''], ['GET', '/{id}'], ['GET', ''], ['PUT', '/{id}'], ['PATCH', '/{id}']]) {
+        expect(checked.filter((c) => c.startsWith(`${method} /wp-json/wu/v2/${plural}${path} `)).length).toBeGreaterThanOrEqual(method === 'GET' && path === '' ? 2 : 2);
+      }
+    }
+    expect(checked.length).toBeGreaterThan(150);
+    // And a wrong example would be caught.
+    const record = doc.paths['/wp-json/wu/v2/memberships/{id}'].get.responses['200'].content['application/json'];
+    expect(valid(record.schema, { ...record.examples.record.value, addon_products: [{ product_id: 'two' }] })).not.toBe(true);
   });
 
   test('the contract checker catches a response that does not match', () => {

@@ -65,6 +65,12 @@ describe('payments', () => {
         migrated_from_id: null,
         date_created: expect.any(String),
         date_modified: expect.any(String),
+        // No membership, product nor parent: only the customer is linked.
+        _links: {
+          self: [{ href: expect.stringMatching(new RegExp(`${BASE}/payments/${p.id}$`)) }],
+          collection: [{ href: expect.stringMatching(new RegExp(`${BASE}/payments$`)) }],
+          customer: [{ embeddable: true, href: expect.stringMatching(new RegExp(`${BASE}/customers/${customerId}$`)) }],
+        },
       });
       expect(new Date(p.date_created).toISOString()).toBe(p.date_created);
     });

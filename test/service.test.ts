@@ -36,6 +36,64 @@ describe('service routes', () => {
     }
   });
 
+  test('the index describes every argument as WordPress does (required, type, description, enum, default…), from the schemas of the OpenAPI document', async () => {
+    const index = (await ctx.http.get('/wp-json/wu/v2')).body;
+    const root = (await ctx.http.get('/wp-json/')).body;
+    const doc = (await ctx.http.get(`${BASE}/openapi.json`)).body;
+    const endpoint = (route: string, method: string) => index.routes[route].endpoints.find((e: { methods: string[] }) => e.methods.includes(method));
+
+    const list = endpoint('/wu/v2/customers', 'GET').args;
+    expect(list.per_page).toEqual({ description: 'Items per page.', type: 'integer', minimum: 1, maximum: 100, default: 20, required: false });
+    expect(list.orderby).toMatchObject({ type: 'string', enum: expect.arrayContaining(['id', 'email', 'date_created']), required: false });
+    expect(list.vip).toMatchObject({ type: 'boolean', required: false });
+    expect(list.email__in).toMatchObject({ type: 'array', maxItems: 100, required: false });
+    expect(list._fields).toMatchObject({ type: 'array', required: false, description: expect.stringContaining('billing_address') });
+    // Customers link to nothing embeddable; memberships do.
+    expect(list._embed).toBeUndefined();
+    expect(endpoint('/wu/v2/memberships', 'GET').args._embed).toMatchObject({ type: 'array', description: expect.stringContaining('customer, plan') });
+
+    const create = endpoint('/wu/v2/customers', 'POST').args;
+    expect(create.username).toEqual({ type: 'string', minLength: 4, maxLength: 60, pattern: expect.any(String), required: false });
+    expect(create.email).toMatchObject({ type: 'string', format: 'email', required: false });
+    const membership = endpoint('/wu/v2/memberships', 'POST').args;
+    expect(membership.customer_id).toMatchObject({ type: 'integer', required: true });
+    expect(membership.plan_id).toMatchObject({ type: 'integer', required: true });
+    expect(membership.status).toEqual({ type: 'string', enum: ['pending', 'active', 'trialing', 'expired', 'on-hold', 'cancelled'], required: false });
+    expect(membership.addon_products.items.properties).toMatchObject({ product_id: { type: 'integer' }, quantity: { type: 'integer', minimum: 1 } });
+    // An object argument says which of its fields are required, as WordPress (required: true on each).
+    expect(endpoint('/wu/v2/register', 'POST').args.customer.properties).toBeDefined();
+    expect(endpoint('/wu/v2/translations/check/batch', 'POST').args.packages).toMatchObject({ type: 'array', required: true });
+
+    // One endpoint per handler: update answers PUT, PATCH and POST with the same arguments.
+    const byId = index.routes['/wu/v2/customers/(?P<id>[\\d]+)'];
+    expect(byId.endpoints.map((e: { methods: string[] }) => e.methods)).toEqual([['GET'], ['PUT', 'PATCH', 'POST'], ['DELETE']]);
+    expect(byId.endpoints[0].args.id).toMatchObject({ type: 'integer', minimum: 1, required: true });
+    expect(byId.endpoints[1].args.vip).toEqual({ type: 'boolean', required: false });
+    // A route without parameters links to itself; the index is plain JSON Schema, no $ref.
+    expect(index.routes['/wu/v2/customers']._links.self[0].href).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/wp-json\/wu\/v2\/customers$/);
+    expect(byId._links).toBeUndefined();
+    expect(JSON.stringify(index)).not.toContain('$ref');
+
+    // It cannot drift: every operation's arguments are the document's parameters and body fields, on both indexes.
+    let checked = 0;
+    for (const [route, info] of Object.entries(root.routes) as [string, any][]) {
+      for (const e of info.endpoints) {
+        for (const method of e.methods) {
+          const path = `/wp-json${route.replace(/\(\?P<(\w+)>[^)]+\)/g, '{$1}')}`;
+          const op = doc.paths[path]?.[method.toLowerCase()];
+          expect({ route, method, documented: Boolean(op) }).toEqual({ route, method, documented: true });
+          const body = op.requestBody?.content['application/json']?.schema;
+          const bodyNames = body?.properties ? Object.keys(body.properties) : (body?.anyOf ?? body?.oneOf ?? []).flatMap((b: any) => Object.keys(b.properties ?? {}));
+          const expected = new Set([...(op.parameters ?? []).map((p: { name: string }) => p.name), ...bodyNames]);
+          expect({ route, method, args: Object.keys(e.args).sort() }).toEqual({ route, method, args: [...expected].sort() });
+          checked += 1;
+        }
+      }
+      if (info.namespace === 'wu/v2') expect(index.routes[route].endpoints).toEqual(info.endpoints);
+    }
+    expect(checked).toBeGreaterThan(100);
+  });
+
   test('the REST prefix is configurable', async () => {
     const other = await createTestContext({ REST_PREFIX: '/api' });
     try {
@@ -113,6 +171,7 @@ describe('service routes', () => {
       await t.http.post(`${BASE}/customers`).set('Authorization', t.basic).send(newCustomerBody());
       await t.http.post(`${BASE}/customers`).set('Authorization', t.basic).send(newCustomerBody());
       const page = await t.http.get(`${BASE}/customers?per_page=1`).set('Authorization', t.basic).set('Host', host);
+      if (page.status !== 200) throw new Error(`${page.status} ${JSON.stringify(page.body)}`);
       const session = await t.http.post(`${CHAT}/chat/sessions`).send({ customer_name: 'Ada' });
       const token = await t.http.post(`${CHAT}/chat/sessions/${session.body.session.id}/token`).set('Host', host).set('Authorization', `Bearer ${session.body.token}`).send({});
       return { root: root.headers.link, url: index.body.url, home: index.body.home, page: page.headers.link, realtime: token.body.realtime.url as string };
@@ -123,7 +182,7 @@ describe('service routes', () => {
       expect(got.root).toBe('<http://127.0.0.1:8080/wp-json/>; rel="https://api.w.org/"');
       expect(got.url).toBe('http://127.0.0.1:8080');
       expect(got.home).toBe('http://127.0.0.1:8080');
-      expect(got.page).toMatch(/^<http:\/\/127\.0\.0\.1:8080\/wp-json\/wu\/v2\/customers\?per_page=1&page=2>; rel="next"$/);
+      expect(got.page).toMatch(/^<http:\/\/127\.0\.0\.1:8080\/wp-json\/wu\/v2\/customers\?per_page=1&page=2&cursor=[\w-]+\.[\w-]+>; rel="next"$/);
       expect(got.realtime).toMatch(/^ws:\/\/127\.0\.0\.1:8080\/wp-json\/ultimate-multisite-support-tickets\/v1\/chat\/realtime\?token=/);
       expect(JSON.stringify(got)).not.toContain('evil');
     });

@@ -2,6 +2,7 @@ import type { Router } from 'express';
 import type { Db } from '../db/knex';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
+import { customerExamples } from './examples';
 import { createCustomerSchema, customerRecordSchema, updateCustomerSchema } from './schema';
 import { CustomerService, customerListSpec } from './store';
 
@@ -18,6 +19,7 @@ export function mountCustomers(router: Router, registry: RouteRegistry, namespac
       'On create, either user_id of an existing user, or username, email and password to create the account. user_id must name a user that has no customer yet (400 naming it otherwise); username and email must not be taken by another account (compared case-insensitively). ' +
       'user_id 0 or null means no user, as in the original (whose integrations send user_id 0 with the account fields): on create the same as leaving it out, on update it leaves the user as it is.',
     service,
+    examples: customerExamples,
   });
   return service;
 }

@@ -3,7 +3,8 @@ import type { Db } from '../db/knex';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from '../db/errors';
 import { conflict, invalidParams } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
-import type { ResourceService } from '../http/resource';
+import type { FieldSet } from '../http/fields';
+import type { ReadOptions, ResourceService } from '../http/resource';
 import { isoDate } from '../http/validation';
 import { usersStore } from '../users/store';
 import { CUSTOMER_TYPES, EMAIL_VERIFICATION, type CreateCustomerInput, type UpdateCustomerInput } from './schema';
@@ -62,53 +63,52 @@ export const customerListSpec: ListSpec = {
   },
 };
 
-const COLUMNS = [
-  'c.id',
-  'c.user_id',
-  'u.username',
-  'u.email',
-  'u.display_name',
-  'c.type',
-  'c.email_verification',
-  'c.date_registered',
-  'c.last_login',
-  'c.has_trialed',
-  'c.vip',
-  'c.ips',
-  'c.signup_form',
-  'c.extra_information',
-  'c.billing_address',
-  'c.notes',
-  'c.migrated_from_id',
-  'c.date_created',
-  'c.date_modified',
-];
-
 type Row = Record<string, any>;
 
+const same = (v: unknown) => v;
+const integer = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+
+/** Each field of a customer: the column it is read from and how it is answered. */
+const FIELDS: Record<string, [column: string, out: (v: any) => unknown]> = {
+  id: ['c.id', Number],
+  user_id: ['c.user_id', Number],
+  username: ['u.username', same],
+  email: ['u.email', same],
+  display_name: ['u.display_name', same],
+  type: ['c.type', same],
+  email_verification: ['c.email_verification', same],
+  date_registered: ['c.date_registered', isoDate],
+  last_login: ['c.last_login', isoDate],
+  has_trialed: ['c.has_trialed', Boolean],
+  vip: ['c.vip', Boolean],
+  ips: ['c.ips', (v) => v ?? []],
+  signup_form: ['c.signup_form', same],
+  extra_information: ['c.extra_information', same],
+  billing_address: ['c.billing_address', (v) => v ?? {}],
+  notes: ['c.notes', (v) => v ?? []],
+  migrated_from_id: ['c.migrated_from_id', integer],
+  date_created: ['c.date_created', isoDate],
+  date_modified: ['c.date_modified', isoDate],
+};
+
+const COLUMNS = Object.values(FIELDS).map(([column]) => column);
+
+/** The columns the fields need (the id always); every column without fields. `extra`: columns the query needs besides. */
+function columnsFor(fields: FieldSet | undefined, extra: string[] = []): string[] {
+  if (!fields) return COLUMNS;
+  const cols = new Set(['c.id', ...extra]);
+  for (const f of fields) if (Object.hasOwn(FIELDS, f)) cols.add(FIELDS[f][0]);
+  return [...cols];
+}
+
+/** A row to the customer record; a row read for some fields gives those fields (and id, model). */
 function toCustomer(r: Row): Customer {
-  return {
-    id: Number(r.id),
-    model: 'customer',
-    user_id: Number(r.user_id),
-    username: r.username,
-    email: r.email,
-    display_name: r.display_name,
-    type: r.type,
-    email_verification: r.email_verification,
-    date_registered: isoDate(r.date_registered),
-    last_login: isoDate(r.last_login),
-    has_trialed: Boolean(r.has_trialed),
-    vip: Boolean(r.vip),
-    ips: r.ips ?? [],
-    signup_form: r.signup_form,
-    extra_information: r.extra_information,
-    billing_address: r.billing_address ?? {},
-    notes: r.notes ?? [],
-    migrated_from_id: r.migrated_from_id === null ? null : Number(r.migrated_from_id),
-    date_created: isoDate(r.date_created),
-    date_modified: isoDate(r.date_modified),
-  };
+  const out: Row = {};
+  for (const [name, [, answer]] of Object.entries(FIELDS)) {
+    if (name in r) out[name] = answer(r[name]);
+    if (name === 'id') out.model = 'customer';
+  }
+  return out as Customer;
 }
 
 /** A timestamp from the API (no zone means UTC). */
@@ -137,20 +137,28 @@ function customerPatch(input: UpdateCustomerInput): Record<string, unknown> {
 export class CustomerService implements ResourceService<Customer> {
   constructor(private readonly db: Db) {}
 
-  private base(db: Knex | Knex.Transaction = this.db) {
+  private base(db: Knex | Knex.Transaction = this.db, columns = COLUMNS) {
     // A left join (every customer has its user: user_id is NOT NULL and a foreign key): PostgreSQL
     // leaves the users table out of queries that read none of its columns (ids, counts).
-    return db('customers as c').leftJoin('users as u', 'u.id', 'c.user_id').select(COLUMNS);
+    return db('customers as c').leftJoin('users as u', 'u.id', 'c.user_id').select(columns);
   }
 
-  async list(q: ListQuery) {
-    const page = await runList<Row>(this.db, () => this.base(), q, customerListSpec);
+  async list(q: ListQuery, read: ReadOptions = {}) {
+    // The order's column is read too: a page's rows keep what they are ordered by.
+    const columns = columnsFor(read.fields, [q.orderColumn]);
+    const page = await runList<Row>(this.db, () => this.base(this.db, columns), q, customerListSpec);
     return { ...page, rows: page.rows.map(toCustomer) };
   }
 
-  async get(id: number, db: Knex | Knex.Transaction = this.db): Promise<Customer | null> {
-    const row = await this.base(db).where('c.id', id).first();
+  /** `opts.db`: read in that transaction; `opts.fields`: only what those fields need. */
+  async get(id: number, opts: ReadOptions & { db?: Knex | Knex.Transaction } = {}): Promise<Customer | null> {
+    const row = await this.base(opts.db, columnsFor(opts.fields)).where('c.id', id).first();
     return row ? toCustomer(row) : null;
+  }
+
+  async getMany(ids: number[], read: ReadOptions = {}): Promise<Customer[]> {
+    if (ids.length === 0) return [];
+    return (await this.base(this.db, columnsFor(read.fields)).whereIn('c.id', ids)).map(toCustomer);
   }
 
   /**
@@ -205,7 +213,7 @@ export class CustomerService implements ResourceService<Customer> {
       const [{ id }] = await trx('customers')
         .insert({ ...customerPatch(input), user_id: userId, ...(opts.id !== undefined ? { id: opts.id } : {}) })
         .returning('id');
-      return (await this.get(Number(id), trx))!;
+      return (await this.get(Number(id), { db: trx }))!;
     };
     try {
       return await (opts.trx ? run(opts.trx) : this.db.transaction(run));
@@ -228,7 +236,7 @@ export class CustomerService implements ResourceService<Customer> {
         if (Object.keys(patch).length > 0 || input.email !== undefined || input.display_name !== undefined || input.password !== undefined) {
           await trx('customers').where({ id }).update({ ...patch, date_modified: trx.fn.now() });
         }
-        return this.get(id, trx);
+        return this.get(id, { db: trx });
       });
     } catch (err) {
       throw this.mapWriteError(err);

@@ -5,7 +5,9 @@ import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLA
 import { ApiError, conflict, invalidParams } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import { moneyOut } from '../http/money';
-import type { ResourceDefinition, ResourceService } from '../http/resource';
+import type { ResourceLink } from '../http/embed';
+import type { FieldSet } from '../http/fields';
+import type { ReadOptions, ResourceDefinition, ResourceExamples, ResourceService } from '../http/resource';
 import { humanList, isoDate } from '../http/validation';
 
 /** How a column travels between the API and the database. */
@@ -66,9 +68,11 @@ export class TableService implements ResourceService<Row> {
     readonly cfg: TableResourceConfig,
   ) {}
 
+  /** The record of a row; a row read for some fields only (columnsFor) gives those fields. */
   toRecord(row: Row): Row {
     const rec: Row = { id: Number(row.id), model: this.cfg.model };
     for (const [name, kind] of Object.entries(this.cfg.columns)) {
+      if (!(name in row)) continue;
       const v = row[name];
       if (kind === 'int') rec[name] = v === null || v === undefined ? null : Number(v);
       else if (kind === 'bool') rec[name] = Boolean(v);
@@ -76,10 +80,22 @@ export class TableService implements ResourceService<Row> {
       else if (kind === 'timestamp') rec[name] = isoDate(v);
       else rec[name] = v;
     }
-    rec.date_created = isoDate(row.date_created);
-    rec.date_modified = isoDate(row.date_modified);
+    if ('date_created' in row) rec.date_created = isoDate(row.date_created);
+    if ('date_modified' in row) rec.date_modified = isoDate(row.date_modified);
     this.cfg.decorate?.(row, rec);
     return rec;
+  }
+
+  /**
+   * The columns (of the alias `t`) a read selects: every one, or those the fields need, and
+   * the id. `extra`: columns the query needs besides (its order).
+   */
+  columnsFor(fields: FieldSet | undefined, extra: string[] = []): string[] {
+    if (!fields) return ['t.*'];
+    const cols = new Set(['t.id']);
+    for (const f of fields) if (Object.hasOwn(this.cfg.columns, f) || f === 'date_created' || f === 'date_modified') cols.add(`t.${f}`);
+    for (const c of extra) cols.add(c);
+    return [...cols];
   }
 
   /** Validated API input to column values. */
@@ -95,8 +111,10 @@ export class TableService implements ResourceService<Row> {
     return cols;
   }
 
-  async list(q: ListQuery) {
-    const page = await runList<Row>(this.db, () => this.db(`${this.cfg.table} as t`).select('t.*'), q, this.cfg.listSpec);
+  async list(q: ListQuery, read: ReadOptions = {}) {
+    // The order's column is read too: a page's rows keep what they are ordered by.
+    const columns = this.columnsFor(read.fields, [q.orderColumn]);
+    const page = await runList<Row>(this.db, () => this.db(`${this.cfg.table} as t`).select(columns), q, this.cfg.listSpec);
     return { ...page, rows: page.rows.map((r) => this.toRecord(r)) };
   }
 
@@ -104,9 +122,16 @@ export class TableService implements ResourceService<Row> {
     return db(this.cfg.table).where({ id }).first();
   }
 
-  async get(id: number, db: Knex | Trx = this.db): Promise<Row | null> {
-    const row = await this.getRow(id, db);
+  /** `opts.db`: read in that transaction; `opts.fields`: only what those fields need. */
+  async get(id: number, opts: ReadOptions & { db?: Knex | Trx } = {}): Promise<Row | null> {
+    const row = opts.fields ? await (opts.db ?? this.db)(`${this.cfg.table} as t`).where('t.id', id).first(this.columnsFor(opts.fields)) : await this.getRow(id, opts.db);
     return row ? this.toRecord(row) : null;
+  }
+
+  async getMany(ids: number[], read: ReadOptions = {}): Promise<Row[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db(`${this.cfg.table} as t`).whereIn('t.id', ids).select(this.columnsFor(read.fields));
+    return rows.map((r: Row) => this.toRecord(r));
   }
 
   /** Runs `fn` in the caller's transaction when given (no savepoint), else in one of its own. */
@@ -270,7 +295,18 @@ function tableRules(cfg: TableResourceConfig): string {
 export function tableResource<S extends ResourceService<Row>>(
   service: S,
   cfg: TableResourceConfig,
-  def: { plural: string; createSchema: z.ZodObject; updateSchema: z.ZodObject; nullable?: string[]; extra?: Record<string, z.ZodType>; description?: string },
+  def: {
+    plural: string;
+    createSchema: z.ZodObject;
+    updateSchema: z.ZodObject;
+    nullable?: string[];
+    extra?: Record<string, z.ZodType>;
+    /** Response schemas of JSON columns (their items), where the create schema's input shape is not what is answered. */
+    json?: Record<string, z.ZodType>;
+    description?: string;
+    links?: Record<string, ResourceLink>;
+    examples?: ResourceExamples;
+  },
 ): ResourceDefinition<Row> {
   return {
     model: cfg.model,
@@ -278,8 +314,10 @@ export function tableResource<S extends ResourceService<Row>>(
     listSpec: cfg.listSpec,
     createSchema: def.createSchema,
     updateSchema: def.updateSchema,
-    recordSchema: recordSchema(cfg, def.createSchema, def.nullable, def.extra),
+    recordSchema: recordSchema(cfg, def.createSchema, def.nullable, { ...def.json, ...def.extra }),
     description: [def.description, tableRules(cfg)].filter(Boolean).join(' '),
     service,
+    links: def.links,
+    examples: def.examples,
   };
 }

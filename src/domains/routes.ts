@@ -10,6 +10,7 @@ import { bodyObject, parseOrThrow } from '../http/validation';
 import type { SettingsStore } from '../settings/store';
 import type { TemporalGateway } from '../temporal/gateway';
 import { DomainChecks } from './checks';
+import { domainExamples } from './examples';
 import { createDomainSchema, updateDomainSchema } from './schema';
 import { DomainService } from './store';
 import { MappingTarget } from './target';
@@ -38,6 +39,11 @@ export function mountDomains(
     updateSchema: updateDomainSchema,
     nullable: ['workflow_id', 'last_error'],
     extra: { dns_record: dnsRecordSchema },
+    links: {
+      site: { field: 'blog_id', model: 'site', embeddable: true },
+      customer: { field: 'customer_id', model: 'customer', embeddable: true },
+    },
+    examples: domainExamples,
     description:
       'A domain in checking-dns is checked by a workflow: last_error says what failed (the record missing or pointing elsewhere, or the DNS resolver not answering), next_check_at when it tries again; POST …/domains/{id}/retry tries at once. ' +
       "The site blog_id names must belong to customer_id (on create without customer_id, the site's customer is taken); primary_domain needs blog_id.",

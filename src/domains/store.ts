@@ -2,7 +2,8 @@ import type { Db } from '../db/knex';
 import { TableService, type Row, type Trx } from '../db/table-service';
 import { conflict, invalidParams } from '../http/errors';
 import type { ListQuery, ListSpec } from '../http/list';
-import type { ResourceService } from '../http/resource';
+import type { FieldSet } from '../http/fields';
+import type { ReadOptions, ResourceService } from '../http/resource';
 import { checksUnavailable, type DomainChecks } from './checks';
 import { CHECKING_STAGES, DOMAIN_STAGES, INACTIVE_STAGES } from './schema';
 import { requiredRecord, type MappingTarget } from './target';
@@ -151,22 +152,34 @@ export class DomainService implements ResourceService<Row> {
     });
   }
 
-  /** Each record gets dns_record, the record its name needs. */
-  private async addDnsRecords(recs: (Row | null)[]): Promise<void> {
+  /** Each record gets dns_record, the record its name needs (unless the fields asked leave it out). */
+  private async addDnsRecords(recs: (Row | null)[], fields?: FieldSet): Promise<void> {
+    if (fields && !fields.has('dns_record')) return;
     const target = await this.target.value();
     for (const rec of recs) if (rec) rec.dns_record = requiredRecord(rec.domain, target);
   }
 
-  async list(q: ListQuery) {
-    const out = await this.table.list(q);
-    await this.addDnsRecords(out.rows);
+  /** dns_record is computed from the domain name. */
+  private static read(read: ReadOptions): ReadOptions {
+    return read.fields?.has('dns_record') ? { fields: new Set([...read.fields, 'domain']) } : read;
+  }
+
+  async list(q: ListQuery, read: ReadOptions = {}) {
+    const out = await this.table.list(q, DomainService.read(read));
+    await this.addDnsRecords(out.rows, read.fields);
     return out;
   }
 
-  async get(id: number) {
-    const rec = await this.table.get(id);
-    await this.addDnsRecords([rec]);
+  async get(id: number, read: ReadOptions = {}) {
+    const rec = await this.table.get(id, DomainService.read(read));
+    await this.addDnsRecords([rec], read.fields);
     return rec;
+  }
+
+  async getMany(ids: number[], read: ReadOptions = {}) {
+    const recs = await this.table.getMany(ids, DomainService.read(read));
+    await this.addDnsRecords(recs, read.fields);
+    return recs;
   }
 
   async create(input: Row): Promise<Row> {

@@ -25,6 +25,7 @@ import { publicBase, setPublicBase } from './public-url';
 import type { Metrics } from './metrics';
 import { RouteRegistry, type RouteInfo } from './routes';
 import { buildOpenApiDocument } from '../openapi/document';
+import { indexEndpoints, routeIndex, type IndexEndpoint } from '../openapi/route-args';
 import { mountDocsPage } from '../openapi/docs-page';
 import { mountChat, type ChatHandle } from '../chat/routes';
 
@@ -37,7 +38,7 @@ export interface AppDeps {
   temporal: TemporalHandle | null;
   metrics: Metrics;
   /** Sees every JSON response with its route pattern (the contract tests validate them). */
-  observeResponse?: (r: { method: string; route: string | null; status: number; body: unknown }) => void;
+  observeResponse?: (r: { method: string; route: string | null; status: number; body: unknown; query: Record<string, unknown> }) => void;
 }
 
 export interface AppWithRegistry extends express.Express {
@@ -93,15 +94,6 @@ function methodOverride(req: Request, _res: Response, next: NextFunction): void 
   next();
 }
 
-function routeIndex(routes: RouteInfo[]) {
-  return Object.fromEntries(
-    routes.map((r) => [
-      r.path,
-      { namespace: r.namespace, methods: r.methods, endpoints: [{ methods: r.methods, args: {} }], ...(r.public ? { public: true } : {}) },
-    ]),
-  );
-}
-
 export function createApp(deps: AppDeps): AppWithRegistry {
   const { config, db, settings, metrics } = deps;
   const app = express();
@@ -110,7 +102,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   app.locals.temporal = gateway;
   // List cursors are signed with a key every replica reads from the database.
   const cursorSecret = new StoredSecret(db, 'list_cursor_secret');
-  useCursorKey(() => cursorSecret.get());
+  useCursorKey(db, () => cursorSecret.get());
   app.disable('x-powered-by');
   app.set('trust proxy', config.TRUST_PROXY);
   app.set('query parser', 'simple');
@@ -126,7 +118,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
       res.json = (body: unknown) => {
         const mount = (res.locals.mountPath as string | undefined) ?? req.baseUrl;
         const route = req.route?.path ? `${mount}${req.route.path === '/' ? '' : req.route.path}` || '/' : null;
-        observe({ method: req.method === 'HEAD' ? 'GET' : req.method, route, status: res.statusCode, body });
+        observe({ method: req.method === 'HEAD' ? 'GET' : req.method, route, status: res.statusCode, body, query: req.query as Record<string, unknown> });
         return json(body);
       };
       next();
@@ -139,6 +131,41 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   setPublicBase(app, config);
 
   const anyObject = { type: 'object', additionalProperties: true };
+  // The OpenAPI document and the index's arguments, built on first use, when every router has registered its operations.
+  let document: Record<string, unknown> | undefined;
+  const openApi = () => (document ??= buildOpenApiDocument(registry, { serverUrl: config.PUBLIC_URL, version: PACKAGE_VERSION }));
+  let endpoints: Map<string, IndexEndpoint[]> | undefined;
+  const routesOf = (req: Request, routes: RouteInfo[]) => routeIndex(routes, (endpoints ??= indexEndpoints(openApi(), registry)), (path) => `${publicBase(req)}${prefix}${path}`);
+  const indexRoutes = {
+    type: 'object',
+    description: 'By WordPress path: namespace, methods, and endpoints (methods with their args, as WordPress describes arguments).',
+    additionalProperties: {
+      type: 'object',
+      required: ['namespace', 'methods', 'endpoints'],
+      properties: {
+        namespace: { type: 'string' },
+        methods: { type: 'array', items: { type: 'string' } },
+        endpoints: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['methods', 'args'],
+            properties: {
+              methods: { type: 'array', items: { type: 'string' } },
+              args: {
+                type: 'object',
+                description: 'Argument name -> its schema (type, description, enum, default, minimum…) and required (a boolean).',
+                additionalProperties: { type: 'object', required: ['required'], properties: { required: { type: 'boolean' } } },
+              },
+            },
+          },
+        },
+        public: { const: true },
+        _links: anyObject,
+      },
+      additionalProperties: false,
+    },
+  };
   // Discovery, as WordPress: a Link header pointing at the REST index.
   registry.service('GET', '/', {
     summary: 'Site root: points at the REST index (Link rel="https://api.w.org/")',
@@ -207,12 +234,12 @@ export function createApp(deps: AppDeps): AppWithRegistry {
     summary: 'Namespace index: the routes of wu/v2 and their methods',
     tags: ['service'],
     public: true,
-    responses: { 200: { description: 'The namespace and its routes.', schema: { type: 'object', required: ['namespace', 'routes'], properties: { namespace: { type: 'string' }, routes: anyObject } } } },
+    responses: { 200: { description: 'The namespace and its routes.', schema: { type: 'object', required: ['namespace', 'routes'], properties: { namespace: { type: 'string' }, routes: indexRoutes } } } },
   });
   wu.get('/', (req, res) => {
     res.json({
       namespace: WU_NAMESPACE,
-      routes: routeIndex(registry.routes.filter((r) => r.namespace === WU_NAMESPACE)),
+      routes: routesOf(req, registry.routes.filter((r) => r.namespace === WU_NAMESPACE)),
       _links: { up: [{ href: `${publicBase(req)}${prefix}/` }] },
     });
   });
@@ -223,11 +250,8 @@ export function createApp(deps: AppDeps): AppWithRegistry {
     public: true,
     responses: { 200: { description: 'The document.', schema: anyObject } },
   });
-  let document: Record<string, unknown> | undefined;
   wu.get('/openapi.json', (_req, res) => {
-    // Built on first use, when every router has registered its operations.
-    document ??= buildOpenApiDocument(registry, { serverUrl: config.PUBLIC_URL, version: PACKAGE_VERSION });
-    res.json(document);
+    res.json(openApi());
   });
 
   // Language packs are public downloads (WordPress fetches them without credentials).
@@ -269,7 +293,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   registry.service('GET', prefix, {
     summary: 'REST index: namespaces and routes, as WordPress',
     tags: ['service'],
-    responses: { 200: { description: 'The index.', schema: { type: 'object', required: ['namespaces', 'routes'], properties: { namespaces: { type: 'array', items: { type: 'string' } }, routes: anyObject } } } },
+    responses: { 200: { description: 'The index.', schema: { type: 'object', required: ['namespaces', 'routes'], properties: { namespaces: { type: 'array', items: { type: 'string' } }, routes: indexRoutes } } } },
   });
   // Non-strict routing: /wp-json and /wp-json/ both match.
   app.get(prefix, (req, res) => {
@@ -281,7 +305,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
       home: publicBase(req),
       namespaces: [...registry.namespaces],
       authentication: { basic: { description: 'HTTP Basic with api_key:api_secret, or api_key/api_secret parameters' } },
-      routes: routeIndex(registry.routes),
+      routes: routesOf(req, registry.routes),
     });
   });
 

@@ -285,29 +285,31 @@ const CURSOR_INVALID = 'cursor is not a cursor this list gave out (follow the Li
 /** [orderby, order, the order column's value as text (null for NULL), id, backwards]. */
 type CursorBody = [string, 'asc' | 'desc', string | null, string, 0 | 1];
 
-let cursorKeySource: () => Promise<Buffer> = (() => {
-  const key = crypto.randomBytes(32);
-  return async () => key;
-})();
+/** Per database (each app's Knex): where its cursor key comes from. */
+const cursorKeys = new WeakMap<Knex, () => Promise<Buffer>>();
+const processKey = crypto.randomBytes(32);
 
 /**
- * The key cursors are signed with. The app sets one kept in the database, so every replica
- * accepts every other's cursors; without it, a process signs with a key of its own.
+ * The key the lists of `db` sign cursors with. The app sets one kept in that database, so
+ * every replica accepts every other's cursors; without it, this process signs with a key of
+ * its own.
  */
-export function useCursorKey(source: () => Promise<Buffer>): void {
-  cursorKeySource = source;
+export function useCursorKey(db: Knex, source: () => Promise<Buffer>): void {
+  cursorKeys.set(db, source);
 }
 
-async function signCursor(body: CursorBody): Promise<string> {
+const cursorKey = (db: Knex): Promise<Buffer> => cursorKeys.get(db)?.() ?? Promise.resolve(processKey);
+
+async function signCursor(db: Knex, body: CursorBody): Promise<string> {
   const payload = Buffer.from(JSON.stringify(body)).toString('base64url');
-  const mac = crypto.createHmac('sha256', await cursorKeySource()).update(payload).digest().subarray(0, 16).toString('base64url');
+  const mac = crypto.createHmac('sha256', await cursorKey(db)).update(payload).digest().subarray(0, 16).toString('base64url');
   return `${payload}.${mac}`;
 }
 
-async function openCursor(raw: string, q: ListQuery): Promise<{ value: string | null; id: string; back: boolean }> {
+async function openCursor(db: Knex, raw: string, q: ListQuery): Promise<{ value: string | null; id: string; back: boolean }> {
   const bad = () => invalidParams({ cursor: CURSOR_INVALID });
   const [payload, mac] = raw.split('.');
-  const expected = crypto.createHmac('sha256', await cursorKeySource()).update(payload).digest().subarray(0, 16);
+  const expected = crypto.createHmac('sha256', await cursorKey(db)).update(payload).digest().subarray(0, 16);
   const given = Buffer.from(mac, 'base64url');
   if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected)) throw bad();
   let body: unknown;
@@ -356,7 +358,7 @@ const BAD_TEXT = /^22/;
  * all answer the same rows; the count runs beside the page (see countRows).
  */
 export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Promise<ListPage<T>> {
-  const cursor = q.cursor === undefined ? undefined : await openCursor(q.cursor, q);
+  const cursor = q.cursor === undefined ? undefined : await openCursor(db, q.cursor, q);
   const back = cursor?.back === true;
   const desc = (q.order === 'desc') !== back;
   const dir = desc ? 'desc' : 'asc';
@@ -457,8 +459,8 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
   // Backwards (a prev link): the other way round.
   const hasNext = back ? last !== undefined : more;
   const hasPrev = back ? more : q.page > 1 && first !== undefined;
-  if (hasNext && last) page.next = await signCursor([q.orderBy, q.order, ...keyOf(last), 0]);
-  if (hasPrev && first) page.prev = await signCursor([q.orderBy, q.order, ...keyOf(first), 1]);
+  if (hasNext && last) page.next = await signCursor(db, [q.orderBy, q.order, ...keyOf(last), 0]);
+  if (hasPrev && first) page.prev = await signCursor(db, [q.orderBy, q.order, ...keyOf(first), 1]);
   for (const r of rows) {
     delete r[SORT_KEY];
     delete r[SORT_ID];

@@ -1,14 +1,24 @@
 import { Router, type Request } from 'express';
 import type { z } from 'zod';
+import { componentName, RecordPresenter, registerLinkedResource, type ResourceLink } from './embed';
 import { ApiError, noRoute, notFoundItem } from './errors';
+import { applyFields, parseView, parseWithView, type FieldSet } from './fields';
 import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders, type ListPage, type ListQuery, type ListSpec } from './list';
-import { RouteRegistry } from './routes';
+import { RouteRegistry, type ExamplesDoc } from './routes';
 import { bodyObject, parseOrThrow } from './validation';
+
+/** What a read must produce: `fields`, the top-level fields asked for (undefined: all of them; unknown names are ignored). */
+export interface ReadOptions {
+  fields?: FieldSet;
+}
 
 /** What a resource folder provides; the HTTP behaviour is the same for every resource. */
 export interface ResourceService<Rec> {
-  list(q: ListQuery): Promise<ListPage<Rec>>;
-  get(id: number): Promise<Rec | null>;
+  /** With `read.fields`, only the columns those fields need are read (id always). */
+  list(q: ListQuery, read?: ReadOptions): Promise<ListPage<Rec>>;
+  get(id: number, read?: ReadOptions): Promise<Rec | null>;
+  /** The records of these ids (those that exist), in one query: what `_embed` embeds. */
+  getMany(ids: number[], read?: ReadOptions): Promise<Rec[]>;
   create(input: any): Promise<Rec>;
   /** null when the id is unknown */
   update(id: number, input: any): Promise<Rec | null>;
@@ -29,6 +39,20 @@ export interface ResourceDefinition<Rec> {
   service: ResourceService<Rec>;
   /** What the document says of create and update beyond the body's schema (references, uniqueness, rules across fields). */
   description?: string;
+  /** The records a record points at, by link relation: its `_links`, and what `_embed` embeds. */
+  links?: Record<string, ResourceLink>;
+  /** Examples for the document, from a real run (test/examples.test.ts replays them). */
+  examples?: ResourceExamples;
+}
+
+/**
+ * A create body and the record it was answered with, and an update body whose fields the
+ * record answers as they were sent.
+ */
+export interface ResourceExamples {
+  create: Record<string, unknown>;
+  record: Record<string, unknown>;
+  update: Record<string, unknown>;
 }
 
 export function parseId(req: Request, model: string, param = 'id'): number {
@@ -46,32 +70,48 @@ export function parseId(req: Request, model: string, param = 'id'): number {
  */
 export function mountResource<Rec>(router: Router, registry: RouteRegistry, namespace: string, def: ResourceDefinition<Rec>): void {
   const updatable = new Set(Object.keys(def.updateSchema.shape));
+  const links = def.links ?? {};
+  const service = def.service as ResourceService<Record<string, any>>;
+  registerLinkedResource(registry, { model: def.model, plural: def.plural, namespace, links, getMany: (ids, read) => service.getMany(ids, read) });
+  const presenter = new RecordPresenter(registry, def.model);
 
   const tags = [def.plural];
-  const record = registry.component(def.model.charAt(0).toUpperCase() + def.model.slice(1), def.recordSchema);
+  const name = componentName(def.model);
+  const record = registry.component(name, def.recordSchema);
+  registry.links(name, Object.fromEntries(Object.entries(links).map(([rel, l]) => [rel, { component: componentName(l.model), embeddable: Boolean(l.embeddable) }])));
+  const fields = { embed: Object.entries(links).filter(([, l]) => l.embeddable).map(([rel]) => rel) };
+  const ex = def.examples ? resourceExamples(def.examples) : undefined;
   for (const base of [`/${def.plural}`, `/${def.model}`]) {
     const alias = base === `/${def.model}` ? ' (singular path of the original)' : '';
     registry.operation(namespace, 'GET', base, {
       summary: `List ${def.plural}${alias}`,
       tags,
       query: listQueryParams(def.listSpec),
-      responses: { 200: { description: `A page of ${def.plural} (a bare array).`, schema: { type: 'array', items: record }, headers: LIST_HEADERS } },
+      fields,
+      responses: { 200: { description: `A page of ${def.plural} (a bare array).`, schema: { type: 'array', items: record }, headers: LIST_HEADERS, examples: ex?.list } },
     });
     registry.operation(namespace, 'POST', base, {
       summary: `Create a ${def.model}${alias}`,
       description: def.description,
       tags,
       body: def.createSchema,
-      responses: { 200: { description: `The created ${def.model}.`, schema: record } },
+      bodyExamples: ex?.createBody,
+      responses: { 200: { description: `The created ${def.model}.`, schema: record, examples: ex?.created } },
     });
-    registry.operation(namespace, 'GET', `${base}/:id`, { summary: `Get a ${def.model}${alias}`, tags, responses: { 200: { description: `The ${def.model}.`, schema: record } } });
+    registry.operation(namespace, 'GET', `${base}/:id`, {
+      summary: `Get a ${def.model}${alias}`,
+      tags,
+      fields,
+      responses: { 200: { description: `The ${def.model}.`, schema: record, examples: ex?.one } },
+    });
     for (const method of ['PUT', 'PATCH', 'POST'] as const) {
       registry.operation(namespace, method, `${base}/:id`, {
         summary: `Update a ${def.model}${alias}${method === 'POST' ? ' (POST on the id, as the original)' : ''}`,
         description: `${def.description ? `${def.description} ` : ''}A field that does not exist or cannot be set: 400 wu_rest_${def.model}_invalid_set_method.`,
         tags,
         body: def.updateSchema,
-        responses: { 200: { description: `The updated ${def.model}.`, schema: record } },
+        bodyExamples: ex?.updateBody,
+        responses: { 200: { description: `The updated ${def.model}.`, schema: record, examples: ex?.updated } },
       });
     }
     registry.operation(namespace, 'DELETE', `${base}/:id`, {
@@ -81,22 +121,23 @@ export function mountResource<Rec>(router: Router, registry: RouteRegistry, name
     });
 
     router.get(base, async (req, res) => {
-      const q = parseListQuery(req.query as Record<string, unknown>, def.listSpec);
-      const page = await def.service.list(q);
+      const { q, view } = parseWithView(req.query as Record<string, unknown>, (query) => parseListQuery(query, def.listSpec));
+      const page = await service.list(q, { fields: presenter.readFields(view) });
       setPagingHeaders(req, res, q, page);
-      res.json(page.rows);
+      res.json(await presenter.present(req, page.rows, view));
     });
 
     router.post(base, async (req, res) => {
       const input = parseOrThrow(def.createSchema, bodyObject(req.body));
-      res.status(200).json(await def.service.create(input));
+      res.status(200).json(await presenter.presentOne(req, await service.create(input)));
     });
 
     router.get(`${base}/:id`, async (req, res) => {
       const id = parseId(req, def.model);
-      const rec = await def.service.get(id);
+      const view = parseView(req.query as Record<string, unknown>);
+      const rec = await service.get(id, { fields: presenter.readFields(view) });
       if (!rec) throw notFoundItem(def.model);
-      res.json(rec);
+      res.json((await presenter.present(req, [rec], view))[0]);
     });
 
     const update = async (req: Request, res: import('express').Response) => {
@@ -109,9 +150,9 @@ export function mountResource<Rec>(router: Router, registry: RouteRegistry, name
         });
       }
       const input = parseOrThrow(def.updateSchema, body);
-      const rec = await def.service.update(id, input);
+      const rec = await service.update(id, input);
       if (!rec) throw notFoundItem(def.model);
-      res.json(rec);
+      res.json(await presenter.presentOne(req, rec));
     };
     router.put(`${base}/:id`, update);
     router.patch(`${base}/:id`, update);
@@ -119,8 +160,25 @@ export function mountResource<Rec>(router: Router, registry: RouteRegistry, name
 
     router.delete(`${base}/:id`, async (req, res) => {
       const id = parseId(req, def.model);
-      if (!(await def.service.remove(id))) throw notFoundItem(def.model);
+      if (!(await service.remove(id))) throw notFoundItem(def.model);
       res.json(true);
     });
   }
+}
+
+/** The document's examples of a resource's main routes, from one create and one update of a real run. */
+function resourceExamples(ex: ResourceExamples): Record<'createBody' | 'created' | 'one' | 'list' | 'updateBody' | 'updated', ExamplesDoc> {
+  const updated = { ...ex.record, ...ex.update };
+  const picked = ['id', 'model', 'date_created'];
+  return {
+    createBody: { create: { summary: `A ${ex.record.model} to create`, value: ex.create } },
+    created: { created: { summary: 'The record created', value: ex.record } },
+    one: {
+      record: { summary: 'The record (with its _links)', value: ex.record },
+      fields: { summary: `?_fields=${picked.join(',')}`, value: applyFields(ex.record, new Map(picked.map((f) => [f, true as const]))) },
+    },
+    list: { page: { summary: 'A page of one record', value: [ex.record] } },
+    updateBody: { update: { summary: 'Fields to change', value: ex.update } },
+    updated: { updated: { summary: 'The record after the change', value: updated } },
+  };
 }

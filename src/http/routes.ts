@@ -21,13 +21,19 @@ export interface ParamDoc {
   description?: string;
   schema: z.ZodType | Record<string, unknown>;
   required?: boolean;
+  /** An example value (generated clients and the fuzzer's example phase use it). */
+  example?: unknown;
 }
+
+/** Named examples of a body, as OpenAPI's `examples` (each checked against its schema by the tests). */
+export type ExamplesDoc = Record<string, { summary?: string; value: unknown }>;
 
 export interface ResponseDoc {
   description: string;
   /** A zod schema (converted for the document) or a JSON Schema. */
   schema?: z.ZodType | Record<string, unknown>;
   headers?: Record<string, { description: string; schema: Record<string, unknown> }>;
+  examples?: ExamplesDoc;
 }
 
 export interface OperationDoc {
@@ -49,6 +55,14 @@ export interface OperationDoc {
   security?: Record<string, string[]>[];
   /** A request body other than JSON (e.g. multipart), as an OpenAPI requestBody object. */
   requestBody?: Record<string, unknown>;
+  /** Examples of the body (application/json). */
+  bodyExamples?: ExamplesDoc;
+  /**
+   * The success answer honours `_fields` (src/http/fields.ts): the document adds the parameter and
+   * describes the answer as the record or a projection of it; `embed` lists the link relations
+   * `_embed` can embed (the parameter is added when there are some).
+   */
+  fields?: { embed?: readonly string[] };
   /** Success responses; the error responses every operation can give are added for it. */
   responses: Record<number, ResponseDoc>;
 }
@@ -69,6 +83,8 @@ export class RouteRegistry {
   readonly components = new Map<string, z.ZodType | Record<string, unknown>>();
   /** Namespaces whose bodies may also be application/x-www-form-urlencoded. */
   readonly formNamespaces = new Set<string>();
+  /** Record components that carry `_links` (and `_embedded`): link relation -> the component linked to. */
+  readonly componentLinks = new Map<string, Record<string, { component: string; embeddable: boolean }>>();
 
   constructor(readonly prefix = '/wp-json') {}
 
@@ -97,6 +113,11 @@ export class RouteRegistry {
   component(name: string, schema: z.ZodType | Record<string, unknown>): { $ref: string } {
     this.components.set(name, schema);
     return { $ref: `#/components/schemas/${name}` };
+  }
+
+  /** Documents the `_links` (and `_embedded`) a record component carries. */
+  links(component: string, links: Record<string, { component: string; embeddable: boolean }>): void {
+    this.componentLinks.set(component, links);
   }
 
   /** Documents a route outside the REST namespaces (health, metrics, indexes). */

@@ -3,7 +3,9 @@ import type { Db } from '../db/knex';
 import { tableResource } from '../db/table-service';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
-import { createMembershipSchema, updateMembershipSchema } from './schema';
+import { z } from 'zod';
+import { membershipExamples } from './examples';
+import { addonProductRecord, createMembershipSchema, updateMembershipSchema } from './schema';
 import { createMembershipService } from './store';
 
 export function mountMemberships(router: Router, registry: RouteRegistry, namespace: string, db: Db) {
@@ -18,6 +20,12 @@ export function mountMemberships(router: Router, registry: RouteRegistry, namesp
         'plan_id must be a product of type plan; addon_products must name existing products, each at most once; customer_id cannot change while a payment of the membership belongs to its customer.',
       createSchema: createMembershipSchema,
       updateSchema: updateMembershipSchema,
+      json: { addon_products: z.array(addonProductRecord) },
+      links: {
+        customer: { field: 'customer_id', model: 'customer', embeddable: true },
+        plan: { field: 'plan_id', model: 'product', embeddable: true },
+      },
+      examples: membershipExamples,
     }),
   );
   return service;

@@ -12,6 +12,9 @@ const addonProduct = z.strictObject({
   quantity: fields.int().min(1).max(10_000),
 });
 
+/** An add-on product as a membership answers it. */
+export const addonProductRecord = z.strictObject({ product_id: z.int(), quantity: z.int() });
+
 const membershipFields = {
   customer_id: fields.id(),
   plan_id: fields.id(),

@@ -1,9 +1,11 @@
 import { maxHeaderSize } from 'node:http';
 import { z } from 'zod';
+import { viewQueryParams } from '../http/fields';
 import { FORM_MAX_PARAMETERS, MAX_DEPTH, MAX_VALUES } from '../http/input';
-import type { HttpMethod, Operation, ResponseDoc, RouteRegistry } from '../http/routes';
+import type { ExamplesDoc, HttpMethod, Operation, ResponseDoc, RouteRegistry } from '../http/routes';
 import { MAX_QUERY_INTEGER } from '../http/validation';
 import { addLinks } from './links';
+import { Projections, withRecordLinks } from './projections';
 import { formMediaType, JSON_VALUE_SCHEMA, withInputRules } from './request-schemas';
 
 /**
@@ -63,14 +65,29 @@ export function openApiPath(expressPath: string): string {
   return expressPath.replace(/:([A-Za-z_]+)/g, '{$1}');
 }
 
-function response(doc: ResponseDoc, io: 'output'): Record<string, unknown> {
+/** `examples` of a media type, when there are some. */
+function examples(ex: ExamplesDoc | undefined): Record<string, unknown> {
+  return ex && Object.keys(ex).length > 0 ? { examples: ex } : {};
+}
+
+function response(doc: ResponseDoc, io: 'output', projections: Projections | null): Record<string, unknown> {
   const out: Record<string, unknown> = { description: doc.description };
   if (doc.headers) out.headers = doc.headers;
-  if (doc.schema) out.content = { 'application/json': { schema: toJsonSchema(doc.schema, io) } };
+  if (doc.schema) {
+    const schema = toJsonSchema(doc.schema, io);
+    out.content = { 'application/json': { schema: projections ? projections.answer(schema) : schema, ...examples(doc.examples) } };
+  }
   return out;
 }
 
 export function buildOpenApiDocument(registry: RouteRegistry, opts: { serverUrl?: string; version: string }): Record<string, unknown> {
+  const schemas: Record<string, Record<string, unknown>> = {
+    Error: ERROR_SCHEMA,
+    JsonValue: JSON_VALUE_SCHEMA,
+    ...Object.fromEntries([...registry.components].map(([name, schema]) => [name, toJsonSchema(schema, 'output')])),
+  };
+  withRecordLinks(schemas, registry.componentLinks);
+  const projections = new Projections(schemas);
   const paths: Record<string, Record<string, unknown>> = {};
   const seen = new Set<string>();
   for (const op of registry.operations) {
@@ -79,13 +96,8 @@ export function buildOpenApiDocument(registry: RouteRegistry, opts: { serverUrl?
     seen.add(key);
     const path = openApiPath(op.path);
     const item = (paths[path] ??= {});
-    item[op.method.toLowerCase()] = operationObject(op, registry.prefix, registry.formNamespaces.has(op.namespace));
+    item[op.method.toLowerCase()] = operationObject(op, registry.prefix, registry.formNamespaces.has(op.namespace), projections);
   }
-  const schemas = {
-    Error: ERROR_SCHEMA,
-    JsonValue: JSON_VALUE_SCHEMA,
-    ...Object.fromEntries([...registry.components].map(([name, schema]) => [name, toJsonSchema(schema, 'output')])),
-  };
   addLinks(paths, schemas);
   return {
     openapi: '3.1.0',
@@ -136,9 +148,9 @@ function operationName(path: string, prefix: string): string {
 }
 
 /** The body's media types: JSON, and form-encoded in the namespaces that accept it (the same body, spelled as forms spell it). */
-function requestBodyContent(schema: Record<string, unknown>, form: boolean): Record<string, unknown> {
+function requestBodyContent(schema: Record<string, unknown>, form: boolean, ex?: ExamplesDoc): Record<string, unknown> {
   return {
-    'application/json': { schema },
+    'application/json': { schema, ...examples(ex) },
     ...(form ? { 'application/x-www-form-urlencoded': formMediaType(schema) } : {}),
   };
 }
@@ -148,21 +160,35 @@ function inputSchema(schema: z.ZodType | Record<string, unknown>): Record<string
   return withInputRules(toJsonSchema(schema, 'input')) as Record<string, unknown>;
 }
 
-function operationObject(op: Operation, prefix: string, formBodies: boolean): Record<string, unknown> {
+function operationObject(op: Operation, prefix: string, formBodies: boolean, projections: Projections): Record<string, unknown> {
   const d = op.doc;
+  const success = Object.entries(d.responses).find(([status]) => /^2/.test(status))?.[1];
+  const query = [...(d.query ?? [])];
+  if (d.fields && success?.schema) query.push(...viewQueryParams(projections.fieldNames(toJsonSchema(success.schema, 'output')), d.fields.embed));
   const parameters: Record<string, unknown>[] = [];
   for (const m of op.path.matchAll(/:([A-Za-z_]+)/g)) {
     const documented = d.pathParams?.[m[1]];
     const schema = documented ?? (m[1].endsWith('id') ? { type: 'integer', minimum: 1, maximum: MAX_QUERY_INTEGER } : { type: 'string' });
-    parameters.push({ name: m[1], in: 'path', required: true, schema: inputSchema(schema) });
+    const description = documented ? undefined : m[1].endsWith('id') ? 'Identifier (digits only; anything else matches no route).' : undefined;
+    parameters.push({ name: m[1], in: 'path', required: true, ...(description ? { description } : {}), schema: inputSchema(schema) });
   }
-  for (const q of d.query ?? []) {
+  for (const q of query) {
     const schema = inputSchema(q.schema);
     const isArray = schema.type === 'array';
-    parameters.push({ name: q.name, in: 'query', required: q.required ?? false, description: q.description, schema, ...(isArray ? { style: 'form', explode: true } : {}) });
+    parameters.push({
+      name: q.name,
+      in: 'query',
+      required: q.required ?? false,
+      description: q.description,
+      schema,
+      ...(isArray ? { style: 'form', explode: true } : {}),
+      ...(q.example !== undefined ? { example: q.example } : {}),
+    });
   }
   const responses: Record<string, unknown> = {};
-  for (const [status, r] of Object.entries(d.responses)) responses[status] = response(d.public ? r : { ...r, headers: { ...NO_STORE, ...r.headers } }, 'output');
+  for (const [status, r] of Object.entries(d.responses)) {
+    responses[status] = response(d.public ? r : { ...r, headers: { ...NO_STORE, ...r.headers } }, 'output', d.fields && /^2/.test(status) ? projections : null);
+  }
   // Any request can be too long for the server (431), public ones included.
   const errorStatuses = d.public ? [431, 500] : Object.keys(ERROR_STATUSES).map(Number);
   for (const status of errorStatuses) {
@@ -181,7 +207,7 @@ function operationObject(op: Operation, prefix: string, formBodies: boolean): Re
     tags: d.tags,
     ...(d.security ? { security: d.security } : d.public ? { security: [] } : {}),
     ...(parameters.length ? { parameters } : {}),
-    ...(d.body ? { requestBody: { required: d.bodyRequired ?? true, content: requestBodyContent(inputSchema(d.body), formBodies) } } : {}),
+    ...(d.body ? { requestBody: { required: d.bodyRequired ?? true, content: requestBodyContent(inputSchema(d.body), formBodies, d.bodyExamples) } } : {}),
     ...(d.requestBody ? { requestBody: d.requestBody } : {}),
     responses,
   };

@@ -15,6 +15,15 @@ export const lineItem = z.strictObject({
 });
 export type LineItem = z.output<typeof lineItem>;
 
+/** A line as a payment answers it: the unit price as a JSON number. */
+export const lineItemRecord = z.strictObject({
+  name: z.string(),
+  description: z.string().optional(),
+  quantity: z.int(),
+  unit_price: z.number(),
+  product_id: z.int().nullable().optional(),
+});
+
 const paymentFields = {
   customer_id: fields.id(),
   membership_id: fields.ref(),

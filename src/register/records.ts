@@ -180,7 +180,7 @@ export class RegistrationRecords {
     let createdUser = false;
     let createdCustomer = true;
     if (c.existingCustomerId !== undefined) {
-      const existing = await this.customers.get(c.existingCustomerId, trx);
+      const existing = await this.customers.get(c.existingCustomerId, { db: trx });
       if (!existing) throw new ApiError(400, 'customer_not_found', `Customer ${c.existingCustomerId} was not found.`, { params: { customer_id: 'customer_id does not match any customer.' } });
       customer = existing;
       createdCustomer = false;
@@ -232,7 +232,7 @@ export class RegistrationRecords {
     let membershipRecord: Row = membership;
     if (m.status !== 'pending') {
       membershipRecord = (await this.memberships.update(Number(membership.id), { status: m.status }, trx))!;
-      if (site.id) site = (await this.sites.get(Number(site.id), trx))!;
+      if (site.id) site = (await this.sites.get(Number(site.id), { db: trx }))!;
     }
 
     // Last, and created with its status: the payment rules apply on create, and completion

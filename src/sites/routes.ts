@@ -4,6 +4,7 @@ import type { DomainChecks } from '../domains/checks';
 import { tableResource } from '../db/table-service';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
+import { siteExamples } from './examples';
 import { createSiteSchema, updateSiteSchema } from './schema';
 import { SiteService } from './store';
 import { mountSiteUsers } from './users';
@@ -21,6 +22,12 @@ export function mountSites(router: Router, registry: RouteRegistry, namespace: s
         "template_id must be a site of type site_template (not the site itself); membership_id must be a membership of the site's customer (on create without customer_id, the membership's customer becomes the site's).",
       createSchema: createSiteSchema,
       updateSchema: updateSiteSchema,
+      links: {
+        customer: { field: 'customer_id', model: 'customer', embeddable: true },
+        membership: { field: 'membership_id', model: 'membership', embeddable: true },
+        template: { field: 'template_id', model: 'site' },
+      },
+      examples: siteExamples,
     }),
   );
   return service;

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Db } from '../db/knex';
 import { isPgError, PG_FOREIGN_KEY_VIOLATION } from '../db/errors';
 import { ApiError, invalidParams, notFoundItem } from '../http/errors';
+import { applyFields, parseView } from '../http/fields';
 import { parseId } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { bodyObject, fields, isoDate, parseOrThrow } from '../http/validation';
@@ -51,10 +52,12 @@ export function mountSiteUsers(router: Router, registry: RouteRegistry, namespac
   registry.operation(namespace, 'GET', '/sites/:id/users', {
     summary: "A site's users: its owner's user and the users linked to it",
     tags,
+    fields: {},
     responses: { 200: { description: 'The users, owner first.', schema: { type: 'array', items: siteUserSchema } } },
   });
   router.get('/sites/:id/users', async (req, res) => {
-    res.json(await list(parseId(req, 'site')));
+    const view = parseView(req.query as Record<string, unknown>);
+    res.json((await list(parseId(req, 'site'))).map((u) => applyFields(u, view.fields)));
   });
 
   registry.operation(namespace, 'POST', '/sites/:id/users', {

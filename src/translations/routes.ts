@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { ApiError, invalidParams, noRoute, notFoundItem } from '../http/errors';
+import { applyFields, parseView, parseWithView } from '../http/fields';
 import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders, type ListQuery } from '../http/list';
 import { publicBase } from '../http/public-url';
 import type { RouteRegistry } from '../http/routes';
@@ -175,18 +176,19 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
 
   // ---- projects ----
   router.get('/translations/projects', async (req, res) => {
-    const q = parseListQuery(req.query as Record<string, unknown>, projectListSpec);
+    const { q, view } = parseWithView(req.query as Record<string, unknown>, (query) => parseListQuery(query, projectListSpec));
     const page = await service.listProjects(q);
     setPagingHeaders(req, res, q, page);
-    res.json(page.rows);
+    res.json(page.rows.map((r) => applyFields(r, view.fields)));
   });
   router.post('/translations/projects', async (req, res) => {
     res.json(await service.createProject(parseOrThrow(createProjectSchema, bodyObject(req.body))));
   });
   router.get('/translations/projects/:id', async (req, res) => {
+    const { fields } = parseView(req.query as Record<string, unknown>);
     const p = await service.getProject(parseId(req, 'translation_project'));
     if (!p) throw notFoundItem('translation_project');
-    res.json(p);
+    res.json(applyFields(p, fields));
   });
   router.put('/translations/projects/:id', async (req, res) => {
     const id = parseId(req, 'translation_project');
@@ -202,11 +204,11 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
 
   // ---- jobs ----
   router.get('/translations/jobs', async (req, res) => {
-    const q = parseListQuery(req.query as Record<string, unknown>, jobListSpec);
+    const { q, view } = parseWithView(req.query as Record<string, unknown>, (query) => parseListQuery(query, jobListSpec));
     checkLocaleFilters(q);
     const page = await service.listJobs(q, namespaceUrl(req));
     setPagingHeaders(req, res, q, page);
-    res.json(page.rows);
+    res.json(page.rows.map((r) => applyFields(r, view.fields)));
   });
   router.post('/translations/jobs/approve', async (req, res) => {
     const filter = parseOrThrow(bulkApproveSchema, bodyObject(req.body));
@@ -218,7 +220,8 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
     return j;
   };
   router.get('/translations/jobs/:id', async (req, res) => {
-    res.json(await getJob(req, parseId(req, 'translation_job')));
+    const { fields } = parseView(req.query as Record<string, unknown>);
+    res.json(applyFields(await getJob(req, parseId(req, 'translation_job')), fields));
   });
   router.post('/translations/jobs/:id/approve', async (req, res) => {
     const id = parseId(req, 'translation_job');
@@ -273,6 +276,7 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
     summary: 'List translation projects',
     tags: TAGS,
     query: listQueryParams(projectListSpec),
+    fields: {},
     responses: { 200: { description: 'A page of projects (a bare array).', schema: { type: 'array', items: refs.project }, headers: LIST_HEADERS } },
   });
   registry.operation(namespace, 'POST', '/translations/projects', {
@@ -287,7 +291,7 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
     body: createProjectSchema,
     responses: { 200: { description: 'The project.', schema: refs.project } },
   });
-  registry.operation(namespace, 'GET', '/translations/projects/:id', { summary: 'Get a translation project', tags: TAGS, responses: { 200: { description: 'The project.', schema: refs.project } } });
+  registry.operation(namespace, 'GET', '/translations/projects/:id', { summary: 'Get a translation project', tags: TAGS, fields: {}, responses: { 200: { description: 'The project.', schema: refs.project } } });
   registry.operation(namespace, 'PUT', '/translations/projects/:id', {
     summary: 'Update a translation project (a new version starts new packages; po_files are merged by locale)',
     description:
@@ -308,11 +312,13 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
     description: 'locale, locale__in and locale__not_in take known WordPress locales only (400 naming the parameter otherwise).',
     tags: TAGS,
     query: listQueryParams(jobListSpec),
+    fields: {},
     responses: { 200: { description: 'A page of jobs (a bare array, without logs).', schema: { type: 'array', items: refs.job }, headers: LIST_HEADERS } },
   });
   registry.operation(namespace, 'GET', '/translations/jobs/:id', {
     summary: 'Get a translation job with its logs',
     tags: TAGS,
+    fields: {},
     responses: { 200: { description: 'The job.', schema: refs.job } },
   });
   const bulkResult = {

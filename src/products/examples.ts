@@ -1,0 +1,41 @@
+import type { ResourceExamples } from '../http/resource';
+
+/** The document's examples: a create and an update of a real run, and the record answered (test/examples.test.ts replays them). */
+export const productExamples: ResourceExamples = {
+  create: {
+    slug: 'starter',
+    name: 'Starter',
+    description: 'One site, 10 GB of storage.',
+    amount: '9.90',
+    setup_fee: '5.00',
+    type: 'plan',
+    recurring: true,
+    duration: 1,
+    duration_unit: 'month',
+  },
+  record: {
+    id: 1,
+    model: 'product',
+    slug: 'starter',
+    name: 'Starter',
+    description: 'One site, 10 GB of storage.',
+    currency: 'USD',
+    pricing_type: 'paid',
+    amount: 9.9,
+    setup_fee: 5,
+    recurring: true,
+    duration: 1,
+    duration_unit: 'month',
+    trial_duration: 0,
+    trial_duration_unit: 'day',
+    billing_cycles: 0,
+    active: true,
+    type: 'plan',
+    list_order: 10,
+    migrated_from_id: null,
+    date_created: '2026-11-26T12:18:46.015Z',
+    date_modified: '2026-11-26T12:18:46.015Z',
+    _links: { self: [{ href: 'http://127.0.0.1:8080/wp-json/wu/v2/products/1' }], collection: [{ href: 'http://127.0.0.1:8080/wp-json/wu/v2/products' }] },
+  },
+  update: { name: 'Starter 2026', list_order: 1 },
+};
