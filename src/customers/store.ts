@@ -137,16 +137,23 @@ function customerPatch(input: UpdateCustomerInput): Record<string, unknown> {
 export class CustomerService implements ResourceService<Customer> {
   constructor(private readonly db: Db) {}
 
-  private base(db: Knex | Knex.Transaction = this.db, columns = COLUMNS) {
-    // A left join (every customer has its user: user_id is NOT NULL and a foreign key): PostgreSQL
-    // leaves the users table out of queries that read none of its columns (ids, counts).
-    return db('customers as c').leftJoin('users as u', 'u.id', 'c.user_id').select(columns);
+  /**
+   * `outer`: a left join. Every customer has its user (user_id is NOT NULL and a foreign key),
+   * so both joins answer the same rows; PostgreSQL leaves the users table out of a left-joined
+   * query that reads none of its columns (a list's ids and counts), but it can only walk a
+   * users index in order (orderby username…) through an inner join.
+   */
+  private base(db: Knex | Knex.Transaction = this.db, columns = COLUMNS, outer = false) {
+    const q = db('customers as c');
+    return (outer ? q.leftJoin('users as u', 'u.id', 'c.user_id') : q.join('users as u', 'u.id', 'c.user_id')).select(columns);
   }
 
   async list(q: ListQuery, read: ReadOptions = {}) {
     // The order's column is read too: a page's rows keep what they are ordered by.
     const columns = columnsFor(read.fields, [q.orderColumn]);
-    const page = await runList<Row>(this.db, () => this.base(this.db, columns), q, customerListSpec);
+    // A filter or search on a user's column turns the left join back into an inner one.
+    const outer = !q.orderColumn.startsWith('u.');
+    const page = await runList<Row>(this.db, () => this.base(this.db, columns, outer), q, customerListSpec);
     return { ...page, rows: page.rows.map(toCustomer) };
   }
 
