@@ -40,13 +40,18 @@ const WARMUP_SECONDS = 1;
 export interface BenchContext {
   /** Ids of the seeded customers, ascending. */
   customerIds: number[];
+  /** Ids of the seeded products, ascending. */
+  productIds: number[];
 }
 
 export interface Scenario {
   name: string;
-  method: 'GET' | 'POST';
-  /** Path under the namespace root: `/customers/1` is `/wp-json/wu/v2/customers/1` on hostflow. */
-  path: (ctx: BenchContext) => string;
+  method: 'GET' | 'POST' | 'PATCH';
+  /**
+   * Path under the namespace root: `/customers/1` is `/wp-json/wu/v2/customers/1` on hostflow.
+   * With a body, asked again for each request with the body's `n` (updates spread over rows).
+   */
+  path: (ctx: BenchContext, n?: number) => string;
   /** A fresh JSON body for each request; `n` is unique over the whole run. */
   body?: (n: number) => unknown;
   connections: number;
@@ -76,6 +81,24 @@ export const scenarios: Scenario[] = [
     duration: 8,
   },
   {
+    // Spread over the seeded products, so concurrent updates seldom wait for one row's lock.
+    name: 'update product',
+    method: 'PATCH',
+    path: (ctx, n = 0) => `/products/${ctx.productIds[n % ctx.productIds.length]}`,
+    body: (n) => ({ name: `Bench plan renamed ${n}`, description: `Updated by run ${RUN_TAG}` }),
+    connections: 10,
+    duration: 8,
+  },
+  {
+    // No password: the user's display name and the customer's flag, one row of each table.
+    name: 'update customer',
+    method: 'PATCH',
+    path: (ctx, n = 0) => `/customers/${ctx.customerIds[n % ctx.customerIds.length]}`,
+    body: (n) => ({ display_name: `Bench customer ${n}`, vip: n % 2 === 0 }),
+    connections: 10,
+    duration: 8,
+  },
+  {
     // Dominated by scrypt (tens of ms per hash on the libuv pool): fewer connections.
     name: 'create customer',
     method: 'POST',
@@ -85,6 +108,19 @@ export const scenarios: Scenario[] = [
     duration: 8,
   },
 ];
+
+/**
+ * BENCH_ONLY (scenario names, comma-separated, e.g. `GET one customer,update product`) runs
+ * some of them; with BENCH_TARGET (`hostflow` or `bare`) only one server is measured (to
+ * profile it: `BENCH_TARGET=hostflow node --cpu-prof --import tsx bench/run.ts`). Either
+ * leaves bench/results.json alone.
+ */
+function selectedScenarios(): Scenario[] {
+  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+  return only ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
+}
+
+const EMPTY: Measurement = { rps: 0, p50: 0, p99: 0, requests: 0, non2xx: 0, errors: 0 };
 
 // ---- the bare baseline ----------------------------------------------------------------------
 
@@ -102,8 +138,10 @@ export interface BareResource {
   /** `select count(*) as total from ...` */
   count: string;
   idColumn: string;
-  /** Inserts inside an open transaction, answers the new id. */
-  insert(client: pg.PoolClient, body: Record<string, unknown>): Promise<number>;
+  /** Inserts inside an open transaction, answers the new record. */
+  insert(client: pg.PoolClient, body: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** Updates inside an open transaction, answers the record (null when the id is unknown). */
+  update(client: pg.PoolClient, id: number, body: Record<string, unknown>): Promise<Record<string, unknown> | null>;
 }
 
 export const bareResources: BareResource[] = [
@@ -114,13 +152,27 @@ export const bareResources: BareResource[] = [
     idColumn: 'c.id',
     async insert(client, body) {
       const username = String(body.username);
+      const email = String(body.email);
+      // What hostflow does besides the inserts: username and e-mail free, case-insensitively.
+      const taken = await client.query('select id, username, email from users where (lower(username) = lower($1) or lower(email) = lower($2))', [username, email]);
+      if (taken.rowCount) throw new Error('username or email taken');
       const passwordHash = await hashPassword(String(body.password));
       const user = await client.query<{ id: number }>(
         'insert into users (display_name, email, password_hash, username) values ($1, $2, $3, $4) returning *',
-        [username, String(body.email), passwordHash, username],
+        [username, email, passwordHash, username],
       );
       const customer = await client.query<{ id: number }>('insert into customers (user_id) values ($1) returning id', [user.rows[0].id]);
-      return customer.rows[0].id;
+      const { rows } = await client.query(`${CUSTOMER_SELECT} where c.id = $1 limit 1`, [customer.rows[0].id]);
+      return rows[0];
+    },
+    async update(client, id, body) {
+      // What hostflow does: lock the customer, write the user's display name, touch the customer, read the record.
+      const current = await client.query<{ id: number; user_id: number }>('select id, user_id from customers where id = $1 limit 1 for update', [id]);
+      if (!current.rowCount) return null;
+      await client.query('update users set display_name = $1, date_modified = now() where id = $2', [String(body.display_name), current.rows[0].user_id]);
+      await client.query('update customers set vip = $1, date_modified = now() where id = $2', [Boolean(body.vip), id]);
+      const { rows } = await client.query(`${CUSTOMER_SELECT} where c.id = $1 limit 1`, [id]);
+      return rows[0];
     },
   },
   {
@@ -132,11 +184,22 @@ export const bareResources: BareResource[] = [
       // What hostflow does besides the insert: the slug uniqueness check.
       const taken = await client.query('select id from products where slug = $1 limit 1', [String(body.slug)]);
       if (taken.rowCount) throw new Error('slug taken');
-      const { rows } = await client.query<{ id: number }>(
+      const { rows } = await client.query(
         'insert into products (amount, name, slug, type) values ($1, $2, $3, $4) returning *',
         [String(body.amount), String(body.name), String(body.slug), String(body.type)],
       );
-      return rows[0].id;
+      return rows[0];
+    },
+    async update(client, id, body) {
+      // What hostflow does: lock the row (its rules read it), write, answer the row written.
+      const current = await client.query('select * from products where id = $1 limit 1 for update', [id]);
+      if (!current.rowCount) return null;
+      const { rows } = await client.query('update products set name = $1, description = $2, date_modified = now() where id = $3 returning *', [
+        String(body.name),
+        String(body.description),
+        id,
+      ]);
+      return rows[0];
     },
   },
 ];
@@ -165,20 +228,29 @@ export function createBareApp(pool: pg.Pool, resources: BareResource[]): Express
       res.json(rows.rows);
     });
 
-    app.post(`/${r.plural}`, async (req, res) => {
+    const inTransaction = async <T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
       const client = await pool.connect();
       try {
         await client.query('begin');
-        const id = await r.insert(client, req.body as Record<string, unknown>);
-        const { rows } = await client.query(one, [id]);
+        const out = await fn(client);
         await client.query('commit');
-        res.json(rows[0]);
+        return out;
       } catch (err) {
         await client.query('rollback').catch(() => undefined);
         throw err;
       } finally {
         client.release();
       }
+    };
+
+    app.post(`/${r.plural}`, async (req, res) => {
+      res.json(await inTransaction((client) => r.insert(client, req.body as Record<string, unknown>)));
+    });
+
+    app.patch(`/${r.plural}/:id`, async (req, res) => {
+      const rec = await inTransaction((client) => r.update(client, Number(req.params.id), req.body as Record<string, unknown>));
+      if (!rec) res.status(404).json({ code: 'not_found' });
+      else res.json(rec);
     });
   }
   return app;
@@ -262,6 +334,7 @@ async function cannon(target: Target, scenario: Scenario, ctx: BenchContext, dur
   const headers: Record<string, string> = { ...target.headers };
   if (scenario.body) headers['content-type'] = 'application/json';
   const makeBody = scenario.body;
+  const rootPath = new URL(target.root).pathname.replace(/\/$/, '');
   const result = await autocannon({
     url,
     method: scenario.method,
@@ -269,7 +342,14 @@ async function cannon(target: Target, scenario: Scenario, ctx: BenchContext, dur
     connections: scenario.connections,
     duration,
     requests: makeBody
-      ? [{ setupRequest: (req) => ({ ...req, body: JSON.stringify(makeBody(++bodyCounter)) }) }]
+      ? [
+          {
+            setupRequest: (req) => {
+              const n = ++bodyCounter;
+              return { ...req, path: `${rootPath}${scenario.path(ctx, n)}`, body: JSON.stringify(makeBody(n)) };
+            },
+          },
+        ]
       : undefined,
   });
   if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0 || result['2xx'] === 0) {
@@ -495,11 +575,13 @@ async function main(): Promise<void> {
       { name: 'bare', root: `http://127.0.0.1:${barePort}`, headers: {} },
     ];
 
-    const ctx: BenchContext = { customerIds };
+    const { rows: products } = await pool.query<{ id: number }>('select id from products order by id');
+    const ctx: BenchContext = { customerIds, productIds: products.map((p) => Number(p.id)) };
     const results: ScenarioResult[] = [];
-    for (const s of scenarios) {
+    for (const s of selectedScenarios()) {
       const m: Partial<Record<Target['name'], Measurement>> = {};
       for (const t of targets) {
+        if (process.env.BENCH_TARGET && process.env.BENCH_TARGET !== t.name) continue;
         log(`${s.name}: ${t.name} (${s.connections} connections, ${WARMUP_SECONDS}s warm-up + ${s.duration}s)`);
         m[t.name] = await measure(t, s, ctx);
       }
@@ -509,9 +591,9 @@ async function main(): Promise<void> {
         path: s.path(ctx),
         connections: s.connections,
         duration: s.duration,
-        hostflow: m.hostflow!,
-        bare: m.bare!,
-        ratio: m.hostflow!.rps / m.bare!.rps,
+        hostflow: m.hostflow ?? EMPTY,
+        bare: m.bare ?? EMPTY,
+        ratio: m.hostflow && m.bare ? m.hostflow.rps / m.bare.rps : 0,
       });
     }
 
@@ -527,6 +609,7 @@ async function main(): Promise<void> {
         `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}\n\n` +
         `${table(results)}\n\nratio = hostflow req/s / bare req/s; latencies from autocannon (ms).\n`,
     );
+    if (process.env.BENCH_ONLY || process.env.BENCH_TARGET) return;
     const out = path.join(__dirname, 'results.json');
     fs.writeFileSync(out, `${JSON.stringify({ meta, results }, null, 2)}\n`);
     log(`wrote ${path.relative(ROOT, out)}`);
