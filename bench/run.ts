@@ -113,7 +113,7 @@ export const scenarios: Scenario[] = [
  * BENCH_ONLY (scenario names, comma-separated, e.g. `GET one customer,update product`) runs
  * some of them; with BENCH_TARGET (`hostflow` or `bare`) only one server is measured (to
  * profile it: `BENCH_TARGET=hostflow node --cpu-prof --import tsx bench/run.ts`). Either
- * leaves bench/results.json alone.
+ * leaves bench/results.json alone. BENCH_SECONDS sets every scenario's duration.
  */
 function selectedScenarios(): Scenario[] {
   const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
@@ -181,9 +181,6 @@ export const bareResources: BareResource[] = [
     count: 'select count(*) as total from products as t',
     idColumn: 't.id',
     async insert(client, body) {
-      // What hostflow does besides the insert: the slug uniqueness check.
-      const taken = await client.query('select id from products where slug = $1 limit 1', [String(body.slug)]);
-      if (taken.rowCount) throw new Error('slug taken');
       const { rows } = await client.query(
         'insert into products (amount, name, slug, type) values ($1, $2, $3, $4) returning *',
         [String(body.amount), String(body.name), String(body.slug), String(body.type)],
@@ -378,7 +375,7 @@ async function cannon(target: Target, scenario: Scenario, ctx: BenchContext, dur
 
 async function measure(target: Target, scenario: Scenario, ctx: BenchContext): Promise<Measurement> {
   await cannon(target, scenario, ctx, WARMUP_SECONDS);
-  return cannon(target, scenario, ctx, scenario.duration);
+  return cannon(target, scenario, ctx, Number(process.env.BENCH_SECONDS ?? scenario.duration));
 }
 
 // ---- output ---------------------------------------------------------------------------------
