@@ -11,6 +11,7 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
+import inspector from 'node:inspector';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -113,7 +114,8 @@ export const scenarios: Scenario[] = [
  * BENCH_ONLY (scenario names, comma-separated, e.g. `GET one customer,update product`) runs
  * some of them; with BENCH_TARGET (`hostflow` or `bare`) only one server is measured (to
  * profile it: `BENCH_TARGET=hostflow node --cpu-prof --import tsx bench/run.ts`). Either
- * leaves bench/results.json alone. BENCH_SECONDS sets every scenario's duration.
+ * leaves bench/results.json alone. BENCH_SECONDS sets every scenario's duration; BENCH_PROFILE=1
+ * writes a CPU profile of each measurement (see `profiled`).
  */
 function selectedScenarios(): Scenario[] {
   const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
@@ -271,7 +273,7 @@ async function listen(app: Express, port: number): Promise<{ close(): Promise<vo
 
 // ---- seeding --------------------------------------------------------------------------------
 
-async function seed(pool: pg.Pool, count: number): Promise<number[]> {
+export async function seed(pool: pg.Pool, count: number): Promise<number[]> {
   const ids: number[] = [];
   for (let from = 1; from <= count; from += SEED_BATCH) {
     const to = Math.min(from + SEED_BATCH - 1, count);
@@ -308,7 +310,7 @@ async function seed(pool: pg.Pool, count: number): Promise<number[]> {
 
 // ---- measuring ------------------------------------------------------------------------------
 
-interface Target {
+export interface Target {
   name: 'hostflow' | 'bare';
   /** e.g. http://127.0.0.1:1234/wp-json/wu/v2 */
   root: string;
@@ -326,7 +328,7 @@ export interface Measurement {
 
 let bodyCounter = 0;
 
-async function cannon(target: Target, scenario: Scenario, ctx: BenchContext, duration: number): Promise<Measurement> {
+export async function cannon(target: Target, scenario: Scenario, ctx: BenchContext, duration: number): Promise<Measurement> {
   const url = `${target.root}${scenario.path(ctx)}`;
   const headers: Record<string, string> = { ...target.headers };
   if (scenario.body) headers['content-type'] = 'application/json';
@@ -375,7 +377,32 @@ async function cannon(target: Target, scenario: Scenario, ctx: BenchContext, dur
 
 async function measure(target: Target, scenario: Scenario, ctx: BenchContext): Promise<Measurement> {
   await cannon(target, scenario, ctx, WARMUP_SECONDS);
-  return cannon(target, scenario, ctx, Number(process.env.BENCH_SECONDS ?? scenario.duration));
+  const duration = Number(process.env.BENCH_SECONDS ?? scenario.duration);
+  if (!process.env.BENCH_PROFILE) return cannon(target, scenario, ctx, duration);
+  return profiled(`${scenario.name}-${target.name}`, () => cannon(target, scenario, ctx, duration));
+}
+
+/**
+ * BENCH_PROFILE=1: a V8 CPU profile of the measured seconds only (not the start-up, seeding or
+ * warm-up), written to .tmp/profiles/<scenario>-<target>.cpuprofile (open it in Chrome's
+ * DevTools). The load generator runs in the same process and is in the profile too.
+ */
+export async function profiled<T>(name: string, run: () => Promise<T>): Promise<T> {
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<any>((resolve, reject) => session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
+  await post('Profiler.enable');
+  await post('Profiler.start');
+  try {
+    return await run();
+  } finally {
+    const { profile } = await post('Profiler.stop');
+    session.disconnect();
+    const dir = path.join(TMP, 'profiles');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, `${name.replace(/[^\w-]+/g, '-')}.cpuprofile`), JSON.stringify(profile));
+  }
 }
 
 // ---- output ---------------------------------------------------------------------------------

@@ -57,20 +57,32 @@ function stringProblem(s: string): string | null {
  */
 export function unstorableProblems(root: unknown, rootName = 'body'): Record<string, string> {
   const problems: Record<string, string> = Object.create(null);
-  const stack: { value: unknown; path: string[]; depth: number }[] = [{ value: root, path: [], depth: 0 }];
+  // A value's path is a chain of {key, up} links, turned into a name only for a problem: no
+  // array is copied per value (bodies of thousands of values are checked on every write).
+  type Link = { key: string; up: Link | null } | null;
+  const pathOf = (link: Link): string[] => {
+    const path: string[] = [];
+    for (let l = link; l; l = l.up) path.push(l.key);
+    return path.reverse();
+  };
+  const nameOf = (link: Link) => pathOf(link).map(printable).join('.') || rootName;
+  const topOf = (link: Link) => (link ? printable(pathOf(link)[0]) : rootName);
+  const full = () => Object.keys(problems).length >= MAX_PROBLEMS;
+  const checkString = (value: string, link: Link) => {
+    const p = stringProblem(value);
+    if (p) problems[nameOf(link)] = `${nameOf(link)} must not contain ${p}.`;
+  };
+  if (typeof root === 'string') {
+    checkString(root, null);
+    return problems;
+  }
+  if (root === null || typeof root !== 'object') return problems;
+  const stack: { value: object; link: Link; depth: number }[] = [{ value: root, link: null, depth: 0 }];
   let values = 1;
-  const nameOf = (path: string[]) => path.map(printable).join('.') || rootName;
-  const topOf = (path: string[]) => (path.length ? printable(path[0]) : rootName);
-  while (stack.length > 0 && Object.keys(problems).length < MAX_PROBLEMS) {
-    const { value, path, depth } = stack.pop()!;
-    if (typeof value === 'string') {
-      const p = stringProblem(value);
-      if (p) problems[nameOf(path)] = `${nameOf(path)} must not contain ${p}.`;
-      continue;
-    }
-    if (value === null || typeof value !== 'object') continue;
+  while (stack.length > 0 && !full()) {
+    const { value, link, depth } = stack.pop()!;
     if (depth + 1 > MAX_DEPTH) {
-      const top = topOf(path);
+      const top = topOf(link);
       problems[top] = `${top} is nested more than ${MAX_DEPTH} levels deep.`;
       return problems;
     }
@@ -78,17 +90,22 @@ export function unstorableProblems(root: unknown, rootName = 'body'): Record<str
     const length = keys ? keys.length : (value as unknown[]).length;
     values += length;
     if (values > MAX_VALUES) {
-      const top = topOf(path);
+      const top = topOf(link);
       problems[top] = `${top} holds too many values: a body may hold at most ${MAX_VALUES} (objects, arrays and their members).`;
       return problems;
     }
-    for (let i = 0; i < length; i++) {
+    for (let i = 0; i < length && !full(); i++) {
       const key = keys ? keys[i] : String(i);
       if (keys) {
         const p = stringProblem(key);
-        if (p) problems[nameOf([...path, key])] = `${nameOf([...path, key])} is a key holding ${p}.`;
+        if (p) {
+          const name = nameOf({ key, up: link });
+          problems[name] = `${name} is a key holding ${p}.`;
+        }
       }
-      stack.push({ value: (value as Record<string, unknown>)[key], path: [...path, key], depth: depth + 1 });
+      const child = (value as Record<string, unknown>)[key];
+      if (typeof child === 'string') checkString(child, { key, up: link });
+      else if (child !== null && typeof child === 'object') stack.push({ value: child, link: { key, up: link }, depth: depth + 1 });
     }
   }
   return problems;
