@@ -1,5 +1,5 @@
 import client from 'prom-client';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { poolStats, type Db } from '../db/knex';
 
 /** Prometheus metrics of one process. Each app instance owns its registry (tests build several). */
@@ -65,19 +65,22 @@ export class Metrics {
     return s;
   }
 
-  /** Records every response under its route pattern (not the raw URL, to bound cardinality). */
+  /** Records a finished response under its route pattern (not the raw URL, to bound cardinality); `start` from process.hrtime.bigint(). */
+  record(req: Request, res: Response, start: bigint): void {
+    // Routers record their mount path in res.locals: req.baseUrl is reset once an error leaves the router.
+    const mount = (res.locals.mountPath as string | undefined) ?? req.baseUrl;
+    const route = req.route?.path ? `${mount}${req.route.path}` : 'unmatched';
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    const s = this.seriesOf(req.method, route, res.statusCode);
+    s.count.inc();
+    s.latency.observe(seconds);
+  }
+
+  /** Records every response (the app does it in its first middleware, with the access log). */
   middleware(): RequestHandler {
     return (req, res, next) => {
       const start = process.hrtime.bigint();
-      res.on('finish', () => {
-        // Routers record their mount path in res.locals: req.baseUrl is reset once an error leaves the router.
-        const mount = (res.locals.mountPath as string | undefined) ?? req.baseUrl;
-        const route = req.route?.path ? `${mount}${req.route.path}` : 'unmatched';
-        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-        const s = this.seriesOf(req.method, route, res.statusCode);
-        s.count.inc();
-        s.latency.observe(seconds);
-      });
+      res.on('finish', () => this.record(req, res, start));
       next();
     };
   }
