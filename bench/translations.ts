@@ -2,7 +2,7 @@
  * `npm run bench:translations`: POST /translations/check/batch with 100 packages against
  * GET /translations/check of one package, same server, concurrency and duration, and against a
  * bare Express 5 + pg server answering the same batch with the same single query (no auth,
- * validation, logging or metrics), in the same run.
+ * validation, logging or metrics), in the same run (two alternating rounds each).
  *
  * Starts PostgreSQL and Temporal as bench/run.ts does (its helpers), seeds 2,000 translation
  * projects and 20,000 jobs in every state (so the lookups run against a realistic table, and
@@ -156,12 +156,29 @@ async function main(): Promise<void> {
     await cannon({ url: batchUrl, method: 'POST', headers, body, duration: WARMUP_SECONDS, warmup: true });
     await cannon({ url: bareUrl, method: 'POST', headers: {}, body, duration: WARMUP_SECONDS, warmup: true });
     await cannon({ url: singleUrl, method: 'GET', headers, duration: WARMUP_SECONDS, warmup: true });
-    log(`batch of 100: ${CONNECTIONS} connections, ${DURATION}s`);
-    const measureBatch = () => cannon({ url: batchUrl, method: 'POST', headers, body, duration: DURATION });
-    // BENCH_PROFILE=1: a CPU profile of hostflow's batch run (.tmp/profiles, see bench/run.ts).
-    const batch = process.env.BENCH_PROFILE ? await profiled('translations-batch-hostflow', measureBatch) : await measureBatch();
-    log(`bare batch of 100: ${CONNECTIONS} connections, ${DURATION}s`);
-    const bareBatch = await cannon({ url: bareUrl, method: 'POST', headers: {}, body, duration: DURATION });
+    // Hostflow's batch and the bare one in two alternating rounds of DURATION / 2 each
+    // (hostflow then bare, then bare then hostflow): a change in the machine's load weighs on both.
+    const half = DURATION / 2;
+    const measureBatch = () => cannon({ url: batchUrl, method: 'POST', headers, body, duration: half });
+    const measureBare = () => cannon({ url: bareUrl, method: 'POST', headers: {}, body, duration: half });
+    const hostflowRounds: Measurement[] = [];
+    const bareRounds: Measurement[] = [];
+    for (let round = 0; round < 2; round++) {
+      for (const which of round === 0 ? ['hostflow', 'bare'] : ['bare', 'hostflow']) {
+        log(`${which} batch of 100, round ${round + 1}/2: ${CONNECTIONS} connections, ${half}s`);
+        if (which === 'bare') bareRounds.push(await measureBare());
+        // BENCH_PROFILE=1: a CPU profile of hostflow's batch rounds (.tmp/profiles, see bench/run.ts).
+        else hostflowRounds.push(process.env.BENCH_PROFILE ? await profiled(`translations-batch-hostflow-${round + 1}`, measureBatch) : await measureBatch());
+      }
+    }
+    const mean = (list: Measurement[]): Measurement => ({
+      rps: (list[0].rps + list[1].rps) / 2,
+      p50: (list[0].p50 + list[1].p50) / 2,
+      p99: (list[0].p99 + list[1].p99) / 2,
+      requests: list[0].requests + list[1].requests,
+    });
+    const batch = mean(hostflowRounds);
+    const bareBatch = mean(bareRounds);
     log(`single check: ${CONNECTIONS} connections, ${DURATION}s`);
     const one = await cannon({ url: singleUrl, method: 'GET', headers, duration: DURATION });
 
