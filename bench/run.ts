@@ -56,6 +56,8 @@ export interface Scenario {
   /** A fresh JSON body for each request; `n` is unique over the whole run. */
   body?: (n: number) => unknown;
   connections: number;
+  /** Extra request headers (both servers get them). */
+  headers?: Record<string, string>;
   /** Seconds (after a WARMUP_SECONDS warm-up run). */
   duration: number;
 }
@@ -68,6 +70,16 @@ export const scenarios: Scenario[] = [
     name: 'GET one customer',
     method: 'GET',
     path: (ctx) => `/customers/${ctx.customerIds[Math.floor(ctx.customerIds.length / 2)]}`,
+    connections: 10,
+    duration: 8,
+  },
+  {
+    // hostflow runs GET one as a prepared statement (PostgreSQL plans it once per connection);
+    // this row has the bare server prepare it too, so only the HTTP layers differ.
+    name: 'GET one customer (both prepared)',
+    method: 'GET',
+    path: (ctx) => `/customers/${ctx.customerIds[Math.floor(ctx.customerIds.length / 2)]}`,
+    headers: { 'x-bare-prepared': '1' },
     connections: 10,
     duration: 8,
   },
@@ -223,7 +235,9 @@ export function createBareApp(pool: pg.Pool, resources: BareResource[]): Express
     const page = `${r.select} order by ${r.idColumn} desc limit $1 offset $2`;
 
     app.get(`/${r.plural}/:id`, async (req, res) => {
-      const { rows } = await pool.query(one, [req.params.id]);
+      const { rows } = req.headers['x-bare-prepared']
+        ? await pool.query({ name: `bare_${r.plural}_one`, text: one, values: [req.params.id] })
+        : await pool.query(one, [req.params.id]);
       if (!rows[0]) res.status(404).json({ code: 'not_found' });
       else res.json(rows[0]);
     });
@@ -340,7 +354,7 @@ let bodyCounter = 0;
 
 export async function cannon(target: Target, scenario: Scenario, ctx: BenchContext, duration: number, warmup = false): Promise<Measurement> {
   const url = `${target.root}${scenario.path(ctx)}`;
-  const headers: Record<string, string> = { ...target.headers };
+  const headers: Record<string, string> = { ...target.headers, ...scenario.headers };
   if (scenario.body) headers['content-type'] = 'application/json';
   const makeBody = scenario.body;
   const rootPath = new URL(target.root).pathname.replace(/\/$/, '');
