@@ -11,6 +11,7 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
+import inspector from 'node:inspector';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -40,16 +41,23 @@ const WARMUP_SECONDS = 1;
 export interface BenchContext {
   /** Ids of the seeded customers, ascending. */
   customerIds: number[];
+  /** Ids of the seeded products, ascending. */
+  productIds: number[];
 }
 
 export interface Scenario {
   name: string;
-  method: 'GET' | 'POST';
-  /** Path under the namespace root: `/customers/1` is `/wp-json/wu/v2/customers/1` on hostflow. */
-  path: (ctx: BenchContext) => string;
+  method: 'GET' | 'POST' | 'PATCH';
+  /**
+   * Path under the namespace root: `/customers/1` is `/wp-json/wu/v2/customers/1` on hostflow.
+   * With a body, asked again for each request with the body's `n` (updates spread over rows).
+   */
+  path: (ctx: BenchContext, n?: number) => string;
   /** A fresh JSON body for each request; `n` is unique over the whole run. */
   body?: (n: number) => unknown;
   connections: number;
+  /** Extra request headers (both servers get them). */
+  headers?: Record<string, string>;
   /** Seconds (after a WARMUP_SECONDS warm-up run). */
   duration: number;
 }
@@ -65,6 +73,16 @@ export const scenarios: Scenario[] = [
     connections: 10,
     duration: 8,
   },
+  {
+    // hostflow runs GET one as a prepared statement (PostgreSQL plans it once per connection);
+    // this row has the bare server prepare it too, so only the HTTP layers differ.
+    name: 'GET one customer (both prepared)',
+    method: 'GET',
+    path: (ctx) => `/customers/${ctx.customerIds[Math.floor(ctx.customerIds.length / 2)]}`,
+    headers: { 'x-bare-prepared': '1' },
+    connections: 10,
+    duration: 8,
+  },
   { name: 'list 20 customers', method: 'GET', path: () => '/customers', connections: 10, duration: 8 },
   { name: 'list 20 products', method: 'GET', path: () => '/products', connections: 10, duration: 8 },
   {
@@ -72,6 +90,24 @@ export const scenarios: Scenario[] = [
     method: 'POST',
     path: () => '/products',
     body: (n) => ({ slug: `bench-${RUN_TAG}-${n}`, name: `Bench plan ${n}`, amount: '19.99', type: 'plan' }),
+    connections: 10,
+    duration: 8,
+  },
+  {
+    // Spread over the seeded products, so concurrent updates seldom wait for one row's lock.
+    name: 'update product',
+    method: 'PATCH',
+    path: (ctx, n = 0) => `/products/${ctx.productIds[n % ctx.productIds.length]}`,
+    body: (n) => ({ name: `Bench plan renamed ${n}`, description: `Updated by run ${RUN_TAG}` }),
+    connections: 10,
+    duration: 8,
+  },
+  {
+    // No password: the user's display name and the customer's flag, one row of each table.
+    name: 'update customer',
+    method: 'PATCH',
+    path: (ctx, n = 0) => `/customers/${ctx.customerIds[n % ctx.customerIds.length]}`,
+    body: (n) => ({ display_name: `Bench customer ${n}`, vip: n % 2 === 0 }),
     connections: 10,
     duration: 8,
   },
@@ -85,6 +121,30 @@ export const scenarios: Scenario[] = [
     duration: 8,
   },
 ];
+
+/**
+ * BENCH_ONLY (scenario names, comma-separated, e.g. `GET one customer,update product`) runs
+ * some of them; with BENCH_TARGET (`hostflow` or `bare`) only one server is measured (to
+ * profile it: `BENCH_TARGET=hostflow node --cpu-prof --import tsx bench/run.ts`). Either
+ * leaves bench/results.json alone. BENCH_SECONDS sets every scenario's duration; BENCH_PROFILE=1
+ * writes a CPU profile of each measurement (see `profiled`).
+ */
+function selectedScenarios(): Scenario[] {
+  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+  return only ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
+}
+
+const EMPTY: Measurement = { rps: 0, p50: 0, p99: 0, requests: 0, non2xx: 0, errors: 0 };
+
+/** Rounds per scenario and server (BENCH_ROUNDS, default 2), alternating the servers' order. */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2));
+
+/** Rounds of equal length as one measurement: mean rate and latencies, summed counts. */
+function combine(list: Measurement[]): Measurement {
+  const mean = (f: (m: Measurement) => number) => list.reduce((a, m) => a + f(m), 0) / list.length;
+  const sum = (f: (m: Measurement) => number) => list.reduce((a, m) => a + f(m), 0);
+  return { rps: mean((m) => m.rps), p50: mean((m) => m.p50), p99: mean((m) => m.p99), requests: sum((m) => m.requests), non2xx: sum((m) => m.non2xx), errors: sum((m) => m.errors) };
+}
 
 // ---- the bare baseline ----------------------------------------------------------------------
 
@@ -102,8 +162,10 @@ export interface BareResource {
   /** `select count(*) as total from ...` */
   count: string;
   idColumn: string;
-  /** Inserts inside an open transaction, answers the new id. */
-  insert(client: pg.PoolClient, body: Record<string, unknown>): Promise<number>;
+  /** Inserts inside an open transaction, answers the new record. */
+  insert(client: pg.PoolClient, body: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** Updates inside an open transaction, answers the record (null when the id is unknown). */
+  update(client: pg.PoolClient, id: number, body: Record<string, unknown>): Promise<Record<string, unknown> | null>;
 }
 
 export const bareResources: BareResource[] = [
@@ -114,13 +176,27 @@ export const bareResources: BareResource[] = [
     idColumn: 'c.id',
     async insert(client, body) {
       const username = String(body.username);
+      const email = String(body.email);
+      // What hostflow does besides the inserts: username and e-mail free, case-insensitively.
+      const taken = await client.query('select id, username, email from users where (lower(username) = lower($1) or lower(email) = lower($2))', [username, email]);
+      if (taken.rowCount) throw new Error('username or email taken');
       const passwordHash = await hashPassword(String(body.password));
       const user = await client.query<{ id: number }>(
         'insert into users (display_name, email, password_hash, username) values ($1, $2, $3, $4) returning *',
-        [username, String(body.email), passwordHash, username],
+        [username, email, passwordHash, username],
       );
       const customer = await client.query<{ id: number }>('insert into customers (user_id) values ($1) returning id', [user.rows[0].id]);
-      return customer.rows[0].id;
+      const { rows } = await client.query(`${CUSTOMER_SELECT} where c.id = $1 limit 1`, [customer.rows[0].id]);
+      return rows[0];
+    },
+    async update(client, id, body) {
+      // What hostflow does: lock the customer, write the user's display name, touch the customer, read the record.
+      const current = await client.query<{ id: number; user_id: number }>('select id, user_id from customers where id = $1 limit 1 for update', [id]);
+      if (!current.rowCount) return null;
+      await client.query('update users set display_name = $1, date_modified = now() where id = $2', [String(body.display_name), current.rows[0].user_id]);
+      await client.query('update customers set vip = $1, date_modified = now() where id = $2', [Boolean(body.vip), id]);
+      const { rows } = await client.query(`${CUSTOMER_SELECT} where c.id = $1 limit 1`, [id]);
+      return rows[0];
     },
   },
   {
@@ -129,14 +205,22 @@ export const bareResources: BareResource[] = [
     count: 'select count(*) as total from products as t',
     idColumn: 't.id',
     async insert(client, body) {
-      // What hostflow does besides the insert: the slug uniqueness check.
-      const taken = await client.query('select id from products where slug = $1 limit 1', [String(body.slug)]);
-      if (taken.rowCount) throw new Error('slug taken');
-      const { rows } = await client.query<{ id: number }>(
+      const { rows } = await client.query(
         'insert into products (amount, name, slug, type) values ($1, $2, $3, $4) returning *',
         [String(body.amount), String(body.name), String(body.slug), String(body.type)],
       );
-      return rows[0].id;
+      return rows[0];
+    },
+    async update(client, id, body) {
+      // What hostflow does: lock the row (its rules read it), write, answer the row written.
+      const current = await client.query('select * from products where id = $1 limit 1 for update', [id]);
+      if (!current.rowCount) return null;
+      const { rows } = await client.query('update products set name = $1, description = $2, date_modified = now() where id = $3 returning *', [
+        String(body.name),
+        String(body.description),
+        id,
+      ]);
+      return rows[0];
     },
   },
 ];
@@ -151,7 +235,9 @@ export function createBareApp(pool: pg.Pool, resources: BareResource[]): Express
     const page = `${r.select} order by ${r.idColumn} desc limit $1 offset $2`;
 
     app.get(`/${r.plural}/:id`, async (req, res) => {
-      const { rows } = await pool.query(one, [req.params.id]);
+      const { rows } = req.headers['x-bare-prepared']
+        ? await pool.query({ name: `bare_${r.plural}_one`, text: one, values: [req.params.id] })
+        : await pool.query(one, [req.params.id]);
       if (!rows[0]) res.status(404).json({ code: 'not_found' });
       else res.json(rows[0]);
     });
@@ -165,20 +251,29 @@ export function createBareApp(pool: pg.Pool, resources: BareResource[]): Express
       res.json(rows.rows);
     });
 
-    app.post(`/${r.plural}`, async (req, res) => {
+    const inTransaction = async <T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
       const client = await pool.connect();
       try {
         await client.query('begin');
-        const id = await r.insert(client, req.body as Record<string, unknown>);
-        const { rows } = await client.query(one, [id]);
+        const out = await fn(client);
         await client.query('commit');
-        res.json(rows[0]);
+        return out;
       } catch (err) {
         await client.query('rollback').catch(() => undefined);
         throw err;
       } finally {
         client.release();
       }
+    };
+
+    app.post(`/${r.plural}`, async (req, res) => {
+      res.json(await inTransaction((client) => r.insert(client, req.body as Record<string, unknown>)));
+    });
+
+    app.patch(`/${r.plural}/:id`, async (req, res) => {
+      const rec = await inTransaction((client) => r.update(client, Number(req.params.id), req.body as Record<string, unknown>));
+      if (!rec) res.status(404).json({ code: 'not_found' });
+      else res.json(rec);
     });
   }
   return app;
@@ -202,7 +297,7 @@ async function listen(app: Express, port: number): Promise<{ close(): Promise<vo
 
 // ---- seeding --------------------------------------------------------------------------------
 
-async function seed(pool: pg.Pool, count: number): Promise<number[]> {
+export async function seed(pool: pg.Pool, count: number): Promise<number[]> {
   const ids: number[] = [];
   for (let from = 1; from <= count; from += SEED_BATCH) {
     const to = Math.min(from + SEED_BATCH - 1, count);
@@ -239,7 +334,7 @@ async function seed(pool: pg.Pool, count: number): Promise<number[]> {
 
 // ---- measuring ------------------------------------------------------------------------------
 
-interface Target {
+export interface Target {
   name: 'hostflow' | 'bare';
   /** e.g. http://127.0.0.1:1234/wp-json/wu/v2 */
   root: string;
@@ -257,11 +352,12 @@ export interface Measurement {
 
 let bodyCounter = 0;
 
-async function cannon(target: Target, scenario: Scenario, ctx: BenchContext, duration: number): Promise<Measurement> {
+export async function cannon(target: Target, scenario: Scenario, ctx: BenchContext, duration: number, warmup = false): Promise<Measurement> {
   const url = `${target.root}${scenario.path(ctx)}`;
-  const headers: Record<string, string> = { ...target.headers };
+  const headers: Record<string, string> = { ...target.headers, ...scenario.headers };
   if (scenario.body) headers['content-type'] = 'application/json';
   const makeBody = scenario.body;
+  const rootPath = new URL(target.root).pathname.replace(/\/$/, '');
   const result = await autocannon({
     url,
     method: scenario.method,
@@ -269,10 +365,18 @@ async function cannon(target: Target, scenario: Scenario, ctx: BenchContext, dur
     connections: scenario.connections,
     duration,
     requests: makeBody
-      ? [{ setupRequest: (req) => ({ ...req, body: JSON.stringify(makeBody(++bodyCounter)) }) }]
+      ? [
+          {
+            setupRequest: (req) => {
+              const n = ++bodyCounter;
+              return { ...req, path: `${rootPath}${scenario.path(ctx, n)}`, body: JSON.stringify(makeBody(n)) };
+            },
+          },
+        ]
       : undefined,
   });
-  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0 || result['2xx'] === 0) {
+  // A warm-up may end before a slow request (scrypt on a loaded machine) answers.
+  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0 || (!warmup && result['2xx'] === 0)) {
     const sample = await fetch(url, {
       method: scenario.method,
       headers,
@@ -297,8 +401,33 @@ async function cannon(target: Target, scenario: Scenario, ctx: BenchContext, dur
 }
 
 async function measure(target: Target, scenario: Scenario, ctx: BenchContext): Promise<Measurement> {
-  await cannon(target, scenario, ctx, WARMUP_SECONDS);
-  return cannon(target, scenario, ctx, scenario.duration);
+  await cannon(target, scenario, ctx, WARMUP_SECONDS, true);
+  const duration = scenario.duration;
+  if (!process.env.BENCH_PROFILE) return cannon(target, scenario, ctx, duration);
+  return profiled(`${scenario.name}-${target.name}`, () => cannon(target, scenario, ctx, duration));
+}
+
+/**
+ * BENCH_PROFILE=1: a V8 CPU profile of the measured seconds only (not the start-up, seeding or
+ * warm-up), written to .tmp/profiles/<scenario>-<target>.cpuprofile (open it in Chrome's
+ * DevTools). The load generator runs in the same process and is in the profile too.
+ */
+export async function profiled<T>(name: string, run: () => Promise<T>): Promise<T> {
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<any>((resolve, reject) => session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
+  await post('Profiler.enable');
+  await post('Profiler.start');
+  try {
+    return await run();
+  } finally {
+    const { profile } = await post('Profiler.stop');
+    session.disconnect();
+    const dir = path.join(TMP, 'profiles');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, `${name.replace(/[^\w-]+/g, '-')}.cpuprofile`), JSON.stringify(profile));
+  }
 }
 
 // ---- output ---------------------------------------------------------------------------------
@@ -495,23 +624,32 @@ async function main(): Promise<void> {
       { name: 'bare', root: `http://127.0.0.1:${barePort}`, headers: {} },
     ];
 
-    const ctx: BenchContext = { customerIds };
+    const { rows: products } = await pool.query<{ id: number }>('select id from products order by id');
+    const ctx: BenchContext = { customerIds, productIds: products.map((p) => Number(p.id)) };
     const results: ScenarioResult[] = [];
-    for (const s of scenarios) {
-      const m: Partial<Record<Target['name'], Measurement>> = {};
-      for (const t of targets) {
-        log(`${s.name}: ${t.name} (${s.connections} connections, ${WARMUP_SECONDS}s warm-up + ${s.duration}s)`);
-        m[t.name] = await measure(t, s, ctx);
+    for (const s of selectedScenarios()) {
+      // ROUNDS alternating rounds (hostflow then bare, then bare then hostflow, ...), each of
+      // duration / ROUNDS: a change in the machine's load then weighs on both alike.
+      const rounds: Partial<Record<Target['name'], Measurement[]>> = {};
+      const seconds = Number(process.env.BENCH_SECONDS ?? s.duration) / ROUNDS;
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const t of round % 2 === 0 ? targets : [...targets].reverse()) {
+          if (process.env.BENCH_TARGET && process.env.BENCH_TARGET !== t.name) continue;
+          log(`${s.name}: ${t.name}, round ${round + 1}/${ROUNDS} (${s.connections} connections, ${WARMUP_SECONDS}s warm-up + ${seconds}s)`);
+          (rounds[t.name] ??= []).push(await measure(t, { ...s, duration: seconds }, ctx));
+        }
       }
+      const m: Partial<Record<Target['name'], Measurement>> = {};
+      for (const [name, list] of Object.entries(rounds) as [Target['name'], Measurement[]][]) m[name] = combine(list);
       results.push({
         scenario: s.name,
         method: s.method,
         path: s.path(ctx),
         connections: s.connections,
         duration: s.duration,
-        hostflow: m.hostflow!,
-        bare: m.bare!,
-        ratio: m.hostflow!.rps / m.bare!.rps,
+        hostflow: m.hostflow ?? EMPTY,
+        bare: m.bare ?? EMPTY,
+        ratio: m.hostflow && m.bare ? m.hostflow.rps / m.bare.rps : 0,
       });
     }
 
@@ -519,6 +657,7 @@ async function main(): Promise<void> {
       ...machineMeta(),
       seededCustomers: customerIds.length,
       warmupSeconds: WARMUP_SECONDS,
+      rounds: ROUNDS,
       dbPoolMax: config.DB_POOL_MAX,
       postgres: embedded ? 'embedded' : 'TEST_DATABASE_URL',
     };
@@ -527,6 +666,7 @@ async function main(): Promise<void> {
         `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}\n\n` +
         `${table(results)}\n\nratio = hostflow req/s / bare req/s; latencies from autocannon (ms).\n`,
     );
+    if (process.env.BENCH_ONLY || process.env.BENCH_TARGET) return;
     const out = path.join(__dirname, 'results.json');
     fs.writeFileSync(out, `${JSON.stringify({ meta, results }, null, 2)}\n`);
     log(`wrote ${path.relative(ROOT, out)}`);

@@ -271,13 +271,16 @@ interface Row {
   bare: Figures;
 }
 
+/** p50 / p99 and rate; a server that answered nothing in the measured seconds says so. */
+const cells = (f: Figures) => (f.rps === 0 ? `none answered in ${SECONDS} s | 0` : `${f.p50} / ${f.p99} | ${f.rps.toFixed(0)}`);
+
 function readmeTable(rows: Row[], meta: Record<string, unknown>): string {
   const lines = [
     `Measured ${meta.date} by \`npm run bench:scale\` (${meta.cpus} CPUs, ${meta.cpuModel}, Node ${meta.node}, ${ROWS.toLocaleString('en-US')} rows per resource, ${CONNECTIONS} connections, ${SECONDS} s per shape after a ${WARMUP_SECONDS} s warm-up; API, bare server, load generator and PostgreSQL on the same machine).`,
     '',
     '| resource | shape | hostflow p50 / p99 ms | req/s | bare p50 / p99 ms | req/s |',
     '|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.resource} | ${r.shape.replace(/\|/g, '\\|')} | ${r.hostflow.p50} / ${r.hostflow.p99} | ${r.hostflow.rps.toFixed(0)} | ${r.bare.p50} / ${r.bare.p99} | ${r.bare.rps.toFixed(0)} |`),
+    ...rows.map((r) => `| ${r.resource} | ${r.shape.replace(/\|/g, '\\|')} | ${cells(r.hostflow)} | ${cells(r.bare)} |`),
   ];
   const worst = rows.filter((r) => !r.shape.startsWith('GET one')).reduce((a, b) => (b.hostflow.p99 > a.hostflow.p99 ? b : a));
   lines.push('', `Worst list p99: ${worst.hostflow.p99} ms (${worst.resource}, ${worst.shape}); goal: at most 30 ms for every list shape.`);

@@ -1,6 +1,8 @@
 /**
  * `npm run bench:translations`: POST /translations/check/batch with 100 packages against
- * GET /translations/check of one package, same server, concurrency and duration.
+ * GET /translations/check of one package, same server, concurrency and duration, and against a
+ * bare Express 5 + pg server answering the same batch with the same single query (no auth,
+ * validation, logging or metrics), in the same run (two alternating rounds each).
  *
  * Starts PostgreSQL and Temporal as bench/run.ts does (its helpers), seeds 2,000 translation
  * projects and 20,000 jobs in every state (so the lookups run against a realistic table, and
@@ -9,20 +11,60 @@
  * bench/translations-results.json. Every answer must be 200, else it fails.
  */
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import express from 'express';
+import pg from 'pg';
+import { freePort } from '../src/infra/temporal-server';
 import { setLogLevel } from '../src/logger';
 import { startHttp } from '../src/runtime';
 import { pipelineWorkflowId } from '../src/translations/types';
-import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, type Step } from './run';
+import { benchLog, hostflowTarget, machineMeta, profiled, runCleanup, startBenchEnv, type Step } from './run';
 
-const CONNECTIONS = 4;
-const DURATION = 10;
+const CONNECTIONS = Number(process.env.BENCH_CALLERS ?? 8);
+const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
 const PROJECTS = 2_000;
 const LOCALES = ['de_DE', 'fr_FR', 'es_ES', 'it_IT', 'nl_NL', 'pt_BR', 'ja', 'ru_RU', 'pl_PL', 'sv_SE'];
 const STATES = ['ready', 'ready', 'ready', 'ready', 'pending_approval', 'processing', 'importing', 'packaging', 'failed'] as const;
 const RUN_TAG = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+
+/** The statement TranslationService.check runs (src/translations/service.ts), as the bare server sends it. */
+const CHECK_SQL = `select i.ord::int as ord, p.id as project_id, p.version as project_version, j.id as job_id, j.version, j.status, j.source,
+       j.total_strings, j.remaining_strings, j.failure_step, j.failure_reason, j.status_changed_at
+  from unnest($1::text[], $2::text[], $3::text[]) with ordinality as i(slug, type, locale, ord)
+  left join translation_projects p on p.slug = i.slug and p.type = i.type
+  left join translation_jobs j on j.slug = i.slug and j.type = i.type and j.locale = i.locale and j.version = p.version
+ order by i.ord`;
+
+/** Plain Express 5 + pg.Pool: the batch body in, the one query, one status per row out. */
+function bareServer(pool: pg.Pool, port: number): Promise<http.Server> {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(express.json());
+  app.post('/translations/check/batch', async (req, res) => {
+    const packages = (req.body as { packages: { slug: string; type: string; locale: string }[] }).packages;
+    const { rows } = await pool.query(CHECK_SQL, [packages.map((p) => p.slug), packages.map((p) => p.type), packages.map((p) => p.locale)]);
+    // The same answer as hostflow's: the statuses, the download URL of a ready pack, the failure
+    // of a failed one, when to ask again otherwise.
+    const base = `${req.protocol}://${req.get('host')}`;
+    res.json(
+      rows.map((r) => {
+        const p = packages[r.ord - 1];
+        if (r.project_id === null) return { slug: p.slug, type: p.type, locale: p.locale, status: 'missing', source: 'none', remaining_strings: 0, total_strings: 0, translated_strings: 0 };
+        const s: Record<string, unknown> = { slug: p.slug, type: p.type, locale: p.locale, version: r.version, status: r.status, source: r.source, remaining_strings: r.remaining_strings, total_strings: r.total_strings, translated_strings: r.total_strings - r.remaining_strings, job_id: Number(r.job_id) };
+        if (r.status === 'ready') s.download_url = `${base}/translations/packages/${p.type}/${p.slug}/${encodeURIComponent(r.version)}/${p.locale}.zip`;
+        else if (r.status === 'failed') Object.assign(s, { failure_step: r.failure_step, failure_reason: r.failure_reason });
+        else s.retry_after = Math.min(300, Math.round(5 + (Date.now() - new Date(r.status_changed_at).getTime()) / 4000));
+        return s;
+      }),
+    );
+  });
+  const server = http.createServer(app);
+  server.keepAliveTimeout = 65_000;
+  return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
+}
 
 interface Measurement {
   rps: number;
@@ -104,16 +146,45 @@ async function main(): Promise<void> {
     const batchUrl = `${root}/translations/check/batch`;
     const body = JSON.stringify({ packages });
 
+    const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DB_POOL_MAX, application_name: 'bare' });
+    cleanup.push(['pg pool', () => pool.end()]);
+    const bare = await bareServer(pool, await freePort());
+    cleanup.push(['bare http', () => new Promise<void>((resolve) => { bare.close(() => resolve()); bare.closeAllConnections(); })]);
+    const bareUrl = `http://127.0.0.1:${(bare.address() as { port: number }).port}/translations/check/batch`;
+
     log(`warm-up ${WARMUP_SECONDS}s each`);
     await cannon({ url: batchUrl, method: 'POST', headers, body, duration: WARMUP_SECONDS, warmup: true });
+    await cannon({ url: bareUrl, method: 'POST', headers: {}, body, duration: WARMUP_SECONDS, warmup: true });
     await cannon({ url: singleUrl, method: 'GET', headers, duration: WARMUP_SECONDS, warmup: true });
-    log(`batch of 100: ${CONNECTIONS} connections, ${DURATION}s`);
-    const batch = await cannon({ url: batchUrl, method: 'POST', headers, body, duration: DURATION });
+    // Hostflow's batch and the bare one in two alternating rounds of DURATION / 2 each
+    // (hostflow then bare, then bare then hostflow): a change in the machine's load weighs on both.
+    const half = DURATION / 2;
+    const measureBatch = () => cannon({ url: batchUrl, method: 'POST', headers, body, duration: half });
+    const measureBare = () => cannon({ url: bareUrl, method: 'POST', headers: {}, body, duration: half });
+    const hostflowRounds: Measurement[] = [];
+    const bareRounds: Measurement[] = [];
+    for (let round = 0; round < 2; round++) {
+      for (const which of round === 0 ? ['hostflow', 'bare'] : ['bare', 'hostflow']) {
+        log(`${which} batch of 100, round ${round + 1}/2: ${CONNECTIONS} connections, ${half}s`);
+        if (which === 'bare') bareRounds.push(await measureBare());
+        // BENCH_PROFILE=1: a CPU profile of hostflow's batch rounds (.tmp/profiles, see bench/run.ts).
+        else hostflowRounds.push(process.env.BENCH_PROFILE ? await profiled(`translations-batch-hostflow-${round + 1}`, measureBatch) : await measureBatch());
+      }
+    }
+    const mean = (list: Measurement[]): Measurement => ({
+      rps: (list[0].rps + list[1].rps) / 2,
+      p50: (list[0].p50 + list[1].p50) / 2,
+      p99: (list[0].p99 + list[1].p99) / 2,
+      requests: list[0].requests + list[1].requests,
+    });
+    const batch = mean(hostflowRounds);
+    const bareBatch = mean(bareRounds);
     log(`single check: ${CONNECTIONS} connections, ${DURATION}s`);
     const one = await cannon({ url: singleUrl, method: 'GET', headers, duration: DURATION });
 
     const rows = [
       { scenario: 'POST /translations/check/batch (100 packages)', m: batch, packagesPerSecond: batch.rps * 100 },
+      { scenario: 'bare Express + pg, same batch, same query', m: bareBatch, packagesPerSecond: bareBatch.rps * 100 },
       { scenario: 'GET /translations/check (1 package)', m: one, packagesPerSecond: one.rps },
     ];
     const header = ['scenario', 'req/s', 'packages/s', 'p50 ms', 'p99 ms'];
@@ -126,7 +197,8 @@ async function main(): Promise<void> {
         `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}\n\n` +
         `${[line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join('\n')}\n\n` +
         `${CONNECTIONS} connections, ${DURATION}s after a ${WARMUP_SECONDS}s warm-up; latencies from autocannon.\n` +
-        `A batch costs ${(batch.p50 / one.p50).toFixed(1)}x one check at p50 for 100x the packages.\n`,
+        `A batch costs ${(batch.p50 / one.p50).toFixed(1)}x one check at p50 for 100x the packages.\n` +
+        `Batch against bare: ${(batch.rps / bareBatch.rps).toFixed(2)}x the rate (goal at least 0.8x); p99 ${batch.p99} ms (goal at most 15 ms).\n`,
     );
     const out = path.join(__dirname, 'translations-results.json');
     fs.writeFileSync(out, `${JSON.stringify({ meta, results: rows.map((r) => ({ scenario: r.scenario, ...r.m, packagesPerSecond: r.packagesPerSecond })) }, null, 2)}\n`);

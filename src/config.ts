@@ -78,6 +78,12 @@ const schema = z.object({
   // Deadline of each API call to Temporal that does not wait for a worker (start, signal, describe):
   // past it (or when the circuit is open) a route that starts a workflow answers 503.
   TEMPORAL_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(1500),
+  // What a worker process holds (src/temporal/worker.ts): workflows kept in its cache (each
+  // keeps its state in the worker's one V8 context), and how many tasks run at once.
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(100_000).default(500),
+  WORKER_MAX_WORKFLOW_TASKS: z.coerce.number().int().min(2).max(1000).default(40),
+  WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
+  WORKER_MAX_LOCAL_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
 
   WU_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
   WU_API_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),

@@ -1,3 +1,4 @@
+import { VerifiedCredentials } from '../src/http/auth';
 import { API_KEY, API_SECRET, BASE, createTestContext, type TestContext } from './helpers';
 
 describe('authentication', () => {
@@ -112,6 +113,32 @@ describe('authentication', () => {
     } finally {
       await ctx.settings.writeCredentials(API_KEY, API_SECRET);
     }
+  });
+
+  test('rotated credentials: the old ones, verified just before, are refused at once', async () => {
+    expect((await ctx.http.get(`${BASE}/auth`).set('Authorization', ctx.basic)).status).toBe(200);
+    await ctx.settings.writeCredentials(API_KEY, 'another-secret-0123456789');
+    try {
+      expect((await ctx.http.get(`${BASE}/auth`).set('Authorization', ctx.basic)).status).toBe(401);
+      expect((await ctx.http.get(`${BASE}/auth`).set('Authorization', basic(API_KEY, 'another-secret-0123456789'))).status).toBe(200);
+    } finally {
+      await ctx.settings.writeCredentials(API_KEY, API_SECRET);
+    }
+    expect((await ctx.http.get(`${BASE}/auth`).set('Authorization', ctx.basic)).status).toBe(200);
+  });
+
+  test('verified credentials are remembered for a short time only, at most a few at once', () => {
+    const stored = { key: 'k', secretSha256: 'h' };
+    const cache = new VerifiedCredentials();
+    const digest = VerifiedCredentials.digest({ key: 'k', secret: 's' });
+    expect(cache.has(digest, stored, 0)).toBe(false);
+    cache.add(digest, 0);
+    expect(cache.has(digest, stored, 1)).toBe(true);
+    expect(cache.has(VerifiedCredentials.digest({ key: 'k', secret: 't' }), stored, 1)).toBe(false);
+    expect(cache.has(digest, stored, VerifiedCredentials.TTL_MS + 1)).toBe(false);
+    expect(cache.has(digest, { key: 'k', secretSha256: 'other' }, 1)).toBe(false);
+    for (let i = 0; i < VerifiedCredentials.MAX + 5; i++) cache.add(VerifiedCredentials.digest({ key: 'k', secret: String(i) }), 2);
+    expect((cache as unknown as { entries: unknown[] }).entries.length).toBe(VerifiedCredentials.MAX);
   });
 
   test('the secret is stored only as a hash', async () => {

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request } from 'express';
+import type SharpFunction from 'sharp';
 import busboy from 'busboy';
-import sharp from 'sharp';
 import { ApiError, invalidParams } from '../http/errors';
 
 /**
@@ -338,6 +338,21 @@ export class AttachmentStorage {
   }
 }
 
+type Sharp = typeof SharpFunction;
+let sharpModule: Sharp | undefined;
+/** sharp (libvips: about 18 MB resident) is loaded by the first image, not when the process starts. */
+function sharp(...args: Parameters<Sharp>): ReturnType<Sharp> {
+  if (!sharpModule) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    sharpModule = require('sharp') as Sharp;
+    // libvips' operation cache would keep decoded uploads in memory after use.
+    sharpModule.cache(false);
+    // One libvips thread per image: the Thumbnailer's semaphore alone says how many images are decoded at once.
+    sharpModule.concurrency(1);
+  }
+  return sharpModule(...args);
+}
+
 /** An image's width and height from its header (libvips reads no pixels for this). */
 export async function imageSize(file: string): Promise<{ width: number; height: number } | null> {
   try {
@@ -379,12 +394,7 @@ export type ThumbnailOutcome = { png: Buffer } | { skipped: 'type' | 'interlaced
 export class Thumbnailer {
   private busy = 0;
 
-  constructor(private readonly budget: ThumbnailBudget) {
-    // libvips' operation cache would keep decoded uploads in memory after use.
-    sharp.cache(false);
-    // One libvips thread per image: the semaphore alone says how many images are decoded at once.
-    sharp.concurrency(1);
-  }
+  constructor(private readonly budget: ThumbnailBudget) {}
 
   async make(file: string, size: number, s: Sniffed): Promise<ThumbnailOutcome> {
     if (!['image/png', 'image/jpeg', 'image/gif', 'image/webp'].includes(s.mime)) return { skipped: 'type' };

@@ -55,26 +55,51 @@ declare module 'express-serve-static-core' {
   }
 }
 
+const REQUEST_ID_OF = Symbol('requestId');
+const LOG_OF = Symbol('log');
+type Tracked = Request & { [REQUEST_ID_OF]?: string; [LOG_OF]?: Logger };
+
 /**
- * Request id (taken from X-Request-Id when sane), a request logger carrying it, and an access
- * log line. (A per-request child logger rather than AsyncLocalStorage, which on Node 20 slows
- * every promise of the request.)
+ * `req.log`, on the app's request prototype: the child logger carrying the request id is made
+ * when something logs (most requests never do below info). A per-request child logger rather
+ * than AsyncLocalStorage, which on Node 20 slows every promise of the request.
  */
-function requestIdAndLog(req: Request, res: Response, next: NextFunction): void {
-  const incoming = req.get('x-request-id');
-  const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
-  res.setHeader('X-Request-Id', requestId);
-  req.log = logger.child({ request_id: requestId });
-  const start = process.hrtime.bigint();
-  res.on('finish', () => {
-    if (!req.log.isLevelEnabled('info')) return;
-    // The path only: query strings may carry credentials.
-    req.log.info(
-      { method: req.method, path: req.originalUrl.split('?')[0], status: res.statusCode, duration_ms: Number(process.hrtime.bigint() - start) / 1e6 },
-      'request',
-    );
+function defineRequestLog(app: express.Express): void {
+  Object.defineProperty(app.request, 'log', {
+    configurable: true,
+    get(this: Tracked) {
+      return (this[LOG_OF] ??= logger.child({ request_id: this[REQUEST_ID_OF] }));
+    },
+    set(this: Tracked, value: Logger) {
+      this[LOG_OF] = value;
+    },
   });
-  next();
+}
+
+/**
+ * What every request goes through first, in one middleware: its id (taken from X-Request-Id
+ * when sane), one listener at its end for the metrics and the access log line, and the method
+ * override.
+ */
+function requestStart(metrics: Metrics) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
+    (req as Tracked)[REQUEST_ID_OF] = requestId;
+    res.setHeader('X-Request-Id', requestId);
+    const start = process.hrtime.bigint();
+    const accessLog = logger.isLevelEnabled('info');
+    res.on('finish', () => {
+      metrics.record(req, res, start);
+      if (!accessLog) return;
+      // The path only: query strings may carry credentials.
+      req.log.info(
+        { method: req.method, path: req.originalUrl.split('?')[0], status: res.statusCode, duration_ms: Number(process.hrtime.bigint() - start) / 1e6 },
+        'request',
+      );
+    });
+    methodOverride(req, res, next);
+  };
 }
 
 /**
@@ -107,10 +132,12 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   app.set('trust proxy', config.TRUST_PROXY);
   app.set('query parser', 'simple');
   app.set('json replacer', undefined);
+  // No weak ETag hashed over every JSON body: wu/v2 answers are Cache-Control: no-store, and
+  // the routes that serve files (language packs, uploads) set their own.
+  app.set('etag', false);
 
-  app.use(requestIdAndLog);
-  app.use(metrics.middleware());
-  app.use(methodOverride);
+  defineRequestLog(app);
+  app.use(requestStart(metrics));
   const observe = deps.observeResponse;
   if (observe) {
     app.use((req, res, next) => {

@@ -119,6 +119,45 @@ export class AuthFailureLimiter extends AddressLimiter {
   }
 }
 
+/**
+ * Credentials verified lately, as SHA-256 digests of `key NUL secret`, so a caller that sends the
+ * same credentials on every request costs one hash instead of the full check's five. Bounded
+ * (MAX entries, each for TTL_MS) and tied to the stored credentials they matched: a rotation
+ * empties it. The presented digest is compared with every entry in constant time.
+ */
+export class VerifiedCredentials {
+  static readonly MAX = 16;
+  static readonly TTL_MS = 60_000;
+  private entries: { digest: Buffer; until: number }[] = [];
+  private storedKey = '';
+  private storedSecretSha256 = '';
+
+  static digest(presented: Presented): Buffer {
+    return crypto.createHash('sha256').update(presented.key, 'utf8').update('\u0000').update(presented.secret, 'utf8').digest();
+  }
+
+  has(digest: Buffer, stored: { key: string; secretSha256: string }, now = Date.now()): boolean {
+    if (stored.key !== this.storedKey || stored.secretSha256 !== this.storedSecretSha256) {
+      this.entries = [];
+      this.storedKey = stored.key;
+      this.storedSecretSha256 = stored.secretSha256;
+      return false;
+    }
+    let found = false;
+    for (const e of this.entries) {
+      // No early exit: every live entry is compared.
+      if (crypto.timingSafeEqual(e.digest, digest) && e.until > now) found = true;
+    }
+    return found;
+  }
+
+  add(digest: Buffer, now = Date.now()): void {
+    this.entries = this.entries.filter((e) => e.until > now && !crypto.timingSafeEqual(e.digest, digest));
+    if (this.entries.length >= VerifiedCredentials.MAX) this.entries.shift();
+    this.entries.push({ digest, until: now + VerifiedCredentials.TTL_MS });
+  }
+}
+
 /** No WWW-Authenticate (as WordPress): a Basic challenge makes browsers prompt for and then keep sending credentials, which cross-site forms could ride on. */
 function forbidden(): ApiError {
   return new ApiError(401, 'rest_forbidden', 'Sorry, you are not allowed to do that.');
@@ -129,6 +168,7 @@ function forbidden(): ApiError {
  * Runs before any parameter validation, so an anonymous caller learns nothing about them.
  */
 export function requireApiAuth(settings: SettingsStore, limiter: AuthFailureLimiter): RequestHandler {
+  const verified = new VerifiedCredentials();
   return async (req, _res, next) => {
     try {
       const enabled = await settings.get<boolean>('enable_api');
@@ -141,11 +181,16 @@ export function requireApiAuth(settings: SettingsStore, limiter: AuthFailureLimi
       }
       const presented = presentedCredentials(req);
       const stored = await settings.credentials();
-      const ok =
-        presented !== null &&
-        stored !== null &&
-        // Both comparisons always run, so timing does not tell which part was wrong.
-        [constantTimeEqual(presented.key, stored.key), constantTimeEqual(sha256(presented.secret), stored.secretSha256)].every(Boolean);
+      let ok = false;
+      if (presented !== null && stored !== null) {
+        const digest = VerifiedCredentials.digest(presented);
+        ok = verified.has(digest, stored);
+        if (!ok) {
+          // Both comparisons always run, so timing does not tell which part was wrong.
+          ok = [constantTimeEqual(presented.key, stored.key), constantTimeEqual(sha256(presented.secret), stored.secretSha256)].every(Boolean);
+          if (ok) verified.add(digest);
+        }
+      }
       if (!ok) {
         const address = req.ip ?? 'unknown';
         const wait = limiter.retryAfter(address);

@@ -57,20 +57,32 @@ function stringProblem(s: string): string | null {
  */
 export function unstorableProblems(root: unknown, rootName = 'body'): Record<string, string> {
   const problems: Record<string, string> = Object.create(null);
-  const stack: { value: unknown; path: string[]; depth: number }[] = [{ value: root, path: [], depth: 0 }];
+  // A value's path is a chain of {key, up} links, turned into a name only for a problem: no
+  // array is copied per value (bodies of thousands of values are checked on every write).
+  type Link = { key: string; up: Link | null } | null;
+  const pathOf = (link: Link): string[] => {
+    const path: string[] = [];
+    for (let l = link; l; l = l.up) path.push(l.key);
+    return path.reverse();
+  };
+  const nameOf = (link: Link) => pathOf(link).map(printable).join('.') || rootName;
+  const topOf = (link: Link) => (link ? printable(pathOf(link)[0]) : rootName);
+  const full = () => Object.keys(problems).length >= MAX_PROBLEMS;
+  const checkString = (value: string, link: Link) => {
+    const p = stringProblem(value);
+    if (p) problems[nameOf(link)] = `${nameOf(link)} must not contain ${p}.`;
+  };
+  if (typeof root === 'string') {
+    checkString(root, null);
+    return problems;
+  }
+  if (root === null || typeof root !== 'object') return problems;
+  const stack: { value: object; link: Link; depth: number }[] = [{ value: root, link: null, depth: 0 }];
   let values = 1;
-  const nameOf = (path: string[]) => path.map(printable).join('.') || rootName;
-  const topOf = (path: string[]) => (path.length ? printable(path[0]) : rootName);
-  while (stack.length > 0 && Object.keys(problems).length < MAX_PROBLEMS) {
-    const { value, path, depth } = stack.pop()!;
-    if (typeof value === 'string') {
-      const p = stringProblem(value);
-      if (p) problems[nameOf(path)] = `${nameOf(path)} must not contain ${p}.`;
-      continue;
-    }
-    if (value === null || typeof value !== 'object') continue;
+  while (stack.length > 0 && !full()) {
+    const { value, link, depth } = stack.pop()!;
     if (depth + 1 > MAX_DEPTH) {
-      const top = topOf(path);
+      const top = topOf(link);
       problems[top] = `${top} is nested more than ${MAX_DEPTH} levels deep.`;
       return problems;
     }
@@ -78,17 +90,22 @@ export function unstorableProblems(root: unknown, rootName = 'body'): Record<str
     const length = keys ? keys.length : (value as unknown[]).length;
     values += length;
     if (values > MAX_VALUES) {
-      const top = topOf(path);
+      const top = topOf(link);
       problems[top] = `${top} holds too many values: a body may hold at most ${MAX_VALUES} (objects, arrays and their members).`;
       return problems;
     }
-    for (let i = 0; i < length; i++) {
+    for (let i = 0; i < length && !full(); i++) {
       const key = keys ? keys[i] : String(i);
       if (keys) {
         const p = stringProblem(key);
-        if (p) problems[nameOf([...path, key])] = `${nameOf([...path, key])} is a key holding ${p}.`;
+        if (p) {
+          const name = nameOf({ key, up: link });
+          problems[name] = `${name} is a key holding ${p}.`;
+        }
       }
-      stack.push({ value: (value as Record<string, unknown>)[key], path: [...path, key], depth: depth + 1 });
+      const child = (value as Record<string, unknown>)[key];
+      if (typeof child === 'string') checkString(child, { key, up: link });
+      else if (child !== null && typeof child === 'object') stack.push({ value: child, link: { key, up: link }, depth: depth + 1 });
     }
   }
   return problems;
@@ -166,9 +183,16 @@ export function readBody(config: Pick<Config, 'BODY_LIMIT'>, opts: { form: boole
       next();
     };
     if (!hasBody(req)) return next();
-    if (req.is(['application/json', 'application/*+json'])) return json(req, res, done);
+    const parse = (parser: RequestHandler, after: (err?: unknown) => void) => {
+      // A large body waits for one of a few slots, held until its answer is sent: parsed bodies
+      // (several times their size as objects) are bounded in memory whatever the callers do.
+      const length = Number(req.get('content-length'));
+      if (Number.isFinite(length) && length <= LARGE_BODY_BYTES) return parser(req, res, after);
+      void largeBodySlot(res).then(() => parser(req, res, after));
+    };
+    if (req.is(['application/json', 'application/*+json'])) return parse(json, done);
     if (opts.form && req.is('application/x-www-form-urlencoded')) {
-      return form(req, res, (err?: unknown) => {
+      return parse(form, (err?: unknown) => {
         if (!err && typeof req.body === 'object' && req.body !== null) formBodies.add(req.body);
         done(formError(err));
       });
@@ -176,6 +200,37 @@ export function readBody(config: Pick<Config, 'BODY_LIMIT'>, opts: { form: boole
     req.bodyError = unsupportedMediaType(req.get('content-type'), opts.form);
     next();
   };
+}
+
+/** Bodies above this size (or of unknown size) are parsed LARGE_BODY_SLOTS at a time per process. */
+const LARGE_BODY_BYTES = 64 * 1024;
+const LARGE_BODY_SLOTS = 8;
+let largeBodies = 0;
+const waitingForSlot: (() => void)[] = [];
+
+/**
+ * One of LARGE_BODY_SLOTS, until `res` closes. Per process, on purpose: it bounds this
+ * process's memory (N replicas hold N times as many). A request waiting here has not read its
+ * body: it stays in the socket, not in the heap.
+ */
+function largeBodySlot(res: Response): Promise<void> {
+  const release = () => {
+    const next = waitingForSlot.shift();
+    if (next) next();
+    else largeBodies--;
+  };
+  return new Promise<void>((resolve) => {
+    const take = () => {
+      // The caller went away while it waited: the slot passes on at once.
+      if (res.closed) release();
+      else res.once('close', release);
+      resolve();
+    };
+    if (largeBodies < LARGE_BODY_SLOTS) {
+      largeBodies++;
+      take();
+    } else waitingForSlot.push(take);
+  });
 }
 
 /**

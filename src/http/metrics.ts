@@ -1,5 +1,5 @@
 import client from 'prom-client';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { poolStats, type Db } from '../db/knex';
 
 /** Prometheus metrics of one process. Each app instance owns its registry (tests build several). */
@@ -47,18 +47,40 @@ export class Metrics {
     }
   }
 
-  /** Records every response under its route pattern (not the raw URL, to bound cardinality). */
+  /**
+   * The labelled series of one method, route pattern and status, looked up once: prom-client
+   * otherwise builds and sorts a label key on every call. Bounded: the routes are a fixed set
+   * (unmatched URLs share one), and at most MAX_SERIES are kept.
+   */
+  private readonly series = new Map<string, { count: client.Counter.Internal; latency: client.Histogram.Internal<'method' | 'route'> }>();
+  private static readonly MAX_SERIES = 10_000;
+
+  private seriesOf(method: string, route: string, status: number) {
+    const key = `${method} ${status} ${route}`;
+    let s = this.series.get(key);
+    if (!s) {
+      s = { count: this.requests.labels(method, route, String(status)), latency: this.latency.labels(method, route) };
+      if (this.series.size < Metrics.MAX_SERIES) this.series.set(key, s);
+    }
+    return s;
+  }
+
+  /** Records a finished response under its route pattern (not the raw URL, to bound cardinality); `start` from process.hrtime.bigint(). */
+  record(req: Request, res: Response, start: bigint): void {
+    // Routers record their mount path in res.locals: req.baseUrl is reset once an error leaves the router.
+    const mount = (res.locals.mountPath as string | undefined) ?? req.baseUrl;
+    const route = req.route?.path ? `${mount}${req.route.path}` : 'unmatched';
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    const s = this.seriesOf(req.method, route, res.statusCode);
+    s.count.inc();
+    s.latency.observe(seconds);
+  }
+
+  /** Records every response (the app does it in its first middleware, with the access log). */
   middleware(): RequestHandler {
     return (req, res, next) => {
       const start = process.hrtime.bigint();
-      res.on('finish', () => {
-        // Routers record their mount path in res.locals: req.baseUrl is reset once an error leaves the router.
-        const mount = (res.locals.mountPath as string | undefined) ?? req.baseUrl;
-        const route = req.route?.path ? `${mount}${req.route.path}` : 'unmatched';
-        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-        this.requests.inc({ method: req.method, route, status: String(res.statusCode) });
-        this.latency.observe({ method: req.method, route }, seconds);
-      });
+      res.on('finish', () => this.record(req, res, start));
       next();
     };
   }

@@ -5,8 +5,10 @@ import express, { type Express } from 'express';
  * from this process: no CDN) rendering the OpenAPI document.
  */
 export function mountDocsPage(app: Express, documentUrl: string): void {
+  // Only the folder's path: the package's index would load (and keep) the 1.5 MB bundle in
+  // this process; the assets are served from disk.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const assets: string = require('swagger-ui-dist').getAbsoluteFSPath();
+  const assets: string = require('swagger-ui-dist/absolute-path.js')();
   const page = `<!doctype html>
 <html lang="en">
 <head>

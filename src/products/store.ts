@@ -1,6 +1,5 @@
 import type { Db } from '../db/knex';
 import { TableService, type Row } from '../db/table-service';
-import { invalidParams } from '../http/errors';
 import type { ListSpec } from '../http/list';
 import { DURATION_UNITS } from '../shared-enums';
 import { PRICING_TYPES, PRODUCT_TYPES } from './schema';
@@ -64,18 +63,12 @@ export function createProductService(db: Db): TableService {
     listSpec: productListSpec,
     uniques: { products_slug_unique: { field: 'slug', message: 'slug is already used by another product.' } },
     hooks: {
-      async beforeCreate(trx, cols) {
-        if (cols.slug !== undefined) {
-          const taken = await trx('products').where({ slug: cols.slug }).first('id');
-          if (taken) throw invalidParams({ slug: 'slug is already used by another product.' });
-        }
+      // A taken slug is refused by the unique constraint (`uniques` above: the same 400), with
+      // no query of its own first.
+      async beforeCreate(_trx, cols) {
         forceFreeAmounts(cols, cols.pricing_type ?? 'paid', true);
       },
-      async beforeUpdate(trx, current, cols) {
-        if (cols.slug !== undefined && cols.slug !== current.slug) {
-          const taken = await trx('products').where({ slug: cols.slug }).whereNot({ id: current.id }).first('id');
-          if (taken) throw invalidParams({ slug: 'slug is already used by another product.' });
-        }
+      async beforeUpdate(_trx, current, cols) {
         forceFreeAmounts(cols, cols.pricing_type ?? current.pricing_type, ['pricing_type', 'amount', 'setup_fee'].some((k) => k in cols));
       },
     },

@@ -41,6 +41,26 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   return bundle;
 }
 
+/**
+ * What one worker process may hold, stated rather than left to the SDK's defaults (which size
+ * the workflow cache from the V8 heap limit: about 2,300 workflows on a 4 GB heap). All
+ * workflows run in ONE reused V8 context (`reuseV8Context`, the SDK's default since 1.9, set
+ * here so it stays so): each cached workflow costs its own state, not a context of its own.
+ * Past WORKER_MAX_CACHED_WORKFLOWS the least recently used is evicted and replayed from its
+ * history when its next task comes. Activities share the process's database pool
+ * (DB_POOL_MAX), so more of them at once than that only wait for a connection.
+ */
+export function workerBounds(config: Pick<Config, 'WORKER_MAX_CACHED_WORKFLOWS' | 'WORKER_MAX_WORKFLOW_TASKS' | 'WORKER_MAX_ACTIVITIES' | 'WORKER_MAX_LOCAL_ACTIVITIES'>) {
+  return {
+    reuseV8Context: true,
+    maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+    // The SDK refuses fewer than 2 workflow task slots with a cache.
+    maxConcurrentWorkflowTaskExecutions: config.WORKER_MAX_WORKFLOW_TASKS,
+    maxConcurrentActivityTaskExecutions: config.WORKER_MAX_ACTIVITIES,
+    maxConcurrentLocalActivityExecutions: config.WORKER_MAX_LOCAL_ACTIVITIES,
+  };
+}
+
 export async function startWorker(opts: { address: string; namespace: string; taskQueue: string; db: Db; config: Config }): Promise<RunningWorker> {
   installRuntime();
   const connection = await NativeConnection.connect({ address: opts.address });
@@ -50,6 +70,7 @@ export async function startWorker(opts: { address: string; namespace: string; ta
     taskQueue: opts.taskQueue,
     workflowBundle: await workflowBundle(),
     activities: createActivities({ db: opts.db, config: opts.config }),
+    ...workerBounds(opts.config),
   });
   const done = worker.run().finally(() => connection.close());
   logger.info({ taskQueue: opts.taskQueue, namespace: opts.namespace }, 'temporal worker running');
