@@ -5,7 +5,7 @@ import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLA
 import { ApiError, conflict, invalidParams } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import { moneyOut } from '../http/money';
-import type { ResourceLink } from '../http/embed';
+import type { ResourceLink } from './resource-link';
 import type { FieldSet } from '../http/fields';
 import type { ReadOptions, ResourceDefinition, ResourceExamples, ResourceService } from '../http/resource';
 import { humanList, isoDate } from '../http/validation';

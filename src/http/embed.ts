@@ -2,6 +2,9 @@ import type { Request } from 'express';
 import { applyFields, keeps, subTree, topLevel, type FieldSet, type FieldTree, type View } from './fields';
 import { publicBase } from './public-url';
 import type { RouteRegistry } from './routes';
+import type { ResourceLink } from '../db/resource-link';
+
+export type { ResourceLink };
 
 /**
  * WordPress' `_links` and `_embed` for the records of the resources (src/http/resource.ts):
@@ -9,14 +12,6 @@ import type { RouteRegistry } from './routes';
  * `_embed` puts the embeddable ones under `_embedded`, fetched with one query per link
  * relation for a whole page.
  */
-
-/** A record this one points at: the reference field and the model of the record it names. */
-export interface ResourceLink {
-  field: string;
-  model: string;
-  /** `_embed` may embed it (WordPress' `embeddable: true`). */
-  embeddable?: boolean;
-}
 
 type Rec = Record<string, any>;
 
