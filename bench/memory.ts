@@ -18,16 +18,13 @@
  *
  * Prints a table and writes bench/memory-results.json. Linux only (/proc).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import WebSocket from 'ws';
-import { freePort } from '../src/infra/temporal-server';
 import { setLogLevel } from '../src/logger';
+import { buildDist, nodeFlagsOf, ROOT, serviceEnv, startNode } from './processes';
 import { benchLog, cannon, hostflowTarget, machineMeta, runCleanup, scenarios, seed, startBenchEnv, textTable, type BenchContext, type Scenario, type Step } from './run';
 
-const ROOT = path.resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const WORKFLOWS = Number(process.env.BENCH_WORKFLOWS ?? 1000);
 const RUN_TAG = `${process.pid.toString(36)}${Date.now().toString(36)}`;
@@ -53,81 +50,6 @@ async function peakDuring<T>(pid: number, run: () => Promise<T>): Promise<{ resu
   }
 }
 
-interface Child {
-  proc: ChildProcess;
-  pid: number;
-  /** Full GC through the inspector, then process.memoryUsage() of the child. */
-  gc(): Promise<NodeJS.MemoryUsage>;
-  stop(): Promise<void>;
-}
-
-/** The node flags an npm script passes (`node --flag … dist/src/api.js`), so the bench runs what start:api runs. */
-function nodeFlagsOf(script: string): string[] {
-  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-  const words = pkg.scripts[script].split(/\s+/);
-  if (words[0] !== 'node') throw new Error(`npm script ${script} does not start with node: ${pkg.scripts[script]}`);
-  return words.slice(1, -1);
-}
-
-/** `node <flags> --inspect=127.0.0.1:<port> <script>` with `env`; resolves once `ready` matches its output. */
-async function startNode(script: string, flags: string[], env: Record<string, string>, ready: RegExp, log: (m: string) => void): Promise<Child> {
-  const inspectPort = await freePort();
-  const proc = spawn(process.execPath, [...flags, `--inspect=127.0.0.1:${inspectPort}`, script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${script} did not start in 60 s:\n${output.slice(-2000)}`)), 60_000);
-    const onData = (d: Buffer) => {
-      // Keep reading (and dropping) the output so the child never blocks on a full pipe.
-      if (output.length < 100_000) output += d.toString();
-      if (ready.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    proc.stdout!.on('data', onData);
-    proc.stderr!.on('data', onData);
-    proc.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${script} exited with ${code}:\n${output.slice(-2000)}`));
-    });
-  });
-  log(`node ${[...flags, path.relative(ROOT, script)].join(' ')} running, pid ${proc.pid}`);
-  const targets = (await (await fetch(`http://127.0.0.1:${inspectPort}/json/list`)).json()) as { webSocketDebuggerUrl: string }[];
-  const ws = new WebSocket(targets[0].webSocketDebuggerUrl);
-  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-  let id = 0;
-  const call = (method: string, params: object = {}) =>
-    new Promise<any>((resolve, reject) => {
-      const mine = ++id;
-      const onMessage = (data: WebSocket.RawData) => {
-        const msg = JSON.parse(data.toString());
-        if (msg.id !== mine) return;
-        ws.off('message', onMessage);
-        if (msg.error) reject(new Error(msg.error.message));
-        else resolve(msg.result);
-      };
-      ws.on('message', onMessage);
-      ws.send(JSON.stringify({ id: mine, method, params }));
-    });
-  return {
-    proc,
-    pid: proc.pid!,
-    async gc() {
-      await call('HeapProfiler.collectGarbage');
-      const r = await call('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true });
-      return JSON.parse(r.result.value);
-    },
-    async stop() {
-      ws.close();
-      if (proc.exitCode !== null) return;
-      const exited = new Promise((resolve) => proc.once('exit', resolve));
-      proc.kill('SIGTERM');
-      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
-      if (proc.exitCode === null) proc.kill('SIGKILL');
-    },
-  };
-}
-
 const mb = (bytes: number) => (bytes / MiB).toFixed(0);
 
 async function main(): Promise<void> {
@@ -136,10 +58,7 @@ async function main(): Promise<void> {
   const cleanup: Step[] = [];
   const log = benchLog();
   try {
-    if (!process.env.BENCH_NO_BUILD) {
-      log('building dist (npx tsc -p tsconfig.build.json)');
-      execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
-    }
+    buildDist(log);
     const env = await startBenchEnv({ cleanup, log, tag: RUN_TAG, pgDir: 'bench-memory-pg', temporalLog: 'temporal-bench-memory.log' });
     const { config, temporal } = env;
     const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: 2 });
@@ -150,18 +69,7 @@ async function main(): Promise<void> {
     log(`seeded ${customerIds.length} customers and ${products.length} products`);
 
     // The processes get what start:api and start:worker read, nothing from this one's config.
-    const childEnv = {
-      DATABASE_URL: config.DATABASE_URL!,
-      TEMPORAL_ADDRESS: config.TEMPORAL_ADDRESS!,
-      TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE,
-      TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
-      WU_API_KEY: config.WU_API_KEY!,
-      WU_API_SECRET: config.WU_API_SECRET!,
-      HOST: '127.0.0.1',
-      PORT: String(config.PORT),
-      LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
-      DATA_DIR: path.join(ROOT, '.tmp', 'bench-memory-data'),
-    };
+    const childEnv = serviceEnv(config, { DATA_DIR: path.join(ROOT, '.tmp', 'bench-memory-data') });
 
     // ---- the API alone ----
     const api = await startNode(path.join(ROOT, 'dist/src/api.js'), nodeFlagsOf('start:api'), childEnv, /API listening/, log);

@@ -11,7 +11,6 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
-import inspector from 'node:inspector';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -23,10 +22,11 @@ import { migrateLatest } from '../src/db/migrate';
 import { startEmbeddedPostgres } from '../src/infra/embedded-postgres';
 import { findTemporalBinary, freePort, startTemporalDevServer, TEMPORAL_MISSING } from '../src/infra/temporal-server';
 import { setLogLevel } from '../src/logger';
-import { prepareDatabase, startHttp } from '../src/runtime';
+import { prepareDatabase } from '../src/runtime';
 import type { SettingsStore } from '../src/settings/store';
 import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
 import { hashPassword } from '../src/users/password';
+import { buildDist, startApiProcess, startBareProcess, type Child } from './processes';
 
 const ROOT = path.resolve(__dirname, '..');
 const TMP = path.join(ROOT, '.tmp');
@@ -124,10 +124,10 @@ export const scenarios: Scenario[] = [
 
 /**
  * BENCH_ONLY (scenario names, comma-separated, e.g. `GET one customer,update product`) runs
- * some of them; with BENCH_TARGET (`hostflow` or `bare`) only one server is measured (to
- * profile it: `BENCH_TARGET=hostflow node --cpu-prof --import tsx bench/run.ts`). Either
+ * some of them; with BENCH_TARGET (`hostflow` or `bare`) only one server is measured. Either
  * leaves bench/results.json alone. BENCH_SECONDS sets every scenario's duration; BENCH_PROFILE=1
- * writes a CPU profile of each measurement (see `profiled`).
+ * writes a CPU profile of the server's process over each measurement (.tmp/profiles; open it
+ * in Chrome's DevTools).
  */
 function selectedScenarios(): Scenario[] {
   const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
@@ -279,20 +279,20 @@ export function createBareApp(pool: pg.Pool, resources: BareResource[]): Express
   return app;
 }
 
-async function listen(app: Express, port: number): Promise<{ close(): Promise<void> }> {
-  const server = http.createServer(app);
+/**
+ * The bare server's process (bench/bare-child.ts): createBareApp over DATABASE_URL with a pool
+ * of DB_POOL_MAX, on PORT.
+ */
+export async function startRunBare(env: NodeJS.ProcessEnv): Promise<http.Server> {
+  const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: Number(env.DB_POOL_MAX), application_name: 'bare' });
+  const server = http.createServer(createBareApp(pool, bareResources));
   server.keepAliveTimeout = 65_000; // as startHttp
+  server.once('close', () => void pool.end());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
+    server.listen(Number(env.PORT), '127.0.0.1', () => resolve());
   });
-  return {
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return server;
 }
 
 // ---- seeding --------------------------------------------------------------------------------
@@ -339,6 +339,8 @@ export interface Target {
   /** e.g. http://127.0.0.1:1234/wp-json/wu/v2 */
   root: string;
   headers: Record<string, string>;
+  /** The server's process (bench/processes.ts), for BENCH_PROFILE. */
+  process?: Child;
 }
 
 export interface Measurement {
@@ -403,31 +405,9 @@ export async function cannon(target: Target, scenario: Scenario, ctx: BenchConte
 async function measure(target: Target, scenario: Scenario, ctx: BenchContext): Promise<Measurement> {
   await cannon(target, scenario, ctx, WARMUP_SECONDS, true);
   const duration = scenario.duration;
-  if (!process.env.BENCH_PROFILE) return cannon(target, scenario, ctx, duration);
-  return profiled(`${scenario.name}-${target.name}`, () => cannon(target, scenario, ctx, duration));
-}
-
-/**
- * BENCH_PROFILE=1: a V8 CPU profile of the measured seconds only (not the start-up, seeding or
- * warm-up), written to .tmp/profiles/<scenario>-<target>.cpuprofile (open it in Chrome's
- * DevTools). The load generator runs in the same process and is in the profile too.
- */
-export async function profiled<T>(name: string, run: () => Promise<T>): Promise<T> {
-  const session = new inspector.Session();
-  session.connect();
-  const post = (method: string, params?: object) =>
-    new Promise<any>((resolve, reject) => session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
-  await post('Profiler.enable');
-  await post('Profiler.start');
-  try {
-    return await run();
-  } finally {
-    const { profile } = await post('Profiler.stop');
-    session.disconnect();
-    const dir = path.join(TMP, 'profiles');
-    fs.mkdirSync(dir, { recursive: true });
-    fs.writeFileSync(path.join(dir, `${name.replace(/[^\w-]+/g, '-')}.cpuprofile`), JSON.stringify(profile));
-  }
+  // BENCH_PROFILE=1: a CPU profile of the server's process over the measured seconds only.
+  if (!process.env.BENCH_PROFILE || !target.process) return cannon(target, scenario, ctx, duration);
+  return target.process.profiled(`${scenario.name}-${target.name}`, () => cannon(target, scenario, ctx, duration));
 }
 
 // ---- output ---------------------------------------------------------------------------------
@@ -605,23 +585,22 @@ async function main(): Promise<void> {
   const log = benchLog();
 
   try {
-    const { config, db, settings, temporal, embedded } = await startBenchEnv({ cleanup, log, tag: RUN_TAG });
-    const barePort = await freePort();
-
+    buildDist(log);
+    const { config, embedded } = await startBenchEnv({ cleanup, log, tag: RUN_TAG });
     const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DB_POOL_MAX, application_name: 'bare' });
     cleanup.push(['pg pool', () => pool.end()]);
 
     const customerIds = await seed(pool, SEED_CUSTOMERS);
     log(`seeded ${customerIds.length} customers`);
 
-    const hostflow = await startHttp(config, db, settings, temporal);
-    cleanup.push(['hostflow http', () => hostflow.close()]);
-    const bare = await listen(createBareApp(pool, bareResources), barePort);
-    cleanup.push(['bare http', () => bare.close()]);
+    const api = await startApiProcess(config, log);
+    cleanup.push(['api process', () => api.stop()]);
+    const bare = await startBareProcess('run', 'startRunBare', { DATABASE_URL: config.DATABASE_URL!, DB_POOL_MAX: String(config.DB_POOL_MAX) }, log);
+    cleanup.push(['bare process', () => bare.child.stop()]);
 
     const targets: Target[] = [
-      { name: 'hostflow', ...hostflowTarget(config) },
-      { name: 'bare', root: `http://127.0.0.1:${barePort}`, headers: {} },
+      { name: 'hostflow', ...hostflowTarget(config), process: api },
+      { name: 'bare', root: bare.root, headers: {}, process: bare.child },
     ];
 
     const { rows: products } = await pool.query<{ id: number }>('select id from products order by id');

@@ -14,6 +14,10 @@
  * hostflow ran before (the page with LIMIT/OFFSET, plus `count(*)` for X-WP-Total), built once
  * from the same list specs, and GET one as one SELECT.
  *
+ * Each server runs in a process of its own, apart from autocannon (in this one): hostflow's API
+ * as `npm run start:api` runs it (dist is built first, unless BENCH_NO_BUILD), the bare server
+ * through bench/bare-child.ts (bench/processes.ts).
+ *
  * Prints a table, writes bench/scale-results.json and the README's figures (between the
  * `bench:scale` markers).
  */
@@ -29,9 +33,8 @@ import { applyFilters, parseListQuery, type ListSpec } from '../src/http/list';
 import { membershipListSpec } from '../src/memberships/store';
 import { paymentListSpec } from '../src/payments/store';
 import { setLogLevel } from '../src/logger';
-import { startHttp } from '../src/runtime';
 import { siteListSpec } from '../src/sites/store';
-import { freePort } from '../src/infra/temporal-server';
+import { buildDist, ROOT, startApiProcess, startBareProcess } from './processes';
 import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, textTable, type Log, type Step } from './run';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
@@ -40,7 +43,7 @@ const WARMUP_SECONDS = 0.5;
 const CONNECTIONS = 8;
 const SEED_CHUNK = 250_000;
 const RUN_TAG = `${process.pid.toString(36)}${Date.now().toString(36)}`;
-const README = path.resolve(__dirname, '..', 'README.md');
+const README = path.join(ROOT, 'README.md');
 const MARK_START = '<!-- bench:scale:start -->';
 const MARK_END = '<!-- bench:scale:end -->';
 const TABLES = ['users', 'customers', 'memberships', 'payments', 'sites'];
@@ -210,6 +213,11 @@ function inFlight(): { middleware: express.RequestHandler; idle(): Promise<void>
 function bareServer(pool: pg.Pool, shapes: Shape[], authorization: string, tracker: ReturnType<typeof inFlight>): http.Server {
   const app = express();
   app.disable('x-powered-by');
+  // Answers once the requests still running have ended (the bench waits on it between shapes).
+  app.get('/idle', async (_req, res) => {
+    await tracker.idle();
+    res.json({ idle: true });
+  });
   app.use(tracker.middleware);
   app.use((req, res, next) => {
     if (req.headers.authorization !== authorization) res.status(401).json({ code: 'unauthorized' });
@@ -227,7 +235,22 @@ function bareServer(pool: pg.Pool, shapes: Shape[], authorization: string, track
     if (!rows[0]) res.status(404).json({ code: 'not_found' });
     else res.json(rows[0]);
   });
-  return http.createServer(app);
+  const server = http.createServer(app);
+  server.keepAliveTimeout = 65_000;
+  return server;
+}
+
+/**
+ * The bare server's process (bench/bare-child.ts): the shapes from SHAPES_FILE, DATABASE_URL,
+ * DB_POOL_MAX, AUTHORIZATION; listens on PORT.
+ */
+export async function startScaleBare(env: NodeJS.ProcessEnv): Promise<http.Server> {
+  const shapes = JSON.parse(fs.readFileSync(env.SHAPES_FILE!, 'utf8')) as Shape[];
+  const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: Number(env.DB_POOL_MAX), application_name: 'bare' });
+  const server = bareServer(pool, shapes, env.AUTHORIZATION!, inFlight());
+  server.once('close', () => void pool.end());
+  await new Promise<void>((resolve) => server.listen(Number(env.PORT), '127.0.0.1', () => resolve()));
+  return server;
 }
 
 // ---- measuring ------------------------------------------------------------------------------
@@ -276,7 +299,7 @@ const cells = (f: Figures) => (f.rps === 0 ? `none answered in ${SECONDS} s | 0`
 
 function readmeTable(rows: Row[], meta: Record<string, unknown>): string {
   const lines = [
-    `Measured ${meta.date} by \`npm run bench:scale\` (${meta.cpus} CPUs, ${meta.cpuModel}, Node ${meta.node}, ${ROWS.toLocaleString('en-US')} rows per resource, ${CONNECTIONS} connections, ${SECONDS} s per shape after a ${WARMUP_SECONDS} s warm-up; API, bare server, load generator and PostgreSQL on the same machine).`,
+    `Measured ${meta.date} by \`npm run bench:scale\` (${meta.cpus} CPUs, ${meta.cpuModel}, Node ${meta.node}, ${ROWS.toLocaleString('en-US')} rows per resource, ${CONNECTIONS} connections, ${SECONDS} s per shape after a ${WARMUP_SECONDS} s warm-up; hostflow's API as \`start:api\` runs it, the bare server and the load generator each in a process of its own, PostgreSQL on the same machine).`,
     '',
     '| resource | shape | hostflow p50 / p99 ms | req/s | bare p50 / p99 ms | req/s |',
     '|---|---|---|---|---|---|',
@@ -292,8 +315,9 @@ async function main(): Promise<void> {
   const cleanup: Step[] = [];
   const log = benchLog();
   try {
+    buildDist(log);
     const env = await startBenchEnv({ cleanup, log, tag: RUN_TAG, pgDir: 'bench-scale-pg' });
-    const { config, db, settings, temporal } = env;
+    const { config, db } = env;
     const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DB_POOL_MAX, application_name: 'bare' });
     cleanup.push(['pg pool', () => pool.end()]);
     log(`seeding ${ROWS} rows per resource`);
@@ -302,8 +326,8 @@ async function main(): Promise<void> {
     const seedSeconds = (Date.now() - t0) / 1000;
     log(`seeded in ${seedSeconds.toFixed(0)} s`);
 
-    const hostflow = await startHttp(config, db, settings, temporal);
-    cleanup.push(['hostflow http', () => hostflow.close()]);
+    const api = await startApiProcess(config, log);
+    cleanup.push(['api process', () => api.stop()]);
     const { root, headers } = hostflowTarget(config);
 
     const shapes: Shape[] = [];
@@ -322,12 +346,12 @@ async function main(): Promise<void> {
       shapes.push({ resource: r.plural, name: 'GET one (random id)', url: `/${r.plural}`, one: { table: r.plural === 'customers' ? 'c' : 't', select } });
     }
 
-    const barePort = await freePort();
-    const bareLoad = inFlight();
-    const bare = bareServer(pool, shapes, headers.authorization, bareLoad);
-    await new Promise<void>((resolve) => bare.listen(barePort, '127.0.0.1', () => resolve()));
-    cleanup.push(['bare http', () => new Promise<void>((resolve) => { bare.close(() => resolve()); bare.closeAllConnections(); })]);
-    const bareRoot = `http://127.0.0.1:${barePort}`;
+    const shapesFile = path.join(ROOT, '.tmp', `bench-scale-shapes-${RUN_TAG}.json`);
+    fs.writeFileSync(shapesFile, JSON.stringify(shapes));
+    cleanup.push(['shapes file', async () => fs.rmSync(shapesFile, { force: true })]);
+    const bare = await startBareProcess('scale', 'startScaleBare', { SHAPES_FILE: shapesFile, DATABASE_URL: config.DATABASE_URL!, DB_POOL_MAX: String(config.DB_POOL_MAX), AUTHORIZATION: headers.authorization }, log);
+    cleanup.push(['bare process', () => bare.child.stop()]);
+    const bareRoot = bare.root;
 
     const rows: Row[] = [];
     const randomId = () => 1 + Math.floor(Math.random() * ROWS);
@@ -343,7 +367,7 @@ async function main(): Promise<void> {
         b = await measure(`${bareRoot}/shape/${i}`, headers);
       }
       // The bare server's last naive queries finish before the next shape is measured.
-      await bareLoad.idle();
+      await fetch(`${bareRoot}/idle`);
       await waitForIdleDatabase(pool);
       if (h.errors > 0) throw new Error(`${s.resource} ${s.name}: ${h.errors} failed requests on hostflow`);
       log(`${s.resource} ${s.name}: hostflow p50 ${h.p50} p99 ${h.p99} ms (${h.rps.toFixed(0)}/s); bare p50 ${b.p50} p99 ${b.p99} ms (${b.rps.toFixed(0)}/s)`);

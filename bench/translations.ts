@@ -8,7 +8,9 @@
  * projects and 20,000 jobs in every state (so the lookups run against a realistic table, and
  * no check starts a pipeline), then measures both routes with autocannon. The batch mixes
  * ready, in-flight, failed and missing packages over 10 locales. Prints a table and writes
- * bench/translations-results.json. Every answer must be 200, else it fails.
+ * bench/translations-results.json. Every answer must be 200, else it fails. The API runs as
+ * `npm run start:api` runs it and the bare server in a process of its own (bench/processes.ts),
+ * apart from autocannon in this one.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -16,11 +18,10 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import express from 'express';
 import pg from 'pg';
-import { freePort } from '../src/infra/temporal-server';
 import { setLogLevel } from '../src/logger';
-import { startHttp } from '../src/runtime';
 import { pipelineWorkflowId } from '../src/translations/types';
-import { benchLog, hostflowTarget, machineMeta, profiled, runCleanup, startBenchEnv, type Step } from './run';
+import { buildDist, startApiProcess, startBareProcess } from './processes';
+import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, type Step } from './run';
 
 const CONNECTIONS = Number(process.env.BENCH_CALLERS ?? 8);
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
@@ -38,8 +39,14 @@ const CHECK_SQL = `select i.ord::int as ord, p.id as project_id, p.version as pr
   left join translation_jobs j on j.slug = i.slug and j.type = i.type and j.locale = i.locale and j.version = p.version
  order by i.ord`;
 
-/** Plain Express 5 + pg.Pool: the batch body in, the one query, one status per row out. */
-function bareServer(pool: pg.Pool, port: number): Promise<http.Server> {
+/**
+ * The bare server, in a process of its own (bench/bare-child.ts): plain Express 5 + pg.Pool
+ * over DATABASE_URL (DB_POOL_MAX), on PORT: the batch body in, the one query, one status per
+ * row out.
+ */
+export function startTranslationsBare(env: NodeJS.ProcessEnv): Promise<http.Server> {
+  const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: Number(env.DB_POOL_MAX), application_name: 'bare' });
+  const port = Number(env.PORT);
   const app = express();
   app.disable('x-powered-by');
   app.use(express.json());
@@ -63,6 +70,7 @@ function bareServer(pool: pg.Pool, port: number): Promise<http.Server> {
   });
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
+  server.once('close', () => void pool.end());
   return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
 }
 
@@ -96,8 +104,9 @@ async function main(): Promise<void> {
   const cleanup: Step[] = [];
   const log = benchLog();
   try {
+    buildDist(log);
     const env = await startBenchEnv({ cleanup, log, tag: RUN_TAG, pgDir: 'bench-translations-pg', temporalLog: 'temporal-bench-translations.log' });
-    const { config, db, settings, temporal } = env;
+    const { config, db } = env;
 
     log(`seeding ${PROJECTS} projects and ${PROJECTS * LOCALES.length} jobs`);
     const projects = Array.from({ length: PROJECTS }, (_, i) => ({ slug: `bench-plugin-${i}`, type: i % 5 === 0 ? 'theme' : 'plugin', name: `Bench ${i}`, version: '1.0.0', pot: 'msgid "x"\nmsgstr ""\n' }));
@@ -131,8 +140,8 @@ async function main(): Promise<void> {
       const p = ids[(i * 17) % ids.length];
       return { slug: p.slug, type: p.type, locale: LOCALES[i % LOCALES.length] };
     });
-    const hostflow = await startHttp(config, db, settings, temporal);
-    cleanup.push(['hostflow http', () => hostflow.close()]);
+    const api = await startApiProcess(config, log);
+    cleanup.push(['api process', () => api.stop()]);
     const { root, headers } = hostflowTarget(config);
     const probe = await fetch(`${root}/translations/check/batch`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ packages }) });
     const probeBody = (await probe.json()) as { status: string }[];
@@ -146,11 +155,9 @@ async function main(): Promise<void> {
     const batchUrl = `${root}/translations/check/batch`;
     const body = JSON.stringify({ packages });
 
-    const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DB_POOL_MAX, application_name: 'bare' });
-    cleanup.push(['pg pool', () => pool.end()]);
-    const bare = await bareServer(pool, await freePort());
-    cleanup.push(['bare http', () => new Promise<void>((resolve) => { bare.close(() => resolve()); bare.closeAllConnections(); })]);
-    const bareUrl = `http://127.0.0.1:${(bare.address() as { port: number }).port}/translations/check/batch`;
+    const bare = await startBareProcess('translations', 'startTranslationsBare', { DATABASE_URL: config.DATABASE_URL!, DB_POOL_MAX: String(config.DB_POOL_MAX) }, log);
+    cleanup.push(['bare process', () => bare.child.stop()]);
+    const bareUrl = `${bare.root}/translations/check/batch`;
 
     log(`warm-up ${WARMUP_SECONDS}s each`);
     await cannon({ url: batchUrl, method: 'POST', headers, body, duration: WARMUP_SECONDS, warmup: true });
@@ -167,8 +174,8 @@ async function main(): Promise<void> {
       for (const which of round === 0 ? ['hostflow', 'bare'] : ['bare', 'hostflow']) {
         log(`${which} batch of 100, round ${round + 1}/2: ${CONNECTIONS} connections, ${half}s`);
         if (which === 'bare') bareRounds.push(await measureBare());
-        // BENCH_PROFILE=1: a CPU profile of hostflow's batch rounds (.tmp/profiles, see bench/run.ts).
-        else hostflowRounds.push(process.env.BENCH_PROFILE ? await profiled(`translations-batch-hostflow-${round + 1}`, measureBatch) : await measureBatch());
+        // BENCH_PROFILE=1: a CPU profile of the API process over hostflow's batch rounds (.tmp/profiles).
+        else hostflowRounds.push(process.env.BENCH_PROFILE ? await api.profiled(`translations-batch-hostflow-${round + 1}`, measureBatch) : await measureBatch());
       }
     }
     const mean = (list: Measurement[]): Measurement => ({
