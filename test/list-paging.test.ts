@@ -1,3 +1,12 @@
+import { sessionListSpec } from '../src/chat/sessions';
+import { customerListSpec } from '../src/customers/store';
+import { domainListSpec } from '../src/domains/store';
+import type { ListSpec } from '../src/http/list';
+import { membershipListSpec } from '../src/memberships/store';
+import { paymentListSpec } from '../src/payments/store';
+import { productListSpec } from '../src/products/store';
+import { siteListSpec } from '../src/sites/store';
+import { jobListSpec, projectListSpec } from '../src/translations/service';
 import { BASE, createTestContext, type TestContext } from './helpers';
 
 /**
@@ -220,5 +229,64 @@ describe('list paging at depth and counts', () => {
     // Its links go on by cursor, page numbers carried along.
     expect(linkOf(byPage.headers.link, 'next')).toMatch(/page=8&cursor=/);
     expect(linkOf(byPage.headers.link, 'prev')).toMatch(/page=6&cursor=/);
+  });
+
+  test('every enum filter is a NOT NULL column whose CHECK lists exactly its values (what turns __not_in into __in)', async () => {
+    const specs: [string, ListSpec][] = [
+      ['customers', customerListSpec], ['domains', domainListSpec], ['memberships', membershipListSpec], ['payments', paymentListSpec],
+      ['products', productListSpec], ['sites', siteListSpec], ['chat_sessions', sessionListSpec], ['translation_projects', projectListSpec], ['translation_jobs', jobListSpec],
+    ];
+    let checked = 0;
+    for (const [table, spec] of specs) {
+      for (const [name, f] of Object.entries(spec.filters)) {
+        if (typeof f.type !== 'object') continue;
+        const column = f.column.replace(/^\w+\./, '');
+        const { rows } = await ctx.db.raw(
+          `SELECT a.attnotnull AS not_null, array_agg(pg_get_constraintdef(c.oid)) FILTER (WHERE c.oid IS NOT NULL) AS checks
+             FROM pg_attribute a LEFT JOIN pg_constraint c ON c.conrelid = a.attrelid AND c.contype = 'c' AND c.conkey = ARRAY[a.attnum]
+            WHERE a.attrelid = ?::regclass AND a.attname = ? GROUP BY a.attnotnull`,
+          [table, column],
+        );
+        expect({ filter: `${table}.${name}`, found: rows.length }).toEqual({ filter: `${table}.${name}`, found: 1 });
+        expect({ filter: `${table}.${name}`, notNull: rows[0].not_null }).toEqual({ filter: `${table}.${name}`, notNull: true });
+        const allowed = (rows[0].checks ?? []).map((def: string) => [...def.matchAll(/'((?:[^']|'')*)'::text/g)].map((m) => m[1]).sort());
+        expect({ filter: `${table}.${name}`, checks: allowed }).toEqual({ filter: `${table}.${name}`, checks: [[...f.type.enum].sort()] });
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(10);
+  });
+
+  test('__not_in on an enum: the rows NOT IN gives, with an exact total; excluding every value answers none', async () => {
+    await ctx.db.raw("UPDATE customers SET email_verification = CASE WHEN id % 5 = 0 THEN 'pending' WHEN id % 7 = 0 THEN 'verified' ELSE 'none' END WHERE user_id IN (SELECT id FROM users WHERE username LIKE 'pager%')");
+    try {
+      const expected = (await ctx.db('customers').whereNot('email_verification', 'none').orderBy('id', 'desc').limit(100).pluck('id')).map(Number);
+      const total = Number((await ctx.db('customers').whereNot('email_verification', 'none').count({ n: '*' }))[0].n);
+      const res = await get('/customers', { email_verification__not_in: 'none', per_page: 100 });
+      expect(res.status).toBe(200);
+      expect(res.body.map((c: { id: number }) => c.id)).toEqual(expected);
+      expect(res.headers['x-wp-total']).toBe(String(total));
+      expect(res.headers['x-wp-total-exact']).toBe('true');
+      const none = await get('/customers', { email_verification__not_in: 'none,pending,verified' });
+      expect(none.status).toBe(200);
+      expect(none.body).toEqual([]);
+      expect(none.headers['x-wp-total']).toBe('0');
+      const bad = await get('/customers', { email_verification__not_in: 'none,bogus' });
+      expect(bad.status).toBe(400);
+      expect(bad.body.data.params).toHaveProperty('email_verification__not_in');
+    } finally {
+      await ctx.db.raw("UPDATE customers SET email_verification = 'none'");
+    }
+  });
+
+  test('a date range counted off its index, wherever its rows sit in the table (no LIMIT-planned sequential scan)', async () => {
+    const { rows } = await ctx.db.raw('SELECT max(date_created) AS newest FROM customers');
+    const after = new Date(new Date(rows[0].newest).getTime() - 1000).toISOString();
+    const res = await get('/customers', { 'date_created[after]': after });
+    expect(res.status).toBe(200);
+    const exact = Number((await ctx.db('customers').where('date_created', '>=', after).count({ n: '*' }))[0].n);
+    expect(res.headers['x-wp-total']).toBe(String(exact));
+    const plan = await ctx.db.raw(`EXPLAIN (FORMAT JSON) SELECT count(*) FROM (SELECT 1 FROM customers c WHERE c.date_created >= ? ORDER BY c.date_created LIMIT 1001) s`, [after]);
+    expect(JSON.stringify(plan.rows[0]['QUERY PLAN'])).toContain('customers_date_created_idx');
   });
 });
