@@ -1,0 +1,44 @@
+/**
+ * Replays every recorded history in test/histories/ (see scripts/record-histories.ts) against
+ * the workflow code as it is now: a change that would break a run already in flight (a step
+ * added, removed or reordered without `patched()`) fails here, before it is deployed.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { Worker } from '@temporalio/worker';
+import { DeterminismViolationError } from '@temporalio/workflow';
+import { workflowBundle } from '../src/temporal/worker';
+import * as workflows from '../workflows';
+
+const DIR = path.join(__dirname, 'histories');
+const files = fs.existsSync(DIR) ? fs.readdirSync(DIR).filter((f) => f.endsWith('.json')).sort() : [];
+
+function load(file: string) {
+  const { workflowId, ...json } = JSON.parse(fs.readFileSync(path.join(DIR, file), 'utf8')) as { workflowId: string };
+  return { workflowId, history: historyFromJSON(json) };
+}
+
+describe('replay of recorded workflow histories', () => {
+  test('every workflow type has recorded histories, completed runs among them', () => {
+    const types = Object.keys(workflows).filter((t) => !t.startsWith('bench'));
+    for (const type of types) expect({ type, recorded: files.some((f) => f.startsWith(`${type}-`)) }).toEqual({ type, recorded: true });
+    for (const type of types) expect({ type, completed: files.includes(`${type}-completed.json`) }).toEqual({ type, completed: true });
+  });
+
+  test.each(files)('%s replays deterministically', async (file) => {
+    const { workflowId, history } = load(file);
+    expect(history.events?.length).toBeGreaterThan(0);
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, workflowId);
+  }, 60_000);
+
+  test('a history that does not match the code fails replay as non-deterministic (the check can fail)', async () => {
+    const file = files.find((f) => f.startsWith('translationPipeline-completed'));
+    expect(file).toBeDefined();
+    const { workflowId, history } = load(file!);
+    // As if the code now scheduled another activity at that step.
+    const scheduled = history.events!.find((e) => e.activityTaskScheduledEventAttributes)!.activityTaskScheduledEventAttributes!;
+    scheduled.activityType = { name: `${scheduled.activityType!.name}Renamed` };
+    await expect(Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, workflowId)).rejects.toBeInstanceOf(DeterminismViolationError);
+  }, 60_000);
+});
