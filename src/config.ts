@@ -90,6 +90,9 @@ const schema = z.object({
 
   AUTH_FAILURE_LIMIT: z.coerce.number().int().min(1).default(10),
   AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).default(60),
+  // How long a rate-limit count (failed authentications, chat session creation) waits for
+  // PostgreSQL, where every replica shares the counters, before the process counts on its own.
+  RATE_LIMIT_STORE_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
 
   // Domain checks (DNS, then the TLS certificate), run as the domainCheck workflow.
   DOMAIN_DNS_RESOLVER: z

@@ -1,34 +1,35 @@
-import { AddressLimiter } from '../src/http/auth';
+import { MemoryAddressLimiter } from '../src/http/limits';
 import { loadConfig } from '../src/config';
 import { createTestContext, type TestContext } from './helpers';
 import { bearer, CHAT, expectError, makeAgent } from './chat-helpers';
 
 /** Anonymous (non-agent) chat session creation is limited per client address. */
 describe('support chat: session creation limit', () => {
-  describe('AddressLimiter', () => {
-    test('take admits `limit` events per address and window, then answers the seconds to wait without counting', () => {
-      const limiter = new AddressLimiter(3, 60_000);
-      expect([limiter.take('a', 0), limiter.take('a', 1000), limiter.take('a', 2000)]).toEqual([0, 0, 0]);
-      expect(limiter.take('a', 2000)).toBe(58);
-      expect(limiter.take('a', 59_500)).toBe(1);
-      expect(limiter.retryAfter('a', 30_000)).toBe(30);
+  describe('MemoryAddressLimiter (what each process counts while PostgreSQL is down)', () => {
+    test('hit admits `limit` events per address and window, then answers the milliseconds to wait', () => {
+      const limiter = new MemoryAddressLimiter(3, 60_000);
+      expect([limiter.hit('a', 0), limiter.hit('a', 1000), limiter.hit('a', 2000)]).toEqual([0, 0, 0]);
+      expect(limiter.hit('a', 2000)).toBe(58_000);
+      // Refused events do not move the window's end.
+      expect(limiter.hit('a', 59_500)).toBe(500);
       // Another address has its own count.
-      expect(limiter.take('b', 2000)).toBe(0);
+      expect(limiter.hit('b', 2000)).toBe(0);
       // A new window starts once the old one is over.
-      expect(limiter.take('a', 60_000)).toBe(0);
-      expect(limiter.retryAfter('a', 60_000)).toBe(0);
+      expect(limiter.hit('a', 60_000)).toBe(0);
     });
 
     test('memory stays bounded: expired windows are swept, then the oldest addresses dropped', () => {
-      const limiter = new AddressLimiter(1, 1000, 50);
-      for (let i = 0; i < 500; i++) limiter.take(`10.0.${Math.floor(i / 256)}.${i % 256}`, 0);
+      const limiter = new MemoryAddressLimiter(1, 1000, 50);
+      for (let i = 0; i < 500; i++) limiter.hit(`10.0.${Math.floor(i / 256)}.${i % 256}`, 0);
       expect(limiter.tracked).toBeLessThanOrEqual(50);
       // Live entries are kept while there is room; once their windows are over they are swept.
-      for (let i = 0; i < 10; i++) limiter.take(`later${i}`, 5000);
+      for (let i = 0; i < 10; i++) limiter.hit(`later${i}`, 5000);
       expect(limiter.tracked).toBeLessThanOrEqual(50);
-      expect(limiter.retryAfter('later0', 5000)).toBe(1);
+      expect(limiter.hit('later0', 5000)).toBe(1000);
     });
+  });
 
+  describe('configuration', () => {
     test('configuration: defaults 20 per 60 s; bad values are refused naming the variable', () => {
       const config = loadConfig({});
       expect(config.CHAT_SESSION_CREATE_LIMIT).toBe(20);

@@ -3,7 +3,8 @@ import { ConfigError, loadConfig } from '../src/config';
 import { decryptSecret, encryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
 import { parseTenantHosts } from '../src/tenants/hosts';
 import { scramVerifier } from '../src/tenants/tenant-db';
-import { AuthFailureLimiter, constantTimeEqual } from '../src/http/auth';
+import { constantTimeEqual } from '../src/http/auth';
+import { MemoryAddressLimiter } from '../src/http/limits';
 import { defaultPublicBase, hostAllowed } from '../src/http/public-url';
 
 describe('configuration', () => {
@@ -73,19 +74,18 @@ describe('auth primitives', () => {
     expect(constantTimeEqual('', '')).toBe(true);
   });
 
-  test('the failure limiter counts per address within a window and forgets after it', () => {
-    const limiter = new AuthFailureLimiter(2, 1000);
-    expect(limiter.retryAfter('a', 0)).toBe(0);
-    limiter.recordFailure('a', 0);
-    limiter.recordFailure('a', 10);
-    expect(limiter.retryAfter('a', 20)).toBe(1);
-    expect(limiter.retryAfter('b', 20)).toBe(0);
-    expect(limiter.retryAfter('a', 1001)).toBe(0);
+  test('the in-memory limiter (the insurance while PostgreSQL is down) counts per address within a window and forgets after it', () => {
+    const limiter = new MemoryAddressLimiter(2, 1000);
+    expect(limiter.hit('a', 0)).toBe(0);
+    expect(limiter.hit('a', 10)).toBe(0);
+    expect(limiter.hit('a', 20)).toBe(980);
+    expect(limiter.hit('b', 20)).toBe(0);
+    expect(limiter.hit('a', 1001)).toBe(0);
   });
 
-  test('the failure limiter stays bounded in memory', () => {
-    const limiter = new AuthFailureLimiter(1, 60_000, 100);
-    for (let i = 0; i < 1000; i++) limiter.recordFailure(`addr${i}`, 0);
+  test('the in-memory limiter stays bounded in memory', () => {
+    const limiter = new MemoryAddressLimiter(1, 60_000, 100);
+    for (let i = 0; i < 1000; i++) limiter.hit(`addr${i}`, 0);
     expect(limiter.tracked).toBeLessThanOrEqual(100);
   });
 });

@@ -10,7 +10,7 @@ import { answerClientError } from '../src/http/client-error';
 import { Metrics } from '../src/http/metrics';
 import { revokePublicConnect } from '../src/infra/embedded-postgres';
 import { prepareDatabase } from '../src/runtime';
-import type { SettingsStore } from '../src/settings/store';
+import { SettingsStore } from '../src/settings/store';
 import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
 import { buildOpenApiDocument } from '../src/openapi/document';
@@ -111,6 +111,42 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
       if (contract.violations.length > 0) {
         throw new Error(`Responses that do not match the OpenAPI document:\n${[...new Set(contract.violations)].join('\n')}`);
       }
+    },
+  };
+}
+
+export interface Replica {
+  app: AppWithRegistry;
+  db: Db;
+  http: ReturnType<typeof request>;
+  close(): Promise<void>;
+}
+
+/**
+ * A second API replica on the context's database, as another process would be: its own app,
+ * pool, settings cache, limiters and listening server, the same configuration (and Temporal
+ * connection). Close it before the context (whose close drops the database).
+ */
+export async function createReplica(ctx: TestContext): Promise<Replica> {
+  const db = createDb(ctx.dbUrl, 5);
+  const settings = new SettingsStore(db);
+  const metrics = new Metrics(db);
+  const app = createApp({ config: ctx.config, db, settings, temporal: ctx.temporal, metrics, observeResponse: (r) => ctx.contract.check(r) });
+  const server = http.createServer(app);
+  server.on('clientError', answerClientError);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    app,
+    db,
+    http: request(server),
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await app.locals.chat.close();
+      app.locals.temporal.close();
+      await db.destroy();
     },
   };
 }

@@ -1,7 +1,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Db } from '../db/knex';
-import { AuthFailureLimiter, constantTimeEqual, presentedCredentials, stripCredentialKeys } from '../http/auth';
+import { constantTimeEqual, countAuthFailure, presentedCredentials, stripCredentialKeys } from '../http/auth';
 import { ApiError } from '../http/errors';
+import type { AddressLimiter } from '../http/limits';
 import { sha256, type SettingsStore } from '../settings/store';
 import { parseToken, tokenMatches } from './tokens';
 
@@ -35,14 +36,9 @@ export function forbidden(message = 'Sorry, you are not allowed to do that.'): A
 }
 
 /** `sessionMaxAgeSeconds`: a session token never works longer than this after its session was created. */
-export function chatAuth(db: Db, settings: SettingsStore, limiter: AuthFailureLimiter, sessionMaxAgeSeconds: number) {
-  const fail = (req: Request): never => {
-    const address = req.ip ?? 'unknown';
-    const wait = limiter.retryAfter(address);
-    if (wait > 0) {
-      throw new ApiError(429, 'rest_too_many_auth_failures', `Too many failed authentication attempts. Try again in ${wait} seconds.`, {}, { 'Retry-After': String(wait) });
-    }
-    limiter.recordFailure(address);
+export function chatAuth(db: Db, settings: SettingsStore, limiter: AddressLimiter, sessionMaxAgeSeconds: number) {
+  const fail = async (req: Request): Promise<never> => {
+    await countAuthFailure(limiter, req);
     throw unauthorized();
   };
 

@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { chatNamespace, type Config } from '../config';
 import type { Db } from '../db/knex';
-import { AddressLimiter, AuthFailureLimiter } from '../http/auth';
 import { refuseCrossSite } from '../http/cross-site';
 import { ApiError, invalidParams, notFoundHandler, notFoundItem } from '../http/errors';
 import { afterAuthentication, readBody } from '../http/input';
+import type { RateLimits } from '../http/limits';
 import { parseListQuery, setPagingHeaders } from '../http/list';
 import type { Metrics } from '../http/metrics';
 import type { RouteRegistry } from '../http/routes';
@@ -36,6 +36,7 @@ export interface ChatDeps {
   settings: SettingsStore;
   temporal: TemporalGateway;
   metrics: Metrics;
+  limits: RateLimits;
 }
 
 export interface ChatHandle {
@@ -106,8 +107,10 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   const storage = new AttachmentStorage(config.DATA_DIR);
   const uploads = new AttachmentUploads(db, storage, config);
   // Session creation by non-agents, per client address (req.ip: TRUST_PROXY decides whether
-  // X-Forwarded-For counts). Bounded memory, as the failed-authentication limiter.
-  const sessionCreation = new AddressLimiter(config.CHAT_SESSION_CREATE_LIMIT, config.CHAT_SESSION_CREATE_WINDOW_SECONDS * 1000);
+  // X-Forwarded-For counts), shared by every replica as the failed authentications.
+  const sessionCreation = deps.limits.perAddress({ name: 'chat_sessions', limit: config.CHAT_SESSION_CREATE_LIMIT, windowSeconds: config.CHAT_SESSION_CREATE_WINDOW_SECONDS });
+  // Failed authentications on the chat have a counter of their own (as before the move to PostgreSQL).
+  const authFailures = deps.limits.perAddress({ name: 'chat_auth_failures', limit: config.AUTH_FAILURE_LIMIT, windowSeconds: config.AUTH_FAILURE_WINDOW_SECONDS });
   const followUps = new ChatFollowUps(deps.temporal, config.CHAT_WAIT_BEFORE_TICKET_SECONDS);
   const connection = (db.client.config as { connection?: { connectionString?: string } }).connection;
   const realtime = new ChatRealtime({
@@ -169,7 +172,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   router.use(chatCors(config.CHAT_ALLOWED_ORIGINS));
   router.use(refuseCrossSite(config.CHAT_ALLOWED_ORIGINS, 'Pages of other sites may call the chat when their origin is in CHAT_ALLOWED_ORIGINS.'));
   router.use(readBody(config, { form: false }));
-  router.use(chatAuth(db, settings, new AuthFailureLimiter(config.AUTH_FAILURE_LIMIT, config.AUTH_FAILURE_WINDOW_SECONDS * 1000), config.CHAT_SESSION_TOKEN_MAX_AGE_SECONDS));
+  router.use(chatAuth(db, settings, authFailures, config.CHAT_SESSION_TOKEN_MAX_AGE_SECONDS));
 
   // ---- public ---------------------------------------------------------------------------
   // The namespace index, as WordPress serves one per namespace.
@@ -190,7 +193,7 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     // Every attempt of a non-agent counts (valid or not), before anything is read or written.
     // A customer token is limited too: it is what any anonymous caller gets from a first session.
     if (caller.kind !== 'agent') {
-      const wait = sessionCreation.take(req.ip ?? 'unknown');
+      const wait = await sessionCreation.take(req.ip ?? 'unknown');
       if (wait > 0) {
         throw new ApiError(
           429,

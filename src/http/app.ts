@@ -16,10 +16,11 @@ import { mountSettings } from '../settings/routes';
 import { StoredSecret, type SettingsStore } from '../settings/store';
 import type { TemporalHandle } from '../temporal/client';
 import { TemporalGateway } from '../temporal/gateway';
-import { AuthFailureLimiter, requireApiAuth } from './auth';
+import { requireApiAuth } from './auth';
 import { refuseCrossSite } from './cross-site';
 import { errorHandler, notFoundHandler } from './errors';
 import { afterAuthentication, heldBackBodyError, readBody } from './input';
+import { RateLimits } from './limits';
 import { useCursorKey } from './list';
 import { publicBase, setPublicBase } from './public-url';
 import type { Metrics } from './metrics';
@@ -128,6 +129,8 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   // List cursors are signed with a key every replica reads from the database.
   const cursorSecret = new StoredSecret(db, 'list_cursor_secret');
   useCursorKey(db, () => cursorSecret.get());
+  // Rate limits every replica shares (counters in PostgreSQL).
+  const limits = new RateLimits(db, config.RATE_LIMIT_STORE_TIMEOUT_MS);
   app.disable('x-powered-by');
   app.set('trust proxy', config.TRUST_PROXY);
   app.set('query parser', 'simple');
@@ -284,8 +287,8 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   // Language packs are public downloads (WordPress fetches them without credentials).
   mountTranslationDownloads(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config });
 
-  const limiter = new AuthFailureLimiter(config.AUTH_FAILURE_LIMIT, config.AUTH_FAILURE_WINDOW_SECONDS * 1000);
-  wu.use(requireApiAuth(settings, limiter));
+  const authFailures = limits.perAddress({ name: 'auth_failures', limit: config.AUTH_FAILURE_LIMIT, windowSeconds: config.AUTH_FAILURE_WINDOW_SECONDS });
+  wu.use(requireApiAuth(settings, authFailures));
   wu.use(afterAuthentication);
   wu.use(heldBackBodyError);
 
@@ -337,7 +340,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   });
 
   // ---- {product}-support-tickets/v1: the support chat, with its own callers and CORS ------
-  app.locals.chat = mountChat(app, registry, { config, db, settings, temporal: gateway, metrics });
+  app.locals.chat = mountChat(app, registry, { config, db, settings, temporal: gateway, metrics, limits });
 
   mountDocsPage(app, `${prefix}/${WU_NAMESPACE}/openapi.json`);
 

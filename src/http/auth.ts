@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { ApiError } from './errors';
+import type { AddressLimiter } from './limits';
 import { sha256, type SettingsStore } from '../settings/store';
 
 const CREDENTIAL_KEYS = ['api_key', 'api_secret', 'api-key', 'api-secret'] as const;
@@ -51,71 +52,14 @@ export function stripCredentialKeys(obj: unknown): void {
 }
 
 /**
- * Counts events per client address in a fixed window, with bounded memory: at most
- * `maxTracked` addresses are kept (expired windows are swept first, then the oldest dropped).
- * Used for failed authentications (AuthFailureLimiter) and for anonymous chat session creation.
+ * Counts a failed authentication of the request's client address (req.ip: TRUST_PROXY decides
+ * whether X-Forwarded-For counts). Past the limit: 429 with Retry-After, instead of the caller's
+ * 401. Only failures are counted: a request with the right credentials never gets here.
  */
-export class AddressLimiter {
-  private readonly counts = new Map<string, { count: number; resetAt: number }>();
-
-  constructor(
-    private readonly limit: number,
-    private readonly windowMs: number,
-    private readonly maxTracked = 100_000,
-  ) {}
-
-  /** Seconds until the address may try again, or 0 when it is not over the limit. */
-  retryAfter(address: string, now = Date.now()): number {
-    const entry = this.counts.get(address);
-    if (!entry || entry.resetAt <= now) return 0;
-    return entry.count >= this.limit ? Math.ceil((entry.resetAt - now) / 1000) : 0;
-  }
-
-  /** Counts one event of the address. */
-  record(address: string, now = Date.now()): void {
-    let entry = this.counts.get(address);
-    if (!entry || entry.resetAt <= now) {
-      if (this.counts.size >= this.maxTracked) this.sweep(now);
-      entry = { count: 0, resetAt: now + this.windowMs };
-      this.counts.set(address, entry);
-    }
-    entry.count += 1;
-  }
-
-  /**
-   * Admits one event: under the limit it is counted and 0 is answered; at the limit nothing is
-   * counted and the seconds to wait are answered (for Retry-After).
-   */
-  take(address: string, now = Date.now()): number {
-    const wait = this.retryAfter(address, now);
-    if (wait > 0) return wait;
-    this.record(address, now);
-    return 0;
-  }
-
-  /** How many addresses are tracked now (bounded by maxTracked). */
-  get tracked(): number {
-    return this.counts.size;
-  }
-
-  private sweep(now: number): void {
-    for (const [k, v] of this.counts) if (v.resetAt <= now) this.counts.delete(k);
-    // Still full of live entries: drop the oldest rather than grow without bound.
-    while (this.counts.size >= this.maxTracked) {
-      const first = this.counts.keys().next().value;
-      if (first === undefined) break;
-      this.counts.delete(first);
-    }
-  }
-}
-
-/**
- * Counts failed authentications per client address in a fixed window. Only failures are
- * counted and only failures are refused: a request with the right credentials always passes.
- */
-export class AuthFailureLimiter extends AddressLimiter {
-  recordFailure(address: string, now = Date.now()): void {
-    this.record(address, now);
+export async function countAuthFailure(limiter: AddressLimiter, req: Request): Promise<void> {
+  const wait = await limiter.take(req.ip ?? 'unknown');
+  if (wait > 0) {
+    throw new ApiError(429, 'rest_too_many_auth_failures', `Too many failed authentication attempts. Try again in ${wait} seconds.`, {}, { 'Retry-After': String(wait) });
   }
 }
 
@@ -167,7 +111,7 @@ function forbidden(): ApiError {
  * Guards every wu/v2 route but the public index: the API switch first, then the credentials.
  * Runs before any parameter validation, so an anonymous caller learns nothing about them.
  */
-export function requireApiAuth(settings: SettingsStore, limiter: AuthFailureLimiter): RequestHandler {
+export function requireApiAuth(settings: SettingsStore, limiter: AddressLimiter): RequestHandler {
   const verified = new VerifiedCredentials();
   return async (req, _res, next) => {
     try {
@@ -192,14 +136,7 @@ export function requireApiAuth(settings: SettingsStore, limiter: AuthFailureLimi
         }
       }
       if (!ok) {
-        const address = req.ip ?? 'unknown';
-        const wait = limiter.retryAfter(address);
-        if (wait > 0) {
-          throw new ApiError(429, 'rest_too_many_auth_failures', `Too many failed authentication attempts. Try again in ${wait} seconds.`, {}, {
-            'Retry-After': String(wait),
-          });
-        }
-        limiter.recordFailure(address);
+        await countAuthFailure(limiter, req);
         throw forbidden();
       }
       stripCredentialKeys(req.body);
