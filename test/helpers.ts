@@ -81,9 +81,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
   const contract = new ContractChecker(() => (document ??= buildOpenApiDocument(app.locals.registry, { version: 'test' })));
   const app = createApp({ config, db, settings, temporal, metrics, observeResponse: (r) => contract.check(r) });
   // One listening server for the context's requests: one Host, so absolute links (a record's _links) are the same in every answer.
-  const server = http.createServer(app);
-  server.on('clientError', answerClientError);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const served = await serve(app);
   return {
     app,
     db,
@@ -93,15 +91,10 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     metrics,
     dbUrl,
     basic: `Basic ${Buffer.from(`${API_KEY}:${API_SECRET}`).toString('base64')}`,
-    http: request(server),
+    http: served.http,
     contract,
     async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      await app.locals.chat.close();
-      app.locals.temporal.close();
+      await served.stop();
       await temporal.connection.close();
       await db.destroy();
       const a = new pg.Client({ connectionString: adminUrl });
@@ -132,21 +125,32 @@ export async function createReplica(ctx: TestContext): Promise<Replica> {
   const settings = new SettingsStore(db);
   const metrics = new Metrics(db);
   const app = createApp({ config: ctx.config, db, settings, temporal: ctx.temporal, metrics, observeResponse: (r) => ctx.contract.check(r) });
+  const served = await serve(app);
+  return {
+    app,
+    db,
+    http: served.http,
+    async close() {
+      await served.stop();
+      await db.destroy();
+    },
+  };
+}
+
+/** The app on a listening server of its own; stop() closes it and the app's own connections (chat, Temporal gateway). */
+async function serve(app: AppWithRegistry): Promise<{ http: ReturnType<typeof request>; stop(): Promise<void> }> {
   const server = http.createServer(app);
   server.on('clientError', answerClientError);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
-    app,
-    db,
     http: request(server),
-    async close() {
+    async stop() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
       await app.locals.chat.close();
       app.locals.temporal.close();
-      await db.destroy();
     },
   };
 }
