@@ -101,6 +101,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
         server.closeAllConnections();
       });
       await app.locals.chat.close();
+      app.locals.storage.close();
       app.locals.temporal.close();
       await temporal.connection.close();
       await db.destroy();
