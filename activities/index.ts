@@ -32,8 +32,8 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
       tlsCaFile: config.DOMAIN_TLS_CA_FILE,
       outbound: new OutboundPolicy(config.OUTBOUND_ALLOWED_HOSTS),
     }),
-    ...createRegisterActivities({ db, config }),
-    ...createTenantActivities({ db, config }),
+    ...createRegisterActivities({ db, storage }),
+    ...createTenantActivities({ db, config, storage }),
     ...createTranslationActivities({ db, config, storage }),
     ...createChatActivities({ db }),
     // For the bench-only benchNoop and benchLocal workflows (bench/register.ts): do nothing.

@@ -6,8 +6,10 @@ import type { Readable } from 'node:stream';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { loadConfig } from '../src/config';
 import {
+  copyPrefix,
   createObjectStorage,
   deletePrefix,
+  movePrefix,
   InvalidObjectKey,
   LocalObjectStorage,
   ObjectNotFound,
@@ -162,6 +164,26 @@ describe.each([
     await deletePrefix(storage, 'tree/a/');
     expect(await storage.list('tree/a/')).toEqual([]);
     expect((await storage.list('tree/')).sort()).toEqual(['tree/ab/3.txt', 'tree/b/2.txt']);
+  });
+
+  test('copyPrefix and movePrefix: a folder with nested keys copied, then moved (replacing what is there, the source removed); repeating a move is harmless', async () => {
+    await storage.put('mv/site-1/logo.txt', Buffer.from('logo'));
+    await storage.put('mv/site-1/2026/11/a b.txt', Buffer.from('nested'));
+    await copyPrefix(storage, 'mv/site-1/', 'mv/site-2/');
+    expect((await storage.list('mv/site-2/')).sort()).toEqual(['mv/site-2/2026/11/a b.txt', 'mv/site-2/logo.txt']);
+    expect((await storage.list('mv/site-1/')).length).toBe(2);
+    await copyPrefix(storage, 'mv/none/', 'mv/site-3/'); // nothing to copy: nothing happens
+    expect(await storage.list('mv/site-3/')).toEqual([]);
+
+    await storage.put('mv/root/uploads/logo.txt', Buffer.from('old logo'));
+    await movePrefix(storage, 'mv/site-1/', storage, 'mv/root/uploads/');
+    expect(await storage.list('mv/site-1/')).toEqual([]);
+    expect((await storage.list('mv/root/uploads/')).sort()).toEqual(['mv/root/uploads/2026/11/a b.txt', 'mv/root/uploads/logo.txt']);
+    expect((await readAll((await storage.get('mv/root/uploads/logo.txt')).stream)).toString()).toBe('logo');
+    await movePrefix(storage, 'mv/site-1/', storage, 'mv/root/uploads/');
+    expect((await storage.list('mv/root/uploads/')).length).toBe(2);
+    await expect(deletePrefix(storage, '')).rejects.toBeInstanceOf(InvalidObjectKey);
+    await expect(copyPrefix(storage, '../', 'x/')).rejects.toBeInstanceOf(InvalidObjectKey);
   });
 
   test.each(HOSTILE_KEYS)('a hostile key (%s) is refused by every operation before any I/O', async (_name, key) => {

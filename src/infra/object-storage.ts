@@ -2,7 +2,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import {
   CopyObjectCommand,
   DeleteObjectCommand,
@@ -84,6 +83,8 @@ export interface ObjectStorage {
   /** The keys under `prefix` (a folder: ends with `/`), in no promised order. */
   list(prefix: string): Promise<string[]>;
   copy(from: string, to: string): Promise<void>;
+  /** Where a key is, for people (a path, or s3://bucket/key): logs, status answers. */
+  locationOf(key: string): string;
   close(): void;
 }
 
@@ -223,6 +224,10 @@ export class LocalObjectStorage implements ObjectStorage {
     await this.putFile(to, src);
   }
 
+  locationOf(key: string): string {
+    return this.pathOf(key);
+  }
+
   close(): void {}
 }
 
@@ -349,6 +354,10 @@ export class S3ObjectStorage implements ObjectStorage {
     }
   }
 
+  locationOf(key: string): string {
+    return `s3://${this.bucket}/${this.name(key)}`;
+  }
+
   /** Removes many keys, 1000 a request (the API's limit). */
   async deleteMany(keys: string[]): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) {
@@ -363,16 +372,64 @@ export class S3ObjectStorage implements ObjectStorage {
   }
 }
 
-/** Removes every object under `prefix`. */
+/** Removes every object under the folder `prefix` (`a/b/`); with the local driver, the folder itself. */
 export async function deletePrefix(storage: ObjectStorage, prefix: string): Promise<void> {
+  if (checkPrefix(prefix) === '') throw new InvalidObjectKey('deleting everything is not a prefix');
+  if (storage instanceof LocalObjectStorage) return fs.promises.rm(storage.pathOf(prefix.slice(0, -1)), { recursive: true, force: true });
   const keys = await storage.list(prefix);
   if (storage instanceof S3ObjectStorage) return storage.deleteMany(keys);
   for (const k of keys) await storage.delete(k);
 }
 
-/** Streams a readable into a local file (for callers that need a file, e.g. to decode an image). */
-export async function streamToFile(stream: Readable, file: string): Promise<void> {
-  await pipeline(stream, fs.createWriteStream(file, { flags: 'wx', mode: 0o600 }));
+/**
+ * Copies every object under the folder `from` to the same names under `to` (replacing what is
+ * there). Local: one recursive copy of the folder (special files refused, as fs.cp does); s3:
+ * server-side copies.
+ */
+export async function copyPrefix(storage: ObjectStorage, from: string, to: string): Promise<void> {
+  checkPrefix(from);
+  checkPrefix(to);
+  if (storage instanceof LocalObjectStorage) {
+    const src = storage.pathOf(from.slice(0, -1));
+    if (!fs.existsSync(src)) return;
+    await fs.promises.cp(src, storage.pathOf(to.slice(0, -1)), { recursive: true, force: true });
+    return;
+  }
+  for (const key of await storage.list(from)) await storage.copy(key, to + key.slice(from.length));
+}
+
+/**
+ * Moves the folder `from` of one storage into the folder `to` of another of the same driver
+ * (an entry already in `to` is replaced), then removes `from`. Safe to repeat after a failure:
+ * what was moved is not under `from` any more, what was not is moved again. Local: renames
+ * (copies across file systems), `to` created even when there is nothing to move; s3: copies
+ * then deletes.
+ */
+export async function movePrefix(source: ObjectStorage, from: string, target: ObjectStorage, to: string): Promise<void> {
+  checkPrefix(from);
+  checkPrefix(to);
+  if (source instanceof LocalObjectStorage && target instanceof LocalObjectStorage) {
+    const src = source.pathOf(from.slice(0, -1));
+    const dst = target.pathOf(to.slice(0, -1));
+    await fs.promises.mkdir(dst, { recursive: true, mode: 0o750 });
+    if (!fs.existsSync(src)) return;
+    for (const entry of await fs.promises.readdir(src)) {
+      const into = path.join(dst, entry);
+      await fs.promises.rm(into, { recursive: true, force: true });
+      try {
+        await fs.promises.rename(path.join(src, entry), into);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+        await fs.promises.cp(path.join(src, entry), into, { recursive: true });
+        await fs.promises.rm(path.join(src, entry), { recursive: true, force: true });
+      }
+    }
+    await fs.promises.rm(src, { recursive: true, force: true });
+    return;
+  }
+  if (source !== target) throw new Error('movePrefix: both sides must be one storage (s3) or local folders');
+  for (const key of await source.list(from)) await source.copy(key, to + key.slice(from.length));
+  await deletePrefix(source, from);
 }
 
 /** The storage the configuration names. Built once per process (API and worker) and passed down. */
