@@ -394,6 +394,12 @@ describe('support chat: attachments', () => {
         expect((err as ApiError).code).toBe('chat_attachment_aborted');
         expect(fs.existsSync(own.tmpDir)).toBe(true); // the file had been started
         expect(fs.readdirSync(own.tmpDir)).toEqual([]);
+        // What a killed process left behind is swept when the next one starts; recent files stay.
+        fs.writeFileSync(path.join(own.tmpDir, 'a'.repeat(32)), 'stale');
+        fs.utimesSync(path.join(own.tmpDir, 'a'.repeat(32)), new Date(Date.now() - 2 * 86_400_000), new Date(Date.now() - 2 * 86_400_000));
+        fs.writeFileSync(path.join(own.tmpDir, 'b'.repeat(32)), 'in flight');
+        expect(await own.sweepTemp(86_400_000)).toBe(1);
+        expect(fs.readdirSync(own.tmpDir)).toEqual(['b'.repeat(32)]);
       } finally {
         await closeServer(parser);
         fs.rmSync(ownDir, { recursive: true, force: true });

@@ -98,6 +98,13 @@ describe.each([
     const back = await readAll(read.stream);
     expect(crypto.createHash('sha256').update(back).digest('hex')).toBe(crypto.createHash('sha256').update(bytes).digest('hex'));
     expect(fs.existsSync(file)).toBe(true); // the source stays
+
+    // move: the caller's temporary file; the local driver renames it in, s3 sends it (the caller removes it).
+    const temp = path.join(localRoot, `temp-${driver}.bin`);
+    fs.writeFileSync(temp, bytes.subarray(0, 1000));
+    await storage.putFile('files/moved.bin', temp, { move: true });
+    expect(fs.existsSync(temp)).toBe(driver === 's3');
+    expect(Buffer.compare(await readAll((await storage.get('files/moved.bin')).stream), bytes.subarray(0, 1000))).toBe(0);
   });
 
   test('ranges: a-b, a-, the last n bytes, an end past the size (clamped), and a start past it (RangeNotSatisfiable with the size)', async () => {

@@ -345,9 +345,33 @@ export class AttachmentStorage {
     await pipeline(source, through, fs.createWriteStream(p, { flags: 'wx', mode: 0o600 }), { signal });
   }
 
-  /** The received file into the store (streamed from its temporary file). */
+  /** The received file into the store (streamed from its temporary file; the local driver moves it in). */
   async store(storageName: string, contentType: string): Promise<void> {
-    await this.objects.putFile(this.keyOf(storageName), this.tempPath(storageName), { contentType });
+    await this.objects.putFile(this.keyOf(storageName), this.tempPath(storageName), { contentType, move: true });
+  }
+
+  /**
+   * Removes temporary files older than `maxAgeMs`: uploads a process did not finish (it was
+   * killed mid-upload). Each process sweeps its own DATA_DIR when it starts; an upload still
+   * in flight is far younger than the age used.
+   */
+  async sweepTemp(maxAgeMs: number): Promise<number> {
+    let names: string[];
+    try {
+      names = await fs.promises.readdir(this.tmpDir);
+    } catch {
+      return 0;
+    }
+    let removed = 0;
+    for (const name of names) {
+      const p = path.join(this.tmpDir, name);
+      const stat = await fs.promises.stat(p).catch(() => null);
+      if (stat?.isFile() && Date.now() - stat.mtimeMs > maxAgeMs) {
+        await fs.promises.rm(p, { force: true });
+        removed++;
+      }
+    }
+    return removed;
   }
 
   async write(storageName: string, bytes: Buffer, contentType: string): Promise<void> {

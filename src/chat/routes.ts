@@ -107,6 +107,11 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   const agents = new AgentStore(db);
   const canned = new CannedReplies(db);
   const storage = new AttachmentStorage(deps.storage, config.DATA_DIR);
+  // Uploads a killed process left half-received (a day is far longer than any upload takes).
+  void storage.sweepTemp(86_400_000).then(
+    (n) => n && logger.info({ removed: n }, 'stale chat upload files removed'),
+    (err) => logger.warn({ err }, 'sweeping stale chat upload files failed'),
+  );
   const uploads = new AttachmentUploads(db, storage, config);
   // Session creation by non-agents, per client address (req.ip: TRUST_PROXY decides whether
   // X-Forwarded-For counts). Bounded memory, as the failed-authentication limiter.

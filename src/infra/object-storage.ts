@@ -68,12 +68,17 @@ export interface PutOptions {
   contentType?: string;
 }
 
+export interface PutFileOptions extends PutOptions {
+  /** The file is the caller's own temporary file: the local driver may move it in rather than copy it. */
+  move?: boolean;
+}
+
 export interface ObjectStorage {
   readonly driver: 'local' | 's3';
   /** Stores bytes under `key`, replacing what was there; readers see the old or the new object, never half of one. */
   put(key: string, body: Buffer, opts?: PutOptions): Promise<void>;
   /** Stores a local file (streamed, never read whole into memory). */
-  putFile(key: string, file: string, opts?: PutOptions): Promise<void>;
+  putFile(key: string, file: string, opts?: PutFileOptions): Promise<void>;
   /** Reads an object as a stream; ObjectNotFound, RangeNotSatisfiable. */
   get(key: string, opts?: { range?: RangeRequest }): Promise<ObjectRead>;
   /** The object's size and type, or null when there is none. */
@@ -154,9 +159,18 @@ export class LocalObjectStorage implements ObjectStorage {
     }
   }
 
-  async putFile(key: string, file: string): Promise<void> {
+  async putFile(key: string, file: string, opts: PutFileOptions = {}): Promise<void> {
     const p = this.pathOf(key);
     await fs.promises.mkdir(path.dirname(p), { recursive: true });
+    if (opts.move) {
+      try {
+        await fs.promises.chmod(file, 0o600);
+        await fs.promises.rename(file, p);
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+      }
+    }
     const tmp = this.tempBeside(p);
     try {
       // Copied beside the target, then renamed: a reader never sees half a file.
@@ -277,7 +291,7 @@ export class S3ObjectStorage implements ObjectStorage {
     await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.name(key), Body: body, ContentLength: body.length, ContentType: opts.contentType }));
   }
 
-  async putFile(key: string, file: string, opts: PutOptions = {}): Promise<void> {
+  async putFile(key: string, file: string, opts: PutFileOptions = {}): Promise<void> {
     const name = this.name(key);
     const { size } = await fs.promises.stat(file);
     // One PutObject with the length known up front (S3 takes up to 5 GB so): the stream is sent as it is read.
