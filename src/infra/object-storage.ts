@@ -127,6 +127,9 @@ export function resolveRange(r: RangeRequest, size: number): { start: number; en
   return { start: r.start, end: Math.min(r.end ?? size - 1, size - 1) };
 }
 
+/** A put in progress beside its object (`name.<pid>.<12 hex>.tmp`): never listed. */
+const TEMP_NAME = /\.\d+\.[0-9a-f]{12}\.tmp$/;
+
 /** The local driver: a folder; a key is a path relative to it. */
 export class LocalObjectStorage implements ObjectStorage {
   readonly driver = 'local' as const;
@@ -146,6 +149,7 @@ export class LocalObjectStorage implements ObjectStorage {
   private tempBeside(p: string): string {
     return `${p}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`;
   }
+
 
   async put(key: string, body: Buffer): Promise<void> {
     const p = this.pathOf(key);
@@ -228,7 +232,7 @@ export class LocalObjectStorage implements ObjectStorage {
       throw err;
     }
     return entries
-      .filter((e) => e.isFile() && !e.name.endsWith('.tmp'))
+      .filter((e) => e.isFile() && !TEMP_NAME.test(e.name))
       .map((e) => prefix + path.relative(dir, path.join(e.parentPath, e.name)).split(path.sep).join('/'));
   }
 
@@ -280,6 +284,8 @@ export class S3ObjectStorage implements ObjectStorage {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
       maxAttempts: 3,
+      // A store that stops answering fails the request instead of holding it (and its socket) forever.
+      requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
     });
   }
 
