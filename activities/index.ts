@@ -1,5 +1,6 @@
 import { WU_NAMESPACE, type Config } from '../src/config';
 import type { Db } from '../src/db/knex';
+import type { ObjectStorage } from '../src/infra/object-storage';
 import { OutboundPolicy } from '../src/infra/outbound-http';
 import { createChatActivities } from './chat';
 import { createDomainActivities } from './domains';
@@ -10,6 +11,8 @@ import { createTranslationActivities } from './translations';
 export interface ActivityDeps {
   db: Db;
   config: Config;
+  /** Shared file storage (language packs, tenants' uploads), built once by the worker's owner. */
+  storage: ObjectStorage;
 }
 
 /**
@@ -17,7 +20,7 @@ export interface ActivityDeps {
  * worker and the tests share one wiring. Each capability adds its activities here.
  */
 export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
-  const { db, config } = deps;
+  const { db, config, storage } = deps;
   return {
     ...createDomainActivities({
       db,
@@ -29,9 +32,9 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
       tlsCaFile: config.DOMAIN_TLS_CA_FILE,
       outbound: new OutboundPolicy(config.OUTBOUND_ALLOWED_HOSTS),
     }),
-    ...createRegisterActivities({ db, config }),
-    ...createTenantActivities({ db, config }),
-    ...createTranslationActivities({ db, config }),
+    ...createRegisterActivities({ db, storage }),
+    ...createTenantActivities({ db, config, storage }),
+    ...createTranslationActivities({ db, config, storage }),
     ...createChatActivities({ db }),
     // For the bench-only benchNoop and benchLocal workflows (bench/register.ts): do nothing.
     benchNoopActivity: async () => undefined,

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
+import type { ObjectStorage } from '../src/infra/object-storage';
 import { logger } from '../src/logger';
 import { SiteProvisioning, type ProvisioningState } from '../src/register/provisioning';
 import { RegistrationRecords, requestError } from '../src/register/records';
@@ -33,9 +33,9 @@ async function guarded<T>(step: string, registrationId: number, fn: () => Promis
  * The activities of the register workflow: each one calls a service of src/register and
  * takes the registration id only (the request is read from its row).
  */
-export function createRegisterActivities(deps: { db: Db; config: Pick<Config, 'DATA_DIR'> }) {
+export function createRegisterActivities(deps: { db: Db; storage: ObjectStorage }) {
   const records = new RegistrationRecords(deps.db);
-  const provisioning = new SiteProvisioning(deps.db, deps.config.DATA_DIR);
+  const provisioning = new SiteProvisioning(deps.db, deps.storage);
   return {
     /** Local activity: the records in one transaction (idempotent), or what the API's commit of them decided. */
     commitRegistration(registrationId: number): Promise<CommitOutcome> {

@@ -1,13 +1,13 @@
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
+import { deletePrefix, LocalObjectStorage, movePrefix, type ObjectStorage } from '../src/infra/object-storage';
 import { decryptSecret, encryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
 import { tenantHosts, type TenantDbHost } from '../src/tenants/hosts';
-import { siteUploadsDir } from '../src/sites/store';
+import { siteUploadsPrefix } from '../src/sites/store';
 import {
   authenticateWithLoginKey,
   createRoleAndDatabase,
@@ -36,11 +36,13 @@ import { CHECK_NAMES, type CheckName, type CheckResult, type TenantRow } from '.
 export interface TenantActivityDeps {
   db: Db;
   config: Config;
+  /** Shared file storage: the site's uploads, and (s3) the tenants' roots. */
+  storage: ObjectStorage;
 }
 
 const PUSH_BATCH = 500;
 
-export function createTenantActivities({ db, config }: TenantActivityDeps) {
+export function createTenantActivities({ db, config, storage }: TenantActivityDeps) {
   const hosts = (): TenantDbHost[] => {
     try {
       return tenantHosts(config, db);
@@ -54,8 +56,17 @@ export function createTenantActivities({ db, config }: TenantActivityDeps) {
     }
     return parseCredentialsKey(config.TENANT_CREDENTIALS_KEY);
   };
-  const filesRoot = () => config.TENANT_FILES_ROOT ?? path.join(config.DATA_DIR, 'tenants');
-  const sharedUploads = (siteId: number) => siteUploadsDir(config.DATA_DIR, siteId);
+  /**
+   * A tenant's filesystem root (tenants.filesystem_root): with the local driver a folder under
+   * TENANT_FILES_ROOT, as before; with s3 the keys under tenants/<folder>/ of the bucket (the
+   * column holds its s3:// location), so any worker reaches it.
+   */
+  const newRoot = (folder: string) =>
+    storage.driver === 'local' ? path.join(config.TENANT_FILES_ROOT ?? path.join(config.DATA_DIR, 'tenants'), folder) : storage.locationOf(`tenants/${folder}`);
+  const rootOf = (filesystemRoot: string): { files: ObjectStorage; prefix: string } =>
+    storage.driver === 'local'
+      ? { files: new LocalObjectStorage(path.dirname(filesystemRoot)), prefix: `${path.basename(filesystemRoot)}/` }
+      : { files: storage, prefix: `tenants/${path.posix.basename(filesystemRoot)}/` };
 
   async function load(tenantId: number, step?: string): Promise<TenantRow> {
     if (step) await db('tenants').where({ id: tenantId }).update({ step, date_modified: db.fn.now() });
@@ -133,7 +144,7 @@ export function createTenantActivities({ db, config }: TenantActivityDeps) {
           database_host: host,
           database_name: t.database_name ?? name,
           role_name: t.role_name ?? name,
-          filesystem_root: t.filesystem_root ?? path.join(filesRoot(), `site-${t.site_id}-${short}`),
+          filesystem_root: t.filesystem_root ?? newRoot(`site-${t.site_id}-${short}`),
           hostname: t.hostname ?? String(site.domain).toLowerCase(),
           path: t.path ?? site.path ?? '/',
           date_modified: trx.fn.now(),
@@ -230,9 +241,8 @@ export function createTenantActivities({ db, config }: TenantActivityDeps) {
     /** Step 6: the filesystem root (the site's uploads move in) and the routing entry. */
     async tenantCreateFilesAndRoute(tenantId: number): Promise<void> {
       const t = await load(tenantId, 'files_and_routing');
-      const uploads = path.join(t.filesystem_root!, 'uploads');
-      fs.mkdirSync(uploads, { recursive: true, mode: 0o750 });
-      moveEntries(sharedUploads(t.site_id), uploads);
+      const root = rootOf(t.filesystem_root!);
+      await movePrefix(storage, siteUploadsPrefix(t.site_id), root.files, `${root.prefix}uploads/`);
       await db('tenant_routes')
         .insert({ hostname: t.hostname, path: t.path ?? '/', tenant_id: t.id, site_id: t.site_id, database_host: t.database_host, database_name: t.database_name })
         .onConflict(db.raw('(tenant_id)'))
@@ -416,8 +426,9 @@ export function createTenantActivities({ db, config }: TenantActivityDeps) {
     async tenantRemoveFilesAndRoute(tenantId: number): Promise<void> {
       const t = await load(tenantId, 'remove_files_and_routing');
       if (t.filesystem_root) {
-        moveEntries(path.join(t.filesystem_root, 'uploads'), sharedUploads(t.site_id));
-        fs.rmSync(t.filesystem_root, { recursive: true, force: true });
+        const root = rootOf(t.filesystem_root);
+        await movePrefix(root.files, `${root.prefix}uploads/`, storage, siteUploadsPrefix(t.site_id));
+        await deletePrefix(root.files, root.prefix);
       }
       await db('tenant_routes').where({ tenant_id: tenantId }).delete();
     },
@@ -453,24 +464,6 @@ function heartbeating<T extends Record<string, (...args: any[]) => Promise<unkno
     };
   }
   return wrapped as T;
-}
-
-/** Moves every entry of `from` into `to` (creating it); `from` is removed when emptied. */
-function moveEntries(from: string, to: string): void {
-  if (!fs.existsSync(from)) return;
-  fs.mkdirSync(to, { recursive: true });
-  for (const entry of fs.readdirSync(from)) {
-    const target = path.join(to, entry);
-    if (fs.existsSync(target)) fs.rmSync(target, { recursive: true, force: true });
-    try {
-      fs.renameSync(path.join(from, entry), target);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
-      fs.cpSync(path.join(from, entry), target, { recursive: true });
-      fs.rmSync(path.join(from, entry), { recursive: true, force: true });
-    }
-  }
-  fs.rmSync(from, { recursive: true, force: true });
 }
 
 export type TenantActivities = ReturnType<typeof createTenantActivities>;

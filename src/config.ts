@@ -160,6 +160,28 @@ const schema = z.object({
    */
   OUTBOUND_ALLOWED_HOSTS: allowList.default({ hosts: [], networks: [] }),
 
+  // Files every replica must see (chat attachments, thumbnails, language packs, tenants' uploads):
+  // `local` keeps them under DATA_DIR (one host only), `s3` in a bucket of an S3-compatible store.
+  STORAGE_DRIVER: z.enum(['local', 's3']).default('local'),
+  S3_BUCKET: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a bucket name: 3 to 63 lower-case letters, digits, dots and hyphens')
+    .optional(),
+  /** Prepended to every key, e.g. `hostflow/` to share a bucket. */
+  S3_PREFIX: z
+    .string()
+    .regex(/^([A-Za-z0-9._-]+\/)*[A-Za-z0-9._-]+\/?$/, 'must be a relative path such as hostflow/ (letters, digits, ".", "_", "-" and "/")')
+    .refine((v) => !v.split('/').some((s) => s === '.' || s === '..'), 'must not hold "." or ".." segments')
+    .optional(),
+  /** Unset: AWS S3 of S3_REGION. Set for MinIO, Ceph, R2 and the like (http://minio.internal:9000). */
+  S3_ENDPOINT: z.string().url().optional(),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Both or neither; neither: the AWS SDK's default chain (AWS_* variables, instance or pod role). Never logged. */
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  /** Path-style URLs (endpoint/bucket/key), which most S3-compatible stores other than AWS need. */
+  S3_FORCE_PATH_STYLE: bool.default(false),
+
   // Support chat ({REST_PREFIX}/{CHAT_PRODUCT}-support-tickets/v1).
   CHAT_PRODUCT: z
     .string()
@@ -209,6 +231,12 @@ const schema = z.object({
    */
   CHAT_SESSION_CREATE_LIMIT: z.coerce.number().int().min(1).default(20),
   CHAT_SESSION_CREATE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+}).superRefine((c, ctx) => {
+  if (c.STORAGE_DRIVER === 's3' && !c.S3_BUCKET) ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when STORAGE_DRIVER=s3' });
+  if (!!c.S3_ACCESS_KEY_ID !== !!c.S3_SECRET_ACCESS_KEY) {
+    const missing = c.S3_ACCESS_KEY_ID ? 'S3_SECRET_ACCESS_KEY' : 'S3_ACCESS_KEY_ID';
+    ctx.addIssue({ code: 'custom', path: [missing], message: 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together: set both, or neither for the default credential chain' });
+  }
 });
 
 export type Config = z.infer<typeof schema>;

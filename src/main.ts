@@ -7,6 +7,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { chatNamespace, ConfigError, loadConfig, WU_NAMESPACE } from './config';
+import { createObjectStorage } from './infra/object-storage';
 import { findTemporalBinary, startTemporalDevServer, TEMPORAL_MISSING } from './infra/temporal-server';
 import { logger, setLogLevel } from './logger';
 import { onShutdown, openDb, prepareDatabase, resolveDatabase, startHttp } from './runtime';
@@ -55,11 +56,14 @@ async function main() {
 
   const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
   steps.push(() => temporal.connection.close());
-  const worker = await startWorker({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config });
+  // One file storage for the worker and the API of this process.
+  const storage = createObjectStorage(config);
+  steps.push(async () => storage.close());
+  const worker = await startWorker({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config, storage });
   steps.push(() => worker.shutdown());
   const relay = startTenantPushRelay({ db, temporal });
   steps.push(() => relay.stop());
-  const http = await startHttp(config, db, settings, temporal);
+  const http = await startHttp(config, db, settings, temporal, undefined, storage);
   steps.push(() => http.close());
 
   const base = `${config.PUBLIC_URL?.replace(/\/$/, '') ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`}`;

@@ -9,6 +9,7 @@ import { createApp } from './http/app';
 import { answerClientError } from './http/client-error';
 import { Metrics } from './http/metrics';
 import { startEmbeddedPostgres, type EmbeddedPg } from './infra/embedded-postgres';
+import type { ObjectStorage } from './infra/object-storage';
 import { logger } from './logger';
 import { SettingsStore } from './settings/store';
 import type { TemporalHandle } from './temporal/client';
@@ -59,8 +60,9 @@ export async function prepareDatabase(db: Db, config: Config): Promise<SettingsS
   return settings;
 }
 
-export async function startHttp(config: Config, db: Db, settings: SettingsStore, temporal: TemporalHandle | null, metrics = new Metrics(db)) {
-  const app = createApp({ config, db, settings, temporal, metrics });
+/** `storage`: the process's shared file storage; when not given, one is built from the config and closed with the server. */
+export async function startHttp(config: Config, db: Db, settings: SettingsStore, temporal: TemporalHandle | null, metrics = new Metrics(db), storage?: ObjectStorage) {
+  const app = createApp({ config, db, settings, temporal, metrics, storage });
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
   // Unparseable requests (a URL over 16 KiB included) get a JSON error, not Node's empty one.
@@ -80,6 +82,7 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 5000).unref();
       });
+      if (!storage) app.locals.storage.close();
     },
   };
 }

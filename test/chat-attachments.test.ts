@@ -7,6 +7,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { AttachmentStorage, receiveFile, Thumbnailer } from '../src/chat/attachments';
 import { ApiError } from '../src/http/errors';
+import { LocalObjectStorage } from '../src/infra/object-storage';
 import { createTestContext, type TestContext } from './helpers';
 import { bearer, CHAT, expectError, makeAgent, makeSession } from './chat-helpers';
 import { blankPng, deflateZeros, interlacedBomb, pngFile, probe } from './image-builders';
@@ -32,10 +33,12 @@ describe('support chat: attachments', () => {
     const req = ctx.http.post(`${CHAT}/chat/sessions/${sessionId}/attachments`).set(bearer(token)).attach('file', bytes, { filename, contentType: 'application/octet-stream' });
     return message ? req.field('message', message) : req;
   };
+  /** Stored files and uploads' temporary files alike: a failed upload leaves neither. */
   const storedFiles = () => {
     const dir = path.join(dataDir, 'chat-attachments');
-    if (!fs.existsSync(dir)) return [];
-    return fs.readdirSync(dir).flatMap((d) => fs.readdirSync(path.join(dir, d)));
+    const tmp = path.join(dataDir, 'tmp', 'chat-uploads');
+    const stored = fs.existsSync(dir) ? fs.readdirSync(dir).flatMap((d) => fs.readdirSync(path.join(dir, d))) : [];
+    return [...stored, ...(fs.existsSync(tmp) ? fs.readdirSync(tmp) : [])];
   };
   const binary = (res: any, cb: any) => {
     const chunks: Buffer[] = [];
@@ -375,7 +378,8 @@ describe('support chat: attachments', () => {
 
       // The parser itself: an aborted body rejects (chat_attachment_aborted) instead of waiting
       // forever, and the part of the file already streamed to disk is removed first.
-      const own = new AttachmentStorage(fs.mkdtempSync(path.join(os.tmpdir(), 'hostflow-parser-')));
+      const ownDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hostflow-parser-'));
+      const own = new AttachmentStorage(new LocalObjectStorage(ownDir), ownDir);
       const outcome: Promise<unknown>[] = [];
       const parser = await listen((req, res) => {
         outcome.push(receiveFile(req as never, own, LIMIT).then(() => 'resolved', (err: unknown) => err));
@@ -388,11 +392,17 @@ describe('support chat: attachments', () => {
         clearTimeout(timer);
         expect(err).toBeInstanceOf(ApiError);
         expect((err as ApiError).code).toBe('chat_attachment_aborted');
-        expect(fs.readdirSync(own.dir).flatMap((d) => fs.readdirSync(path.join(own.dir, d)))).toEqual([]);
-        expect(fs.readdirSync(own.dir).length).toBe(1); // the file had been started
+        expect(fs.existsSync(own.tmpDir)).toBe(true); // the file had been started
+        expect(fs.readdirSync(own.tmpDir)).toEqual([]);
+        // What a killed process left behind is swept when the next one starts; recent files stay.
+        fs.writeFileSync(path.join(own.tmpDir, 'a'.repeat(32)), 'stale');
+        fs.utimesSync(path.join(own.tmpDir, 'a'.repeat(32)), new Date(Date.now() - 2 * 86_400_000), new Date(Date.now() - 2 * 86_400_000));
+        fs.writeFileSync(path.join(own.tmpDir, 'b'.repeat(32)), 'in flight');
+        expect(await own.sweepTemp(86_400_000)).toBe(1);
+        expect(fs.readdirSync(own.tmpDir)).toEqual(['b'.repeat(32)]);
       } finally {
         await closeServer(parser);
-        fs.rmSync(path.dirname(own.dir), { recursive: true, force: true });
+        fs.rmSync(ownDir, { recursive: true, force: true });
       }
     });
   });

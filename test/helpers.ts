@@ -150,6 +150,7 @@ async function serve(app: AppWithRegistry): Promise<{ http: ReturnType<typeof re
         server.closeAllConnections();
       });
       await app.locals.chat.close();
+      app.locals.storage.close();
       app.locals.temporal.close();
     },
   };

@@ -7,11 +7,12 @@ import type { Request } from 'express';
 import type SharpFunction from 'sharp';
 import busboy from 'busboy';
 import { ApiError, invalidParams } from '../http/errors';
+import type { ObjectStorage } from '../infra/object-storage';
 
 /**
- * Attachments: multipart upload streamed to disk, type from the bytes (never the name or the
- * declared type), stored under DATA_DIR/chat-attachments with random names, metadata in
- * chat_attachments. Images get a 250 px PNG thumbnail made by sharp (libvips) within a budget.
+ * Attachments: multipart upload streamed to a temporary file, type from the bytes (never the name or the
+ * declared type), stored in the shared object storage under chat-attachments/ with random names,
+ * metadata in chat_attachments. Images get a 250 px PNG thumbnail made by sharp (libvips) within a budget.
  */
 export const THUMBNAIL_SIZE = 250;
 /** The longest caption (the `message` field), in characters. */
@@ -197,7 +198,7 @@ export interface ReceivedFile extends Inspected {
 
 /**
  * Reads one multipart file (field `file`) and an optional `message` field, streaming the file to
- * storage (never held whole in memory) within `maxBytes`. Refuses a file of a type not allowed.
+ * a temporary file (never held whole in memory) within `maxBytes`. Refuses a file of a type not allowed.
  * On any failure (the client going away included) the file is removed before this rejects.
  */
 export function receiveFile(req: Request, storage: AttachmentStorage, maxBytes: number): Promise<ReceivedFile> {
@@ -237,7 +238,7 @@ export function receiveFile(req: Request, storage: AttachmentStorage, maxBytes: 
       stop.abort();
       const f = file;
       // Removed only once the write has settled: an open still pending would create it again.
-      const removed = f ? f.written.catch(() => undefined).then(() => storage.remove(f.storageName)) : Promise.resolve();
+      const removed = f ? f.written.catch(() => undefined).then(() => storage.removeTemp(f.storageName)) : Promise.resolve();
       removed.then(() => reject(err), reject);
     };
     bb.on('file', (field, stream, info) => {
@@ -301,40 +302,90 @@ export function fileName(name: string, mime: string): string {
   return `${dot > 0 ? clean.slice(0, dot) : clean}.${allowed[0]}`;
 }
 
+/**
+ * Where attachments live: objects `chat-attachments/<2 hex>/<32 hex>` of the shared object
+ * storage (with the local driver, the same files under DATA_DIR as before it existed). An upload
+ * is first streamed to a file of this process (DATA_DIR/tmp/chat-uploads: sniffed, counted,
+ * decoded for its thumbnail there, and sent to the store with its length known), then stored.
+ */
 export class AttachmentStorage {
-  readonly dir: string;
+  readonly tmpDir: string;
 
-  constructor(dataDir: string) {
-    this.dir = path.resolve(dataDir, 'chat-attachments');
+  constructor(
+    readonly objects: ObjectStorage,
+    dataDir: string,
+  ) {
+    this.tmpDir = path.resolve(dataDir, 'tmp', 'chat-uploads');
   }
 
   static newName(): string {
     return crypto.randomBytes(16).toString('hex');
   }
 
-  /** Only names we generate (32 hex digits) map to a path, always inside the folder. */
-  pathOf(storageName: string): string {
-    if (!/^[a-f0-9]{32}$/.test(storageName)) throw new Error('bad storage name');
-    const p = path.join(this.dir, storageName.slice(0, 2), storageName);
-    if (!p.startsWith(this.dir + path.sep)) throw new Error('bad storage name');
-    return p;
+  static isName(storageName: string): boolean {
+    return /^[a-f0-9]{32}$/.test(storageName);
   }
 
-  async write(storageName: string, bytes: Buffer): Promise<void> {
-    const p = this.pathOf(storageName);
-    await fs.promises.mkdir(path.dirname(p), { recursive: true });
-    await fs.promises.writeFile(p, bytes, { flag: 'wx', mode: 0o600 });
+  /** Only names we generate (32 hex digits) map to a key. */
+  keyOf(storageName: string): string {
+    if (!AttachmentStorage.isName(storageName)) throw new Error('bad storage name');
+    return `chat-attachments/${storageName.slice(0, 2)}/${storageName}`;
   }
 
-  /** Streams `source` through `through` into a new file (never an existing one), until `signal` aborts. */
+  /** The upload's file in this process, until it is stored. */
+  tempPath(storageName: string): string {
+    this.keyOf(storageName);
+    return path.join(this.tmpDir, storageName);
+  }
+
+  /** Streams `source` through `through` into a new temporary file (never an existing one), until `signal` aborts. */
   async writeStream(storageName: string, source: Readable, through: Transform, signal: AbortSignal): Promise<void> {
-    const p = this.pathOf(storageName);
-    await fs.promises.mkdir(path.dirname(p), { recursive: true });
+    const p = this.tempPath(storageName);
+    await fs.promises.mkdir(this.tmpDir, { recursive: true, mode: 0o700 });
     await pipeline(source, through, fs.createWriteStream(p, { flags: 'wx', mode: 0o600 }), { signal });
   }
 
+  /** The received file into the store (streamed from its temporary file; the local driver moves it in). */
+  async store(storageName: string, contentType: string): Promise<void> {
+    await this.objects.putFile(this.keyOf(storageName), this.tempPath(storageName), { contentType, move: true });
+  }
+
+  /**
+   * Removes temporary files older than `maxAgeMs`: uploads a process did not finish (it was
+   * killed mid-upload). Each process sweeps its own DATA_DIR when it starts; an upload still
+   * in flight is far younger than the age used.
+   */
+  async sweepTemp(maxAgeMs: number): Promise<number> {
+    let names: string[];
+    try {
+      names = await fs.promises.readdir(this.tmpDir);
+    } catch {
+      return 0;
+    }
+    let removed = 0;
+    for (const name of names) {
+      const p = path.join(this.tmpDir, name);
+      const stat = await fs.promises.stat(p).catch(() => null);
+      if (stat?.isFile() && Date.now() - stat.mtimeMs > maxAgeMs) {
+        await fs.promises.rm(p, { force: true });
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  async write(storageName: string, bytes: Buffer, contentType: string): Promise<void> {
+    await this.objects.put(this.keyOf(storageName), bytes, { contentType });
+  }
+
+  async removeTemp(storageName: string): Promise<void> {
+    await fs.promises.rm(this.tempPath(storageName), { force: true });
+  }
+
+  /** The temporary file and the stored object, whichever exist. */
   async remove(storageName: string): Promise<void> {
-    await fs.promises.rm(this.pathOf(storageName), { force: true });
+    await this.removeTemp(storageName);
+    await this.objects.delete(this.keyOf(storageName));
   }
 }
 

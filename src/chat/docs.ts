@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { HttpMethod, OperationDoc, ParamDoc, RouteRegistry } from '../http/routes';
+import { ACCEPT_RANGES, CONTENT_RANGE, RANGE_NOT_SATISFIABLE } from '../http/download';
 import { listQueryParams, LIST_HEADERS } from '../http/list';
 import * as S from './schemas';
 import { sessionListSpec } from './sessions';
@@ -170,9 +171,14 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     summary: 'Download an attachment (or its thumbnail)',
     description:
       "Only the attachment's session's customer and agents: a customer asking for another session's attachment gets the same 404 as for an id that does not exist. " +
-      'Sent with Content-Disposition: attachment and X-Content-Type-Options: nosniff.',
+      'Sent with Content-Disposition: attachment and X-Content-Type-Options: nosniff. ' +
+      'One byte range (`Range: bytes=a-b`, `bytes=a-`, `bytes=-n`) answers 206; several ranges or a malformed header get the whole file.',
     query: [{ name: 'variant', description: 'original (default) or thumbnail.', schema: { type: 'string', enum: ['original', 'thumbnail'] } }],
-    responses: { 200: { description: 'The file bytes, with the type found at upload.' } },
+    responses: {
+      200: { description: 'The file bytes, with the type found at upload.', headers: { 'Accept-Ranges': ACCEPT_RANGES } },
+      206: { description: 'The bytes of the range asked for.', headers: { 'Content-Range': CONTENT_RANGE, 'Accept-Ranges': ACCEPT_RANGES } },
+      416: RANGE_NOT_SATISFIABLE,
+    },
   });
   op('POST', '/chat/sessions/:session_id/context', 'session', {
     summary: 'Update the page context (the page the customer is on)',

@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { chatNamespace, type Config } from '../config';
 import type { Db } from '../db/knex';
@@ -6,12 +5,14 @@ import { refuseCrossSite } from '../http/cross-site';
 import { ApiError, invalidParams, notFoundHandler, notFoundItem } from '../http/errors';
 import { afterAuthentication, readBody } from '../http/input';
 import type { RateLimits } from '../http/limits';
+import { sendStoredFile } from '../http/download';
 import { parseListQuery, setPagingHeaders } from '../http/list';
 import type { Metrics } from '../http/metrics';
 import type { RouteRegistry } from '../http/routes';
 import { publicBase } from '../http/public-url';
 import { parseId } from '../http/resource';
 import { bodyObject, parseOrThrow } from '../http/validation';
+import type { ObjectStorage } from '../infra/object-storage';
 import { logger } from '../logger';
 import type { SettingsStore } from '../settings/store';
 import type { TemporalGateway } from '../temporal/gateway';
@@ -37,6 +38,8 @@ export interface ChatDeps {
   temporal: TemporalGateway;
   metrics: Metrics;
   limits: RateLimits;
+  /** Where attachments and thumbnails are stored (shared by every replica with the s3 driver). */
+  storage: ObjectStorage;
 }
 
 export interface ChatHandle {
@@ -104,7 +107,12 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
   const sessions = new SessionStore(db, config.CHAT_SESSION_TOKEN_TTL_SECONDS, config.CHAT_SESSION_TOKEN_MAX_AGE_SECONDS);
   const agents = new AgentStore(db);
   const canned = new CannedReplies(db);
-  const storage = new AttachmentStorage(config.DATA_DIR);
+  const storage = new AttachmentStorage(deps.storage, config.DATA_DIR);
+  // Uploads a killed process left half-received (a day is far longer than any upload takes).
+  void storage.sweepTemp(86_400_000).then(
+    (n) => n && logger.info({ removed: n }, 'stale chat upload files removed'),
+    (err) => logger.warn({ err }, 'sweeping stale chat upload files failed'),
+  );
   const uploads = new AttachmentUploads(db, storage, config);
   // Session creation by non-agents, per client address (req.ip: TRUST_PROXY decides whether
   // X-Forwarded-For counts), shared by every replica as the failed authentications.
@@ -309,26 +317,22 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
     const thumb = variant === 'thumbnail';
     const storageName: string | null = thumb ? att.thumbnail_storage_name : att.storage_name;
     if (!storageName) throw new ApiError(404, 'chat_attachment_no_thumbnail', 'This attachment has no thumbnail.');
-    let handle: fs.promises.FileHandle;
-    try {
-      handle = await fs.promises.open(storage.pathOf(storageName), 'r');
-    } catch {
-      throw new ApiError(404, 'chat_attachment_missing', 'The file of this attachment is missing.');
-    }
-    const stream = handle.createReadStream();
-    stream.on('error', (err) => {
-      req.log.warn({ err, attachment_id: id }, 'attachment read failed');
-      res.destroy(err);
-    });
     // fileName: rows stored before names took the detected type's extension are served with it too.
     const filename = thumb ? `thumbnail-${att.name.replace(/\.[^.]*$/, '')}.png` : fileName(att.name, att.mime_type);
     const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
-    res.setHeader('Content-Type', thumb ? 'image/png' : att.mime_type === 'text/plain' ? 'text/plain; charset=utf-8' : att.mime_type);
-    res.setHeader('Content-Disposition', `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`);
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
-    res.setHeader('Cache-Control', 'private, no-store');
-    stream.pipe(res);
+    const missing = () => new ApiError(404, 'chat_attachment_missing', 'The file of this attachment is missing.');
+    // Only names we generate map to a key: a tampered row reads as a missing file.
+    if (!AttachmentStorage.isName(storageName)) throw missing();
+    await sendStoredFile(req, res, storage.objects, storage.keyOf(storageName), {
+      headers: {
+        'Content-Type': thumb ? 'image/png' : att.mime_type === 'text/plain' ? 'text/plain; charset=utf-8' : att.mime_type,
+        'Content-Disposition': `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`,
+        'X-Content-Type-Options': 'nosniff',
+        'Content-Security-Policy': "default-src 'none'; sandbox",
+        'Cache-Control': 'private, no-store',
+      },
+      missing,
+    });
   });
 
   router.post('/chat/sessions/:session_id/context', async (req, res) => {

@@ -17,9 +17,10 @@ export interface UploadTarget {
 type QuotaScope = { kind: 'session'; sessionId: number } | { kind: 'address'; address: string };
 
 /**
- * An attachment upload from the request to its rows: quotas, the file streamed to disk, its type,
- * a thumbnail, then the attachment and its message in one transaction. Until that transaction has
- * committed, any failure removes every file written: no file without a row, no row without a file.
+ * An attachment upload from the request to its rows: quotas, the file streamed to a temporary
+ * file, its type, a thumbnail, both put in the object storage, then the attachment and its
+ * message in one transaction. Until that transaction has committed, any failure removes every
+ * object written: no file without a row, no row without a file.
  *
  * Quotas bind customers (agents and the API credentials are not limited): files and bytes per
  * session and per client address within a rolling window, counted from chat_attachments so that
@@ -63,12 +64,14 @@ export class AttachmentUploads {
         if (Object.keys(problems).length) throw invalidParams(problems);
       }
       const sniffed = await this.sized(file);
-      const thumb = await this.thumbnails.make(this.storage.pathOf(file.storageName), file.size, sniffed);
+      // Decoded from the temporary file in this process; then the file and its thumbnail go to the store.
+      const thumb = await this.thumbnails.make(this.storage.tempPath(file.storageName), file.size, sniffed);
+      await this.storage.store(file.storageName, sniffed.mime);
       let thumbName: string | null = null;
       if ('png' in thumb) {
         thumbName = AttachmentStorage.newName();
-        written.push(thumbName); // before the write: a partial file is removed too
-        await this.storage.write(thumbName, thumb.png);
+        written.push(thumbName); // before the write: a partial object is removed too
+        await this.storage.write(thumbName, thumb.png, 'image/png');
       } else if (thumb.skipped !== 'type') req.log.info({ reason: thumb.skipped, size: file.size, width: sniffed.width, height: sniffed.height }, 'attachment stored without a thumbnail');
       const name = fileName(file.name, sniffed.mime);
       return await this.db.transaction(async (trx) => {
@@ -96,13 +99,15 @@ export class AttachmentUploads {
     } catch (err) {
       await Promise.all(written.map((n) => this.storage.remove(n).catch((e) => req.log.warn({ err: e, storage_name: n }, 'attachment cleanup failed'))));
       throw err;
+    } finally {
+      await this.storage.removeTemp(file.storageName).catch((e) => req.log.warn({ err: e, storage_name: file.storageName }, 'temporary upload file not removed'));
     }
   }
 
   /** A JPEG whose size lies past the sniffed bytes gets it from the file's header; unreadable: 415. */
   private async sized(file: ReceivedFile): Promise<Sniffed> {
     if (file.sniffed.mime !== 'image/jpeg' || file.sniffed.width !== null) return file.sniffed;
-    const size = await imageSize(this.storage.pathOf(file.storageName));
+    const size = await imageSize(this.storage.tempPath(file.storageName));
     if (!size) throw typeNotAllowed();
     return { ...file.sniffed, ...size };
   }

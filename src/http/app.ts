@@ -29,6 +29,7 @@ import { buildOpenApiDocument } from '../openapi/document';
 import { indexEndpoints, routeIndex, type IndexEndpoint } from '../openapi/route-args';
 import { mountDocsPage } from '../openapi/docs-page';
 import { mountChat, type ChatHandle } from '../chat/routes';
+import { createObjectStorage, type ObjectStorage } from '../infra/object-storage';
 
 import { version as PACKAGE_VERSION } from '../../package.json';
 
@@ -38,12 +39,14 @@ export interface AppDeps {
   settings: SettingsStore;
   temporal: TemporalHandle | null;
   metrics: Metrics;
+  /** Shared file storage (chat attachments, language packs); built from the config when not given, and then closed by whoever closes the app (locals.storage). */
+  storage?: ObjectStorage;
   /** Sees every JSON response with its route pattern (the contract tests validate them). */
   observeResponse?: (r: { method: string; route: string | null; status: number; body: unknown; query: Record<string, unknown> }) => void;
 }
 
 export interface AppWithRegistry extends express.Express {
-  locals: express.Express['locals'] & { registry: RouteRegistry; chat: ChatHandle; temporal: TemporalGateway };
+  locals: express.Express['locals'] & { registry: RouteRegistry; chat: ChatHandle; temporal: TemporalGateway; storage: ObjectStorage };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -126,6 +129,8 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   // Every feature reaches Temporal through this one gateway (deadline, circuit, 503).
   const gateway = new TemporalGateway(deps.temporal, metrics, { callTimeoutMs: config.TEMPORAL_CALL_TIMEOUT_MS });
   app.locals.temporal = gateway;
+  const storage = deps.storage ?? createObjectStorage(config);
+  app.locals.storage = storage;
   // List cursors are signed with a key every replica reads from the database.
   const cursorSecret = new StoredSecret(db, 'list_cursor_secret');
   useCursorKey(db, () => cursorSecret.get());
@@ -285,7 +290,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   });
 
   // Language packs are public downloads (WordPress fetches them without credentials).
-  mountTranslationDownloads(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config });
+  mountTranslationDownloads(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config, storage });
 
   const authFailures = limits.perAddress({ name: 'auth_failures', limit: config.AUTH_FAILURE_LIMIT, windowSeconds: config.AUTH_FAILURE_WINDOW_SECONDS });
   wu.use(requireApiAuth(settings, authFailures));
@@ -315,7 +320,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   mountSites(wu, registry, WU_NAMESPACE, db, domains.checks);
   mountRegister(wu, registry, WU_NAMESPACE, { db, settings, temporal: gateway, metrics, config });
   mountTenants(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config });
-  mountTranslations(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config });
+  mountTranslations(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config, storage });
   wu.use(notFoundHandler);
 
   app.use(`${prefix}/${WU_NAMESPACE}`, wu);
@@ -340,7 +345,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   });
 
   // ---- {product}-support-tickets/v1: the support chat, with its own callers and CORS ------
-  app.locals.chat = mountChat(app, registry, { config, db, settings, temporal: gateway, metrics, limits });
+  app.locals.chat = mountChat(app, registry, { config, db, settings, temporal: gateway, metrics, limits, storage });
 
   mountDocsPage(app, `${prefix}/${WU_NAMESPACE}/openapi.json`);
 

@@ -1,7 +1,7 @@
-import fs from 'node:fs';
 import type { Db } from '../db/knex';
 import { ApiError } from '../http/errors';
-import { siteUploadsDir } from '../sites/store';
+import { copyPrefix, deletePrefix, type ObjectStorage } from '../infra/object-storage';
+import { siteUploadsPrefix } from '../sites/store';
 import type { ErrorBody } from './types';
 
 /** Options that are the new site's own (its name, addresses, template): never copied. */
@@ -25,7 +25,7 @@ interface Provisioned {
 export class SiteProvisioning {
   constructor(
     private readonly db: Db,
-    private readonly dataDir: string,
+    private readonly storage: ObjectStorage,
   ) {}
 
   private async target(registrationId: number) {
@@ -55,12 +55,12 @@ export class SiteProvisioning {
       const provisioned: Provisioned = { post_ids: postIds, option_names: optionNames };
       await trx('registrations').where({ id: registrationId }).update({ provisioned: JSON.stringify(provisioned), date_modified: trx.fn.now() });
     });
-    const from = siteUploadsDir(this.dataDir, t.templateId);
-    if (!fs.existsSync(from)) return;
     try {
-      await fs.promises.cp(from, siteUploadsDir(this.dataDir, t.siteId), { recursive: true, force: true });
+      await copyPrefix(this.storage, siteUploadsPrefix(t.templateId), siteUploadsPrefix(t.siteId));
     } catch (err) {
       // What is in the template's folder cannot be copied (a special file, permissions): trying again changes nothing.
+      // The s3 driver's failures are the store's (unreachable, throttled): retried as any infrastructure failure.
+      if (this.storage.driver !== 'local') throw err;
       const code = (err as { code?: string }).code ?? 'error';
       throw new ApiError(500, 'wu_rest_provisioning_failed', `The template's uploads could not be copied to site ${t.siteId} (${code}).`);
     }
@@ -79,7 +79,7 @@ export class SiteProvisioning {
       await trx('registrations').where({ id: registrationId }).update({ provisioned: null, date_modified: trx.fn.now() });
     });
     // The site is new and nothing else writes its uploads while this runs: whatever is there is the copy.
-    await fs.promises.rm(siteUploadsDir(this.dataDir, t.siteId), { recursive: true, force: true });
+    await deletePrefix(this.storage, siteUploadsPrefix(t.siteId));
   }
 
   /** The outcome, for operators (with the metric registrations_needing_attention and the failed workflow). */

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
 import { TableService, type Refs, type Row, type Trx } from '../db/table-service';
@@ -36,9 +35,12 @@ export const siteListSpec: ListSpec = {
   },
 };
 
-/** A site's uploads while it lives in the shared estate (an isolated tenant keeps them in its own root). */
-export function siteUploadsDir(dataDir: string, siteId: number): string {
-  return path.join(dataDir, 'uploads', 'sites', String(siteId));
+/**
+ * A site's uploads while it lives in the shared estate (an isolated tenant keeps them in its own
+ * root): the folder of the object storage (with the local driver, DATA_DIR/uploads/sites/<id>).
+ */
+export function siteUploadsPrefix(siteId: number): string {
+  return `uploads/sites/${siteId}/`;
 }
 
 const pick = (cols: Row, current: Row | undefined, key: string) => (key in cols ? cols[key] : current?.[key]);

@@ -3,6 +3,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, t
 import { createActivities } from '../../activities';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
+import { createObjectStorage, type ObjectStorage } from '../infra/object-storage';
 import { logger } from '../logger';
 
 export interface RunningWorker {
@@ -61,18 +62,27 @@ export function workerBounds(config: Pick<Config, 'WORKER_MAX_CACHED_WORKFLOWS' 
   };
 }
 
-export async function startWorker(opts: { address: string; namespace: string; taskQueue: string; db: Db; config: Config }): Promise<RunningWorker> {
+/**
+ * `storage`: the process's shared file storage; when not given, one is built from the config
+ * and closed when the worker stops.
+ */
+export async function startWorker(opts: { address: string; namespace: string; taskQueue: string; db: Db; config: Config; storage?: ObjectStorage }): Promise<RunningWorker> {
   installRuntime();
+  const storage = opts.storage ?? createObjectStorage(opts.config);
+  const own = !opts.storage;
   const connection = await NativeConnection.connect({ address: opts.address });
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     workflowBundle: await workflowBundle(),
-    activities: createActivities({ db: opts.db, config: opts.config }),
+    activities: createActivities({ db: opts.db, config: opts.config, storage }),
     ...workerBounds(opts.config),
   });
-  const done = worker.run().finally(() => connection.close());
+  const done = worker.run().finally(async () => {
+    await connection.close();
+    if (own) storage.close();
+  });
   logger.info({ taskQueue: opts.taskQueue, namespace: opts.namespace }, 'temporal worker running');
   return {
     worker,

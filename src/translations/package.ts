@@ -1,24 +1,23 @@
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import yazl from 'yazl';
+import type { ObjectStorage } from '../infra/object-storage';
 import { buildL10nPhp, buildMo, buildPo, buildScriptJson, type Entry, type PackMeta } from './gettext';
 
 export interface BuiltPackage {
-  /** Path relative to the packages folder: {type}/{slug}/{version}/{slug}-{locale}.zip */
+  /** Path relative to the packages folder: {type}/{slug}/{version}/{slug}-{locale}.zip (translation_jobs.package_path) */
   relativePath: string;
   size: number;
   sha256: string;
   files: string[];
 }
 
-/** The packages folder under DATA_DIR. */
-export function packagesDir(dataDir: string): string {
-  return path.join(dataDir, 'translations', 'packages');
+/** The object key of a package path: under translations/packages/ (with the local driver, DATA_DIR/translations/packages as before). */
+export function packageKey(relativePath: string): string {
+  return `translations/packages/${relativePath}`;
 }
 
 export function packageRelativePath(type: string, slug: string, version: string, locale: string): string {
-  return path.join(type, slug, version, `${slug}-${locale}.zip`);
+  return [type, slug, version, `${slug}-${locale}.zip`].join('/');
 }
 
 /** The files of a WordPress language pack, as the zip holds them (flat, as translate.wordpress.org ships them). */
@@ -45,11 +44,11 @@ function zip(files: { name: string; content: Buffer }[], mtime: Date): Promise<B
 }
 
 /**
- * Builds the zip and stores it (written to a temporary name, then renamed: a reader never sees
- * half a file, and rebuilding the same package replaces it atomically).
+ * Builds the zip and stores it (a reader never sees half a package, and rebuilding the same
+ * package replaces it whole: both storage drivers put objects atomically).
  */
 export async function buildPackage(
-  dataDir: string,
+  storage: ObjectStorage,
   type: string,
   entries: Entry[],
   meta: PackMeta,
@@ -57,10 +56,6 @@ export async function buildPackage(
   const files = languagePackFiles(entries, meta);
   const content = await zip(files, new Date(meta.revisionDate));
   const relativePath = packageRelativePath(type, meta.slug, meta.version, meta.locale);
-  const full = path.join(packagesDir(dataDir), relativePath);
-  await fs.promises.mkdir(path.dirname(full), { recursive: true });
-  const tmp = `${full}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
-  await fs.promises.writeFile(tmp, content);
-  await fs.promises.rename(tmp, full);
+  await storage.put(packageKey(relativePath), content, { contentType: 'application/zip' });
   return { relativePath, size: content.length, sha256: crypto.createHash('sha256').update(content).digest('hex'), files: files.map((f) => f.name) };
 }

@@ -1,9 +1,10 @@
-import fs from 'node:fs';
 import type { Request, Response, Router } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
+import { ACCEPT_RANGES, CONTENT_RANGE, RANGE_NOT_SATISFIABLE, sendStoredFile } from '../http/download';
 import { ApiError, invalidParams, noRoute, notFoundItem } from '../http/errors';
+import type { ObjectStorage } from '../infra/object-storage';
 import { applyFields, parseView, parseWithView } from '../http/fields';
 import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders, type ListQuery } from '../http/list';
 import { publicBase } from '../http/public-url';
@@ -33,6 +34,8 @@ export interface TranslationDeps {
   db: Db;
   temporal: TemporalGateway;
   config: Config;
+  /** Where the packs are (built by a worker, served by any API replica). */
+  storage: ObjectStorage;
 }
 
 const TAGS = ['translations'];
@@ -86,6 +89,8 @@ function actor(req: Request): string {
   return 'api';
 }
 
+const packageNotFound = () => new ApiError(404, 'wu_rest_translation_package_not_found', 'No ready language pack for this package, version and locale.');
+
 /**
  * The public download of a language pack. Public on purpose: WordPress downloads the
  * `package` URL of a translation update without credentials, the packs hold nothing secret
@@ -97,12 +102,15 @@ export function mountTranslationDownloads(router: Router, registry: RouteRegistr
   registry.operation(namespace, 'GET', '/translations/packages/:type/:slug/:version/:locale.zip', {
     summary: 'Download a ready language pack (zip of .po, .mo, .l10n.php and per-script .json)',
     description:
-      'The download_url of a ready package. Versioned: a new version of the plugin or theme gets new packs, old ones stay. Answers application/zip with an ETag (sha256 of the zip).',
+      'The download_url of a ready package. Versioned: a new version of the plugin or theme gets new packs, old ones stay. Answers application/zip with an ETag (sha256 of the zip). ' +
+      'One byte range (`Range: bytes=a-b`, `bytes=a-`, `bytes=-n`; with `If-Range`, only while the ETag matches) answers 206; several ranges or a malformed header get the whole file.',
     tags: TAGS,
     public: true,
     pathParams: PACKAGE_PARAMS,
     responses: {
-      200: { description: 'The zip (application/zip).', headers: { ETag: { description: 'sha256 of the zip', schema: { type: 'string' } } } },
+      200: { description: 'The zip (application/zip).', headers: { ETag: { description: 'sha256 of the zip', schema: { type: 'string' } }, 'Accept-Ranges': ACCEPT_RANGES } },
+      206: { description: 'The bytes of the range asked for (application/zip).', headers: { ETag: { description: 'sha256 of the zip', schema: { type: 'string' } }, 'Content-Range': CONTENT_RANGE, 'Accept-Ranges': ACCEPT_RANGES } },
+      416: RANGE_NOT_SATISFIABLE,
       400: { description: 'A path part is not a valid type, slug, version or locale (`wu_rest_invalid_parameter`).', schema: ERROR_REF },
       404: { description: 'No ready package there (`wu_rest_translation_package_not_found`).', schema: ERROR_REF },
     },
@@ -117,22 +125,17 @@ export function mountTranslationDownloads(router: Router, registry: RouteRegistr
     if (badLocale) params.locale = `locale ${badLocale}`;
     if (Object.keys(params).length) throw invalidParams(params);
     const found = await service.packageFile(p);
-    if (!found) throw new ApiError(404, 'wu_rest_translation_package_not_found', 'No ready language pack for this package, version and locale.');
+    if (!found) throw packageNotFound();
     const etag = `"${found.sha256}"`;
-    res.setHeader('ETag', etag);
-    res.setHeader('Cache-Control', 'public, max-age=300');
+    const caching = { ETag: etag, 'Cache-Control': 'public, max-age=300' };
     if (req.get('if-none-match') === etag) {
-      res.status(304).end();
+      res.set(caching).status(304).end();
       return;
     }
-    res.setHeader('Content-Type', 'application/zip');
-    res.setHeader('Content-Length', String(found.size));
-    res.setHeader('Content-Disposition', `attachment; filename="${p.slug}-${p.locale}.zip"`);
-    await new Promise<void>((resolve, reject) => {
-      const stream = fs.createReadStream(found.file);
-      stream.on('error', reject);
-      res.on('close', resolve);
-      stream.pipe(res);
+    await sendStoredFile(req, res, deps.storage, found.key, {
+      headers: { ...caching, 'Content-Type': 'application/zip', 'Content-Disposition': `attachment; filename="${p.slug}-${p.locale}.zip"` },
+      etag,
+      missing: packageNotFound,
     });
   });
 }

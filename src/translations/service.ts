@@ -1,5 +1,3 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
 import type { SignalDefinition } from '@temporalio/common';
 import type { Config } from '../config';
@@ -15,7 +13,7 @@ import type { TemporalGateway } from '../temporal/gateway';
 import { approveSignal, rejectSignal, translationPipeline } from '../../workflows/translationPipeline';
 import { assertParsable, GettextError } from './gettext';
 import { glotpressUrl, WORDPRESS_LOCALES } from './locales';
-import { packagesDir } from './package';
+import { packageKey } from './package';
 import { checkSchema, type CheckInput, type CreateProject, type UpdateProject } from './schema';
 import {
   FAILURE_KIND,
@@ -158,7 +156,7 @@ export class TranslationService {
   constructor(
     private readonly db: Db,
     private readonly temporal: TemporalGateway,
-    private readonly config: Pick<Config, 'TRANSLATION_GLOTPRESS_URL_TEMPLATE' | 'TRANSLATION_AI_MAX_TRIES' | 'DATA_DIR' | 'OUTBOUND_ALLOWED_HOSTS'>,
+    private readonly config: Pick<Config, 'TRANSLATION_GLOTPRESS_URL_TEMPLATE' | 'TRANSLATION_AI_MAX_TRIES' | 'OUTBOUND_ALLOWED_HOSTS'>,
   ) {
     this.outbound = new OutboundPolicy(config.OUTBOUND_ALLOWED_HOSTS);
   }
@@ -615,13 +613,11 @@ export class TranslationService {
 
   // ---- downloads ---------------------------------------------------------------------------
 
-  /** The stored zip of a ready package, or null. */
-  async packageFile(p: { type: string; slug: string; version: string; locale: string }): Promise<{ file: string; size: number; sha256: string } | null> {
+  /** The object key of a ready package's zip, or null. */
+  async packageFile(p: { type: string; slug: string; version: string; locale: string }): Promise<{ key: string; size: number; sha256: string } | null> {
     const row = await this.db('translation_jobs').where({ ...p, status: 'ready' }).whereNotNull('package_path').first('package_path', 'package_size', 'package_sha256');
     if (!row) return null;
-    const file = path.join(packagesDir(this.config.DATA_DIR), row.package_path);
-    if (!fs.existsSync(file)) return null;
-    return { file, size: Number(row.package_size), sha256: row.package_sha256 };
+    return { key: packageKey(row.package_path), size: Number(row.package_size), sha256: row.package_sha256 };
   }
 }
 
