@@ -31,6 +31,7 @@ const DEFAULT_TESTS = [
   'test/tenants-crash.test.ts',
   'test/translations-pipeline.test.ts',
   'test/translations-crash.test.ts',
+  'test/translations-bounded.test.ts',
   'test/domain-check.test.ts',
   'test/chat-realtime.test.ts',
 ];
