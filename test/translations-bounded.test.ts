@@ -117,6 +117,8 @@ describe('translation pipeline histories stay bounded (continue-as-new)', () => 
     const input = JSON.parse(Buffer.from(carried.input!.payloads![0].data!).toString('utf8'));
     expect(input).toEqual({ jobId, slug: 'tbound-plugin', type: 'plugin', version: '1.0', locale: 'nl_NL', aiMaxTries: 3, approvalTimeoutSeconds: 30 * 86_400, batchesPerRun: PER_RUN, fromStep: 'processing' });
     expect(decodedJson(runs)).not.toContain(KEY);
+    // Operators see the same memo on the last run as on the first.
+    expect((await ctx.temporal.client.workflow.getHandle(ready.workflow_id).describe()).memo).toMatchObject({ job_id: jobId, slug: 'tbound-plugin', locale: 'nl_NL' });
     for (const events of runs) expect(patchMarkers(events)).toContain(PATCHES.continueAsNew);
   }, 180_000);
 });

@@ -3,7 +3,7 @@ import {
   ApplicationFailure,
   condition,
   ContinueAsNew,
-  continueAsNew,
+  makeContinueAsNewFunc,
   defineSignal,
   patched,
   proxyActivities,
@@ -124,8 +124,9 @@ export async function translationPipeline(input: PipelineInput): Promise<Pipelin
       const perRun = input.batchesPerRun ?? DEFAULT_BATCHES_PER_RUN;
       for (let done = 0; start.provider && remaining > 0; done++) {
         if (bounded && (done >= perRun || workflowInfo().continueAsNewSuggested)) {
-          // Only what the next run needs: the job (the row holds strings and counts) and the step.
-          await continueAsNew<typeof translationPipeline>({ ...input, fromStep: 'processing' });
+          // Only what the next run needs: the job (the row holds strings and counts) and the step;
+          // the memo (job, package) stays for operators.
+          await makeContinueAsNewFunc<typeof translationPipeline>({ memo: workflowInfo().memo })({ ...input, fromStep: 'processing' });
         }
         remaining = (await batches.translationBatch(jobId)).remaining;
       }

@@ -257,6 +257,7 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
       'download_url only when ready; Retry-After while importing, pending_approval, processing or packaging. ' +
       'A ready pack translates at least one string (translated_strings of total_strings; the rest fall back to English): a package with no translation at all ' +
       '(no human translation and no AI provider) is failed at importing with a failure_reason saying so, never ready. ' +
+      'expired when nobody approved it within TRANSLATION_APPROVAL_TIMEOUT_DAYS (failure_step pending_approval, failure_reason saying so; POST .../retry waits again). ' +
       'locale must be a known WordPress locale (400 naming it otherwise, and nothing is created).',
     tags: TAGS,
     query: checkParams,
