@@ -130,7 +130,7 @@ export const statusSchema = z
       .int()
       .describe('Strings the pack translates (total_strings - remaining_strings). A pack with none is never ready: its job fails at import, saying why.'),
     download_url: z.url().optional().describe('Only when ready.'),
-    retry_after: z.int().optional().describe('Suggested seconds before polling again (while not ready and not failed).'),
+    retry_after: z.int().optional().describe('Suggested seconds before polling again (while not ready, failed or expired).'),
     failure_step: z.enum(PIPELINE_STEPS).optional().describe('When failed or expired: the step it stopped in.'),
     failure_reason: z.string().optional().describe('When failed or expired: why.'),
     job_id: z.int().optional(),
