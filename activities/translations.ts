@@ -100,6 +100,13 @@ function gettextOrFail<T>(parse: () => T, fetched?: string): T {
   }
 }
 
+/** A wait as people say it: "30 days", "12 hours", "6 seconds". */
+function waitLabel(seconds: number): string {
+  const [n, unit] = seconds >= 86_400 ? [seconds / 86_400, 'day'] : seconds >= 3600 ? [seconds / 3600, 'hour'] : [seconds, 'second'];
+  const rounded = Math.round(n * 10) / 10;
+  return `${rounded} ${unit}${rounded === 1 ? '' : 's'}`;
+}
+
 export function providerConfigured(config: TranslationActivityDeps['config']): boolean {
   return Boolean(config.TRANSLATION_AI_BASE_URL && config.TRANSLATION_AI_MODEL);
 }
@@ -281,6 +288,33 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
         package_files: JSON.stringify(built.files),
       });
       return { path: built.relativePath, size: built.size };
+    },
+
+    /**
+     * expired: nobody approved within the timeout. Decided under the row's lock, so an approve
+     * or reject the API recorded first wins (the workflow then goes on, or ends rejected).
+     * Run again after it committed, it reads what it wrote.
+     */
+    async translationExpire(jobId: number, timeoutSeconds: number): Promise<{ state: 'expired' | 'approved' | 'rejected'; reason: string }> {
+      return db.transaction(async (trx) => {
+        const row = await trx('translation_jobs').where({ id: jobId }).forUpdate().first('status', 'approved_at', 'rejection_reason', 'failure_reason');
+        if (!row) throw ApplicationFailure.nonRetryable(`Translation job ${jobId} no longer exists.`, TRANSLATION_REJECTED_INPUT);
+        if (row.status === 'expired') return { state: 'expired', reason: row.failure_reason ?? '' };
+        if (row.approved_at) return { state: 'approved', reason: '' };
+        if (row.status === 'failed') return { state: 'rejected', reason: row.rejection_reason ?? row.failure_reason ?? '' };
+        const reason = `Not approved within ${waitLabel(timeoutSeconds)} (TRANSLATION_APPROVAL_TIMEOUT_DAYS): the wait for approval ended. POST /translations/jobs/${jobId}/retry waits for approval again.`;
+        await trx('translation_jobs')
+          .where({ id: jobId })
+          .update({
+            status: 'expired',
+            failure_step: 'pending_approval',
+            failure_reason: reason,
+            status_changed_at: trx.fn.now(),
+            date_modified: trx.fn.now(),
+            logs: trx.raw('logs || ?::jsonb', [logLine('pending_approval', reason, 'warn')]),
+          });
+        return { state: 'expired', reason };
+      });
     },
 
     /** failed: the step and the reason stay on the job, with a log line. */

@@ -14,6 +14,7 @@ import * as m20261128000010 from './20261128000010_registration_request';
 import * as m20261129000001 from './20261129000001_list_scale';
 import * as m20261129000010 from './20261129000010_chat_session_email_filter';
 import * as m20261130000030 from './20261130000030_rate_limits';
+import * as m20261201000010 from './20261201000010_translation_expired';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -35,6 +36,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261129000001_list_scale': m20261129000001,
   '20261129000010_chat_session_email_filter': m20261129000010,
   '20261130000030_rate_limits': m20261130000030,
+  '20261201000010_translation_expired': m20261201000010,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

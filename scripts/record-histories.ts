@@ -8,7 +8,8 @@
  * - each close status (Completed, Failed, Terminated, …) and still Running (e.g. a translation
  *   job parked at approval);
  * - one that received a signal;
- * - one where an activity ran again (a worker killed mid-activity, or an attempt that failed).
+ * - one where an activity ran again (a worker killed mid-activity, or an attempt that failed);
+ * - one where a durable timer fired (a wait that timed out).
  * Files are named <workflow type>-<what>.json: the history as historyToJSON writes it (the
  * format of `temporal workflow show --output json`), plus the run's `workflowId` (replay gives
  * the workflow the id it ran under). Re-running overwrites those names;
@@ -31,6 +32,7 @@ const DEFAULT_TESTS = [
   'test/tenants-crash.test.ts',
   'test/translations-pipeline.test.ts',
   'test/translations-crash.test.ts',
+  'test/translations-bounded.test.ts',
   'test/domain-check.test.ts',
   'test/chat-realtime.test.ts',
 ];
@@ -43,6 +45,8 @@ function traits(history: temporal.api.history.v1.IHistory): string[] {
   const out: string[] = [];
   if (events.some((e) => e.eventType === t.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)) out.push('signaled');
   if (events.some((e) => e.eventType === t.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT)) out.push('activity-timed-out');
+  // A durable wait that ran out (e.g. a translation job nobody approved in time).
+  if (events.some((e) => e.eventType === t.EVENT_TYPE_TIMER_FIRED)) out.push('timer-fired');
   // A later attempt of an activity: its worker was killed (heartbeat timeout) or it failed and was retried.
   if (events.some((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1)) out.push('activity-retried');
   if (events.some((e) => e.eventType === t.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED)) out.push('updated');

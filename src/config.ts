@@ -152,6 +152,11 @@ const schema = z.object({
   TRANSLATION_AI_MAX_TRIES: z.coerce.number().int().min(1).max(10).default(3),
   TRANSLATION_AI_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(120),
   TRANSLATION_FETCH_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
+  // How long a job waits for approval before it is `expired` (fractions allowed: 0.5 is 12 hours).
+  TRANSLATION_APPROVAL_TIMEOUT_DAYS: z.coerce.number().positive().max(365).default(30),
+  // AI batches per workflow run before it continues as new: about 6 history events each, and the
+  // server terminates a run past 51,200 (README "Shipping a workflow change").
+  TRANSLATION_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(5000).default(500),
 
   /**
    * Where server-side fetches (pot_url, GlotPress, the AI provider) may go although the address

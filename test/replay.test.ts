@@ -10,6 +10,7 @@ import { Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { workflowBundle } from '../src/temporal/worker';
 import * as workflows from '../workflows';
+import { PATCHES } from '../workflows/translationPipeline';
 
 const DIR = path.join(__dirname, 'histories');
 const files = fs.existsSync(DIR) ? fs.readdirSync(DIR).filter((f) => f.endsWith('.json')).sort() : [];
@@ -19,11 +20,25 @@ function load(file: string) {
   return { workflowId, history: historyFromJSON(json) };
 }
 
+/** The payloads of a history's markers (a patch marker holds its id), as text. */
+function patchesOf(history: ReturnType<typeof load>['history']): string[] {
+  return (history.events ?? []).flatMap((e) =>
+    Object.values(e.markerRecordedEventAttributes?.details ?? {}).flatMap((p) => (p.payloads ?? []).map((x) => Buffer.from(x.data ?? []).toString('utf8'))),
+  );
+}
+
 describe('replay of recorded workflow histories', () => {
   test('every workflow type has recorded histories, completed runs among them', () => {
     const types = Object.keys(workflows).filter((t) => !t.startsWith('bench'));
     for (const type of types) expect({ type, recorded: files.some((f) => f.startsWith(`${type}-`)) }).toEqual({ type, recorded: true });
     for (const type of types) expect({ type, completed: files.includes(`${type}-completed.json`) }).toEqual({ type, completed: true });
+  });
+
+  test.each(Object.values(PATCHES))('patch %s: runs from before it (no marker) and after it (its marker) are both replayed', (patch) => {
+    const marked = files
+      .filter((f) => f.startsWith('translationPipeline-'))
+      .map((f) => patchesOf(load(f).history).some((data) => data.includes(`"${patch}"`)));
+    expect({ patch, withMarker: marked.filter(Boolean).length > 0, without: marked.filter((m) => !m).length > 0 }).toEqual({ patch, withMarker: true, without: true });
   });
 
   test.each(files)('%s replays deterministically', async (file) => {

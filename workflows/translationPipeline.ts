@@ -1,4 +1,15 @@
-import { ActivityFailure, ApplicationFailure, condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  ContinueAsNew,
+  defineSignal,
+  makeContinueAsNewFunc,
+  patched,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { TranslationActivities } from '../activities/translations';
 import type { PipelineInput, PipelineResult, PipelineStep } from '../src/translations/types';
 
@@ -9,6 +20,21 @@ export const approveSignal = defineSignal<[{ by?: string }]>('translationApprove
 export const rejectSignal = defineSignal<[{ reason: string; by?: string }]>('translationReject');
 
 const STEPS: PipelineStep[] = ['importing', 'pending_approval', 'processing', 'packaging'];
+
+/**
+ * Changes shipped through patched() (README "Shipping a workflow change"): runs started by older
+ * code replay without them. Once no such run is left, each becomes deprecatePatch(), then goes.
+ */
+export const PATCHES = {
+  /** The approval wait ends after input.approvalTimeoutSeconds: the job is `expired`. */
+  approvalTimeout: 'translation-approval-timeout',
+  /** Processing continues as new every input.batchesPerRun batches, or when the server suggests it. */
+  continueAsNew: 'translation-continue-as-new',
+} as const;
+
+/** For inputs of runs started before these fields existed (TRANSLATION_APPROVAL_TIMEOUT_DAYS, TRANSLATION_BATCHES_PER_RUN). */
+const DEFAULT_APPROVAL_TIMEOUT_SECONDS = 30 * 86_400;
+const DEFAULT_BATCHES_PER_RUN = 500;
 
 // Database steps: infrastructure trouble is retried; input problems are non-retryable.
 const steps = proxyActivities<TranslationActivities>({
@@ -33,8 +59,10 @@ function reasonOf(err: unknown, step: PipelineStep, aiMaxTries: number): string 
 
 /**
  * importing -> pending_approval -> processing -> packaging -> ready, or failed (with the step
- * and the reason on the job). A retry starts a new run from the failed step. The job row is
- * the source of truth the API reads; the activities write it.
+ * and the reason on the job), or expired (nobody approved in time). A retry starts a new run
+ * from the failed step. The job row is the source of truth the API reads; the activities write
+ * it. Processing continues as new (same workflow id, fromStep 'processing') so that no run's
+ * history grows with the number of batches.
  */
 export async function translationPipeline(input: PipelineInput): Promise<PipelineResult> {
   const { jobId } = input;
@@ -69,7 +97,19 @@ export async function translationPipeline(input: PipelineInput): Promise<Pipelin
         const state = await steps.translationAwaitApproval(jobId);
         if (state.approved) approved = true;
       }
-      await condition(() => approved || rejected !== null);
+      if (patched(PATCHES.approvalTimeout)) {
+        const timeoutSeconds = input.approvalTimeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS;
+        if (!(await condition(() => approved || rejected !== null, timeoutSeconds * 1000))) {
+          // The activity decides under the row's lock: an approve (or reject) the API recorded
+          // just before the timer fired wins over the timeout.
+          const outcome = await record.translationExpire(jobId, timeoutSeconds);
+          if (outcome.state === 'expired') return { status: 'expired', step, reason: outcome.reason };
+          if (outcome.state === 'approved') approved = true;
+          else rejected ??= outcome.reason;
+        }
+      } else {
+        await condition(() => approved || rejected !== null);
+      }
       if (!approved) {
         const reason = `Rejected by an administrator: ${rejected}`;
         await record.translationFail(jobId, 'pending_approval', reason);
@@ -80,7 +120,14 @@ export async function translationPipeline(input: PipelineInput): Promise<Pipelin
       step = 'processing';
       const start = await steps.translationStartProcessing(jobId);
       let remaining = start.remaining;
-      while (start.provider && remaining > 0) {
+      const bounded = patched(PATCHES.continueAsNew);
+      const perRun = input.batchesPerRun ?? DEFAULT_BATCHES_PER_RUN;
+      for (let done = 0; start.provider && remaining > 0; done++) {
+        if (bounded && (done >= perRun || workflowInfo().continueAsNewSuggested)) {
+          // Only what the next run needs: the job (the row holds strings and counts) and the step;
+          // the memo (job, package) stays for operators.
+          await makeContinueAsNewFunc<typeof translationPipeline>({ memo: workflowInfo().memo })({ ...input, fromStep: 'processing' });
+        }
         remaining = (await batches.translationBatch(jobId)).remaining;
       }
     }
@@ -88,6 +135,7 @@ export async function translationPipeline(input: PipelineInput): Promise<Pipelin
     await steps.translationPackage(jobId);
     return { status: 'ready' };
   } catch (err) {
+    if (err instanceof ContinueAsNew) throw err;
     const reason = reasonOf(err, step, input.aiMaxTries);
     await record.translationFail(jobId, step, reason);
     return { status: 'failed', step, reason };

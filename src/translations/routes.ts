@@ -260,6 +260,7 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
       'download_url only when ready; Retry-After while importing, pending_approval, processing or packaging. ' +
       'A ready pack translates at least one string (translated_strings of total_strings; the rest fall back to English): a package with no translation at all ' +
       '(no human translation and no AI provider) is failed at importing with a failure_reason saying so, never ready. ' +
+      'expired when nobody approved it within TRANSLATION_APPROVAL_TIMEOUT_DAYS (failure_step pending_approval, failure_reason saying so; POST .../retry waits again). ' +
       'locale must be a known WordPress locale (400 naming it otherwise, and nothing is created).',
     tags: TAGS,
     query: checkParams,
@@ -342,20 +343,21 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
   });
   registry.operation(namespace, 'POST', '/translations/jobs/:id/approve', {
     summary: 'Approve a job waiting in pending_approval (approving it again changes nothing)',
-    description: 'Other states: 409 wu_rest_translation_job_not_pending.',
+    description:
+      'An expired job (nobody approved it within TRANSLATION_APPROVAL_TIMEOUT_DAYS): 409 wu_rest_translation_job_expired; POST .../retry makes it wait for approval again. Other states: 409 wu_rest_translation_job_not_pending.',
     tags: TAGS,
     body: z.strictObject({}),
     responses: { 200: { description: 'The job.', schema: refs.job } },
   });
   registry.operation(namespace, 'POST', '/translations/jobs/:id/reject', {
     summary: 'Reject a job waiting in pending_approval: it ends failed with the reason',
-    description: 'Other states: 409 wu_rest_translation_job_not_pending.',
+    description: 'An expired job: 409 wu_rest_translation_job_expired. Other states: 409 wu_rest_translation_job_not_pending.',
     tags: TAGS,
     body: rejectSchema,
     responses: { 200: { description: 'The job, failed.', schema: refs.job } },
   });
   registry.operation(namespace, 'POST', '/translations/jobs/:id/retry', {
-    summary: 'Retry a failed job from the step it failed in',
+    summary: 'Retry a failed job from the step it failed in (an expired one waits for approval again)',
     description: 'A job in progress whose workflow no longer runs (terminated) is restarted from its current step. Other states: 409 wu_rest_translation_job_not_failed.',
     tags: TAGS,
     body: z.strictObject({}),

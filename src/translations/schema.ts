@@ -130,9 +130,9 @@ export const statusSchema = z
       .int()
       .describe('Strings the pack translates (total_strings - remaining_strings). A pack with none is never ready: its job fails at import, saying why.'),
     download_url: z.url().optional().describe('Only when ready.'),
-    retry_after: z.int().optional().describe('Suggested seconds before polling again (while not ready and not failed).'),
-    failure_step: z.enum(PIPELINE_STEPS).optional(),
-    failure_reason: z.string().optional(),
+    retry_after: z.int().optional().describe('Suggested seconds before polling again (while not ready, failed or expired).'),
+    failure_step: z.enum(PIPELINE_STEPS).optional().describe('When failed or expired: the step it stopped in.'),
+    failure_reason: z.string().optional().describe('When failed or expired: why.'),
     job_id: z.int().optional(),
   })
   .strict();
@@ -183,7 +183,7 @@ export const jobRecordSchema = z
     batches_done: z.int(),
     workflow_id: z.string(),
     failure_step: z.enum(PIPELINE_STEPS).nullable(),
-    failure_kind: z.string().nullable().describe('validation, rejected, translation or packaging.'),
+    failure_kind: z.string().nullable().describe('validation, rejected, translation or packaging when failed; expired when nobody approved it in time.'),
     failure_reason: z.string().nullable(),
     rejection_reason: z.string().nullable(),
     approved_at: z.string().nullable(),

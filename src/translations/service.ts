@@ -156,7 +156,10 @@ export class TranslationService {
   constructor(
     private readonly db: Db,
     private readonly temporal: TemporalGateway,
-    private readonly config: Pick<Config, 'TRANSLATION_GLOTPRESS_URL_TEMPLATE' | 'TRANSLATION_AI_MAX_TRIES' | 'OUTBOUND_ALLOWED_HOSTS'>,
+    private readonly config: Pick<
+      Config,
+      'TRANSLATION_GLOTPRESS_URL_TEMPLATE' | 'TRANSLATION_AI_MAX_TRIES' | 'TRANSLATION_APPROVAL_TIMEOUT_DAYS' | 'TRANSLATION_BATCHES_PER_RUN' | 'OUTBOUND_ALLOWED_HOSTS'
+    >,
   ) {
     this.outbound = new OutboundPolicy(config.OUTBOUND_ALLOWED_HOSTS);
   }
@@ -328,7 +331,7 @@ export class TranslationService {
       job_id: Number(row.job_id),
     };
     if (status === 'ready') s.download_url = TranslationService.downloadUrl(base, { ...it, version: row.version! });
-    else if (status === 'failed') {
+    else if (status === 'failed' || status === 'expired') {
       if (row.failure_step) s.failure_step = row.failure_step;
       if (row.failure_reason) s.failure_reason = row.failure_reason;
     } else s.retry_after = retryAfterSeconds(status, new Date(row.status_changed_at ?? Date.now()));
@@ -395,7 +398,17 @@ export class TranslationService {
     conflictPolicy: WorkflowIdConflictPolicy,
   ): Promise<string> {
     const workflowId = pipelineWorkflowId(j.slug, j.type, j.version, j.locale);
-    const input: PipelineInput = { jobId, slug: j.slug, type: j.type as PipelineInput['type'], version: j.version, locale: j.locale, aiMaxTries: this.config.TRANSLATION_AI_MAX_TRIES, ...(fromStep ? { fromStep } : {}) };
+    const input: PipelineInput = {
+      jobId,
+      slug: j.slug,
+      type: j.type as PipelineInput['type'],
+      version: j.version,
+      locale: j.locale,
+      aiMaxTries: this.config.TRANSLATION_AI_MAX_TRIES,
+      approvalTimeoutSeconds: Math.max(1, Math.round(this.config.TRANSLATION_APPROVAL_TIMEOUT_DAYS * 86_400)),
+      batchesPerRun: this.config.TRANSLATION_BATCHES_PER_RUN,
+      ...(fromStep ? { fromStep } : {}),
+    };
     await this.temporal.start(
       translationPipeline,
       {
@@ -433,7 +446,7 @@ export class TranslationService {
       batches_done: row.batches_done,
       workflow_id: row.workflow_id,
       failure_step: step,
-      failure_kind: row.status === 'failed' && step ? FAILURE_KIND[step] : null,
+      failure_kind: row.status === 'expired' ? 'expired' : row.status === 'failed' && step ? FAILURE_KIND[step] : null,
       failure_reason: row.failure_reason,
       rejection_reason: row.rejection_reason,
       approved_at: isoDate(row.approved_at),
@@ -465,6 +478,13 @@ export class TranslationService {
   }
 
   private notPending(status: string, action: string): ApiError {
+    if (status === 'expired') {
+      return conflict(
+        'wu_rest_translation_job_expired',
+        `This job waited for approval longer than TRANSLATION_APPROVAL_TIMEOUT_DAYS and expired, so it can no longer be ${action}; POST .../retry makes it wait for approval again.`,
+        { job_status: status },
+      );
+    }
     return conflict('wu_rest_translation_job_not_pending', `Only a job waiting for approval (pending_approval) can be ${action}; this one is ${status}.`, { job_status: status });
   }
 
@@ -567,7 +587,7 @@ export class TranslationService {
   }
 
   /**
-   * Starts a failed job again from the step it failed in. A job shown in progress whose
+   * Starts a failed job again from the step it failed in (an expired one: waiting for approval). A job shown in progress whose
    * workflow no longer runs (terminated by an operator, history lost) is restarted from its
    * current step the same way; one whose workflow runs is refused.
    */
@@ -575,9 +595,9 @@ export class TranslationService {
     const job = await this.requireJob(id);
     let from: PipelineStep;
     let note: string;
-    if (job.status === 'failed') {
+    if (job.status === 'failed' || job.status === 'expired') {
       from = job.failure_step ?? 'importing';
-      note = `Retry from ${from}.`;
+      note = job.status === 'expired' ? 'Retry of an expired job: waiting for approval again.' : `Retry from ${from}.`;
     } else if (IN_FLIGHT.includes(job.status)) {
       const state = await this.workflowRunning(job.workflow_id);
       if (state === 'RUNNING') {
@@ -606,7 +626,7 @@ export class TranslationService {
     } catch (err) {
       await this.db('translation_jobs')
         .where({ id })
-        .update({ status: job.status, failure_step: job.failure_step, failure_reason: job.status === 'failed' ? 'Retry could not be started: the workflow service is unreachable.' : null });
+        .update({ status: job.status, failure_step: job.failure_step, failure_reason: job.status === 'failed' || job.status === 'expired' ? 'Retry could not be started: the workflow service is unreachable.' : null });
       throw err;
     }
   }
