@@ -20,7 +20,10 @@ export interface Child {
   pid: number;
   /** Full GC through the inspector, then process.memoryUsage() of the child. */
   gc(): Promise<NodeJS.MemoryUsage>;
-  /** A V8 CPU profile of the child while `run` runs, written to .tmp/profiles/<name>.cpuprofile. */
+  /**
+   * A V8 profile of the child while `run` runs: CPU (.tmp/profiles/<name>.cpuprofile), or with
+   * BENCH_PROFILE=alloc the sampled allocations (<name>.heapprofile: what makes the garbage).
+   */
   profiled<T>(name: string, run: () => Promise<T>): Promise<T>;
   stop(): Promise<void>;
 }
@@ -89,16 +92,20 @@ export async function startNode(script: string, flags: string[], env: Record<str
       return JSON.parse(r.result.value);
     },
     async profiled(name, run) {
-      await call('Profiler.enable');
-      await call('Profiler.start');
+      const alloc = process.env.BENCH_PROFILE === 'alloc';
+      if (alloc) await call('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      else {
+        await call('Profiler.enable');
+        await call('Profiler.start');
+      }
       try {
         return await run();
       } finally {
-        const { profile } = await call('Profiler.stop');
+        const { profile } = alloc ? await call('HeapProfiler.stopSampling') : await call('Profiler.stop');
         fs.mkdirSync(PROFILES, { recursive: true });
-        const file = path.join(PROFILES, `${name.replace(/[^\w.-]+/g, '_')}.cpuprofile`);
+        const file = path.join(PROFILES, `${name.replace(/[^\w.-]+/g, '_')}.${alloc ? 'heapprofile' : 'cpuprofile'}`);
         fs.writeFileSync(file, JSON.stringify(profile));
-        log(`CPU profile of pid ${proc.pid}: ${path.relative(ROOT, file)}`);
+        log(`${alloc ? 'allocation' : 'CPU'} profile of pid ${proc.pid}: ${path.relative(ROOT, file)}`);
       }
     },
     async stop() {

@@ -11,7 +11,7 @@ import { mountPayments } from '../payments/routes';
 import { mountRegister } from '../register/routes';
 import { mountTenants } from '../tenants/routes';
 import { mountTranslationDownloads, mountTranslations } from '../translations/routes';
-import { logger, type Logger } from '../logger';
+import { accessLogger, logger, type Logger } from '../logger';
 import { mountSettings } from '../settings/routes';
 import { StoredSecret, type SettingsStore } from '../settings/store';
 import type { TemporalHandle } from '../temporal/client';
@@ -97,8 +97,8 @@ function requestStart(metrics: Metrics) {
       metrics.record(req, res, start);
       if (!accessLog) return;
       // The path only: query strings may carry credentials.
-      req.log.info(
-        { method: req.method, path: req.originalUrl.split('?')[0], status: res.statusCode, duration_ms: Number(process.hrtime.bigint() - start) / 1e6 },
+      accessLogger.info(
+        { request_id: requestId, method: req.method, path: req.originalUrl.split('?')[0], status: res.statusCode, duration_ms: Number(process.hrtime.bigint() - start) / 1e6 },
         'request',
       );
     });
