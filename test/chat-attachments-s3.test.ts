@@ -4,11 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
-import request from 'supertest';
-import { createApp, type AppWithRegistry } from '../src/http/app';
 import type { S3ObjectStorage } from '../src/infra/object-storage';
 import { bearer, CHAT, expectError, makeAgent, makeSession } from './chat-helpers';
-import { createTestContext, type TestContext } from './helpers';
+import { createReplica, createTestContext, type TestContext } from './helpers';
 import { startMoto, type MotoServer } from './moto-server';
 
 /**
@@ -139,33 +137,24 @@ describe('support chat: attachments in S3 (moto on loopback)', () => {
 
   test('two API replicas, each with its own DATA_DIR, one bucket: uploaded through one, downloaded through the other', async () => {
     const otherDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hostflow-chat-s3-b-'));
-    const other: AppWithRegistry = createApp({
-      config: { ...ctx.config, DATA_DIR: otherDir },
-      db: ctx.db,
-      settings: ctx.settings,
-      temporal: ctx.temporal,
-      metrics: ctx.metrics,
-      observeResponse: (r) => ctx.contract.check(r),
-    });
+    const other = await createReplica(ctx, { DATA_DIR: otherDir });
     try {
       const s = await makeSession(ctx);
       const bytes = crypto.randomBytes(64 * 1024);
       // Bytes that are not text nor an allowed image: a PDF header followed by random bytes.
       const pdf = Buffer.concat([Buffer.from('%PDF-1.7\n'), bytes]);
-      const up = await request(other).post(`${CHAT}/chat/sessions/${s.id}/attachments`).set(bearer(s.token)).attach('file', pdf, { filename: 'invoice.pdf' });
+      const up = await other.http.post(`${CHAT}/chat/sessions/${s.id}/attachments`).set(bearer(s.token)).attach('file', pdf, { filename: 'invoice.pdf' });
       expect(up.status).toBe(201);
       expect(localFiles(otherDir)).toEqual([]);
       const dl = await ctx.http.get(up.body.attachment.download_url).set(bearer(agent.token)).buffer(true).parse(binary);
       expect(dl.status).toBe(200);
       expect(dl.headers['content-type']).toBe('application/pdf');
       expect(Buffer.compare(dl.body, pdf)).toBe(0);
-      const part = await request(other).get(up.body.attachment.download_url).set(bearer(s.token)).set('Range', 'bytes=9-40').buffer(true).parse(binary);
+      const part = await other.http.get(up.body.attachment.download_url).set(bearer(s.token)).set('Range', 'bytes=9-40').buffer(true).parse(binary);
       expect(part.status).toBe(206);
       expect(Buffer.compare(part.body, pdf.subarray(9, 41))).toBe(0);
     } finally {
-      await other.locals.chat.close();
-      other.locals.storage.close();
-      other.locals.temporal.close();
+      await other.close();
       fs.rmSync(otherDir, { recursive: true, force: true });
     }
   });

@@ -118,13 +118,14 @@ export interface Replica {
 /**
  * A second API replica on the context's database, as another process would be: its own app,
  * pool, settings cache, limiters and listening server, the same configuration (and Temporal
- * connection). Close it before the context (whose close drops the database).
+ * connection), with `config` changed where given (e.g. a DATA_DIR of its own). Close it before
+ * the context (whose close drops the database).
  */
-export async function createReplica(ctx: TestContext): Promise<Replica> {
+export async function createReplica(ctx: TestContext, config: Partial<Config> = {}): Promise<Replica> {
   const db = createDb(ctx.dbUrl, 5);
   const settings = new SettingsStore(db);
   const metrics = new Metrics(db);
-  const app = createApp({ config: ctx.config, db, settings, temporal: ctx.temporal, metrics, observeResponse: (r) => ctx.contract.check(r) });
+  const app = createApp({ config: { ...ctx.config, ...config }, db, settings, temporal: ctx.temporal, metrics, observeResponse: (r) => ctx.contract.check(r) });
   const served = await serve(app);
   return {
     app,

@@ -4,11 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import gettextParser from 'gettext-parser';
-import request from 'supertest';
-import { createApp, type AppWithRegistry } from '../src/http/app';
 import type { S3ObjectStorage } from '../src/infra/object-storage';
 import type { RunningWorker } from '../src/temporal/worker';
-import { BASE, createTestContext, startTestWorker, type TestContext } from './helpers';
+import { BASE, createReplica, createTestContext, startTestWorker, type TestContext } from './helpers';
 import { startMoto, type MotoServer } from './moto-server';
 import { binaryParser, status, unzip, waitForJob } from './translation-helpers';
 import { GERMAN_PO, samplePot } from './translation-servers';
@@ -107,22 +105,13 @@ describe('translations: language packs in S3 (moto on loopback)', () => {
 
   test('a second API replica with its own DATA_DIR serves the same pack from the bucket', async () => {
     const otherDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hf-tr-s3-b-'));
-    const other: AppWithRegistry = createApp({
-      config: { ...ctx.config, DATA_DIR: otherDir },
-      db: ctx.db,
-      settings: ctx.settings,
-      temporal: ctx.temporal,
-      metrics: ctx.metrics,
-      observeResponse: (r) => ctx.contract.check(r),
-    });
+    const other = await createReplica(ctx, { DATA_DIR: otherDir });
     try {
-      const dl = await request(other).get(PACK).buffer(true).parse(binaryParser);
+      const dl = await other.http.get(PACK).buffer(true).parse(binaryParser);
       expect(dl.status).toBe(200);
       expect(Buffer.compare(dl.body, zip)).toBe(0);
     } finally {
-      await other.locals.chat.close();
-      other.locals.storage.close();
-      other.locals.temporal.close();
+      await other.close();
       fs.rmSync(otherDir, { recursive: true, force: true });
     }
   });
