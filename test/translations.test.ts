@@ -186,6 +186,9 @@ describe('translation routes', () => {
     try {
       const results = await Promise.all(Array.from({ length: 12 }, () => ctx.http.get(`${BASE}/translations/check`).query({ slug: 'troutes-one', type: 'plugin', locale: 'ja' }).set(auth())));
       expect(results.every((r) => r.status === 200 && r.body.status === 'importing')).toBe(true);
+      // Every answer names the one job, the checks that lost the insert too.
+      expect(results[0].body.job_id).toEqual(expect.any(Number));
+      expect(results.map((r) => r.body.job_id)).toEqual(results.map(() => results[0].body.job_id));
       const ids = start.mock.calls.map((c) => (c[1] as { workflowId: string }).workflowId);
       expect(ids.filter((i) => i === 'translation-troutes-one-plugin-3.1.4-ja')).toHaveLength(1);
       expect(Number((await ctx.db('translation_jobs').where({ slug: 'troutes-one', locale: 'ja' }).count({ n: '*' }))[0].n)).toBe(1);

@@ -359,9 +359,20 @@ export class TranslationService {
       .ignore()
       .returning(['id', 'slug', 'type', 'version', 'locale', 'status_changed_at']);
     const mine = new Map(inserted.map((r) => [`${r.slug}\u0000${r.type}\u0000${r.locale}`, r]));
+    // A job another check (on any replica) inserted first: its insert has committed once ours
+    // was ignored, so its id can be read and answered too.
+    const lost = jobs.filter((j) => !mine.has(`${j.slug}\u0000${j.type}\u0000${j.locale}`));
+    const theirs = new Map<string, number>();
+    if (lost.length > 0) {
+      const rows: { id: number; slug: string; type: string; locale: string }[] = await this.db('translation_jobs')
+        .whereIn(['slug', 'type', 'version', 'locale'], lost.map((j) => [j.slug, j.type, j.version, j.locale]))
+        .select('id', 'slug', 'type', 'locale');
+      for (const r of rows) theirs.set(`${r.slug}\u0000${r.type}\u0000${r.locale}`, Number(r.id));
+    }
     await Promise.all(
       jobs.map(async (j) => {
-        const row = mine.get(`${j.slug}\u0000${j.type}\u0000${j.locale}`);
+        const key = `${j.slug}\u0000${j.type}\u0000${j.locale}`;
+        const row = mine.get(key);
         let status: PackageStatus | BatchError = {
           slug: j.slug,
           type: j.type,
@@ -373,7 +384,7 @@ export class TranslationService {
           total_strings: 0,
           translated_strings: 0,
           retry_after: retryAfterSeconds('importing', new Date()),
-          ...(row ? { job_id: Number(row.id) } : {}),
+          ...(row ? { job_id: Number(row.id) } : theirs.has(key) ? { job_id: theirs.get(key) } : {}),
         };
         if (row) {
           try {
