@@ -26,8 +26,8 @@ export function isStillReferenced(err: unknown): err is PgError & { table?: stri
 const UNAVAILABLE_PG_CODES = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
 /** Socket errors of a connection attempt or of an open connection. */
 const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE']);
-/** What pg and Knex say, without a code, when a connection drops or none can be had. */
-const UNAVAILABLE_MESSAGES = [/^Connection terminated/, /^Client has encountered a connection error/, /^Client was closed/, /^timeout exceeded when trying to connect/, /^Knex: Timeout acquiring a connection/];
+/** What pg and Knex say, without a code, when a connection drops or none can be had (Knex puts the SQL before it). */
+const UNAVAILABLE_MESSAGES = [/Connection terminated/, /Client has encountered a connection error/, /Client was closed and is not queryable/, /timeout exceeded when trying to connect/, /Knex: Timeout acquiring a connection/];
 
 /**
  * The database could not be reached (down, restarting, refusing connections, or the pool timed
