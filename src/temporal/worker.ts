@@ -130,7 +130,11 @@ export async function startWorker(opts: { address: string; namespace: string; ta
           void pending.then(
             (w) => {
               const run = runOnce(w);
-              w.worker.shutdown();
+              try {
+                w.worker.shutdown();
+              } catch {
+                // it ended already
+              }
               return run;
             },
             () => undefined,
