@@ -44,6 +44,9 @@ async function main() {
       dbFile: path.join(config.DATA_DIR, 'temporal.sqlite'),
       namespace: config.TEMPORAL_NAMESPACE,
       logFile: path.join(config.DATA_DIR, 'temporal.log'),
+      // Killed or crashed, it is started again on the same port and SQLite file; the worker and the API reconnect.
+      supervise: true,
+      pidFile: path.join(config.DATA_DIR, 'temporal.pid'),
     });
     steps.push(() => server.stop());
     temporalAddress = server.address;

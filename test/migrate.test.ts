@@ -41,7 +41,7 @@ describe('migrations from several processes', () => {
     expect(await migrateLatest(open())).toEqual([]);
   }, 120_000);
 
-  test('knex's lock row left held (by a crash or a hand-run knex migrate) ends the wait with how to free it', async () => {
+  test('the knex lock row left held (by a crash or a hand-run knex migrate) ends the wait with how to free it', async () => {
     const db = open();
     await db('knex_migrations_lock').update({ is_locked: 1 });
     try {

@@ -1,5 +1,6 @@
 import knexFactory, { Knex } from 'knex';
 import pg from 'pg';
+import { logger } from '../logger';
 
 // bigint (count(*), bigserial ids) as JS numbers: ids stay far below 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number.parseInt(v, 10));
@@ -13,6 +14,13 @@ export function createDb(connectionString: string, poolMax = 10): Db {
     connection: { connectionString, application_name: 'hostflow' },
     pool: { min: 0, max: poolMax, idleTimeoutMillis: 30_000 },
     acquireConnectionTimeout: 10_000,
+    // Knex's own warnings (a connection lost, an acquire that failed) as log lines, not console output.
+    log: {
+      warn: (m: unknown) => logger.warn({ component: 'knex' }, String(m)),
+      error: (m: unknown) => logger.error({ component: 'knex' }, String(m)),
+      deprecate: (m: unknown) => logger.warn({ component: 'knex' }, String(m)),
+      debug: (m: unknown) => logger.debug({ component: 'knex' }, String(m)),
+    },
   });
 }
 

@@ -1,4 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { isDatabaseUnavailable } from '../db/errors';
 import { logger } from '../logger';
 
 /**
@@ -43,6 +44,14 @@ export function conflict(code: string, message: string, extra: Record<string, un
 /** PostgreSQL's "invalid byte sequence" (NUL in text) and "unsupported Unicode escape" (\u0000 in jsonb). */
 const UNSTORABLE_PG_CODES = new Set(['22021', '22P05']);
 
+/** Seconds a caller is told to wait (Retry-After) when the database cannot be reached. */
+export const DATABASE_RETRY_AFTER_SECONDS = 2;
+
+/** 503 hostflow_database_unavailable: the database is down, restarting, or no pooled connection came in time. */
+export function databaseUnavailable(): ApiError {
+  return new ApiError(503, 'hostflow_database_unavailable', 'The database is unreachable right now. Try again in a few seconds.', {}, { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) });
+}
+
 export const notFoundHandler: RequestHandler = (_req, _res, next) => next(noRoute());
 
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
@@ -58,6 +67,10 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   } else if (UNSTORABLE_PG_CODES.has(err?.code) && typeof err?.severity === 'string') {
     // A safety net: http/input.ts refuses such strings, naming them, before they get here.
     apiError = invalidParams({ request: 'A value holds a character PostgreSQL cannot store (NUL, U+0000); remove it.' });
+  } else if (isDatabaseUnavailable(err)) {
+    // The one place a lost database becomes an answer: every route, whatever query failed.
+    (req.log ?? logger).warn({ err: err?.message, code: err?.code, method: req.method, path: req.originalUrl.split('?')[0] }, 'database unavailable');
+    apiError = databaseUnavailable();
   } else if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') {
     apiError = new ApiError(415, 'rest_unsupported_encoding', String(err.message));
   } else {

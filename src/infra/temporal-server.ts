@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { logger } from '../logger';
 
 /** Custom search attributes every dev server is started with (workflows use them). */
 export const SEARCH_ATTRIBUTES: Record<string, string> = {
@@ -59,14 +60,26 @@ function canListen(port: number): Promise<boolean> {
 export interface DevServer {
   address: string;
   uiUrl: string | null;
-  /** The server's process (the tests pause it with SIGSTOP). */
-  pid: number | undefined;
+  /** The server's process now (the tests pause it with SIGSTOP); a supervised server gets a new one at each restart. */
+  readonly pid: number | undefined;
   stop(): Promise<void>;
 }
 
 /**
+ * Restart backoff of a supervised dev server that exited: 0.5 s, doubling up to 10 s, back to
+ * 0.5 s once a start has lasted a minute.
+ */
+export const DEV_SERVER_RESTART = { firstMs: 500, maxMs: 10_000, healthyRunMs: 60_000 };
+
+/**
  * Starts `temporal server start-dev` bound to 127.0.0.1 and waits until it answers.
  * dbFile undefined keeps the state in memory (tests).
+ *
+ * `supervise`: when the server dies without stop() (killed, crashed: a signal other than
+ * SIGINT/SIGTERM, or a non-zero exit code), it is started again with the same arguments, so
+ * on the same port and SQLite file (nothing it had accepted is lost), after DEV_SERVER_RESTART's
+ * backoff, until stop(). `pidFile` holds the running server's pid (operators and tests find it
+ * there).
  */
 export async function startTemporalDevServer(opts: {
   binary: string;
@@ -76,6 +89,8 @@ export async function startTemporalDevServer(opts: {
   namespace?: string;
   logFile?: string;
   timeoutMs?: number;
+  supervise?: boolean;
+  pidFile?: string;
 }): Promise<DevServer> {
   const args = [
     'server',
@@ -101,12 +116,36 @@ export async function startTemporalDevServer(opts: {
   if (opts.dbFile) args.push('--db-filename', opts.dbFile, '--sqlite-pragma', 'journal_mode=wal');
 
   const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';
-  const child: ChildProcess = spawn(opts.binary, args, { stdio: ['ignore', out, out], detached: false });
-  let exited: { code: number | null } | null = null;
-  child.on('exit', (code) => {
-    exited = { code };
-  });
+  let stopping = false;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let delay = DEV_SERVER_RESTART.firstMs;
+  let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  let child!: ChildProcess;
+  const launch = () => {
+    const startedAt = Date.now();
+    const c: ChildProcess = spawn(opts.binary, args, { stdio: ['ignore', out, out], detached: false });
+    child = c;
+    exited = null;
+    if (opts.pidFile && c.pid) fs.writeFileSync(opts.pidFile, `${c.pid}\n`);
+    c.on('exit', (code, signal) => {
+      if (child !== c) return;
+      exited = { code, signal };
+      // A clean exit or SIGINT/SIGTERM is a stop asked for (Ctrl-C reaches the whole process group), not a crash.
+      const asked = code === 0 || signal === 'SIGINT' || signal === 'SIGTERM';
+      if (!opts.supervise || stopping || !ready || asked) return;
+      if (Date.now() - startedAt >= DEV_SERVER_RESTART.healthyRunMs) delay = DEV_SERVER_RESTART.firstMs;
+      logger.warn({ code, signal, delayMs: delay, address }, 'temporal dev server exited; restarting it on the same port and database file');
+      restartTimer = setTimeout(() => {
+        restartTimer = undefined;
+        if (!stopping) launch();
+      }, delay);
+      delay = Math.min(delay * 2, DEV_SERVER_RESTART.maxMs);
+    });
+  };
   const address = `127.0.0.1:${opts.port}`;
+  // Restarts begin once the first start has answered: a server that cannot start at all is the caller's error.
+  let ready = false;
+  launch();
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
   let lastError: unknown;
   while (Date.now() < deadline) {
@@ -128,19 +167,26 @@ export async function startTemporalDevServer(opts: {
     child.kill('SIGKILL');
     throw new Error(`temporal server did not become ready at ${address}: ${(lastError as Error)?.message}`);
   }
+  ready = true;
   return {
     address,
     uiUrl: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : null,
-    pid: child.pid,
+    get pid() {
+      return child.pid;
+    },
     async stop() {
+      stopping = true;
+      clearTimeout(restartTimer);
+      if (opts.pidFile) fs.rmSync(opts.pidFile, { force: true });
       if (exited) return;
+      const c = child;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-        child.once('exit', () => {
+        const timer = setTimeout(() => c.kill('SIGKILL'), 10_000);
+        c.once('exit', () => {
           clearTimeout(timer);
           resolve();
         });
-        child.kill('SIGTERM');
+        c.kill('SIGTERM');
       });
     },
   };

@@ -47,7 +47,9 @@ const ERROR_STATUSES: Record<number, string> = {
   429: 'Too many failed authentications from this address (`Retry-After` says when to try again).',
   431: `The URL and headers exceed ${maxHeaderSize / 1024} KiB (\`rest_request_header_too_large\`); the connection is closed.`,
   500: 'Unexpected failure (`internal_error`, with data.request_id).',
-  503: 'A backing service (database, Temporal) is unavailable.',
+  503:
+    'A backing service is unavailable: the database (`hostflow_database_unavailable`, with `Retry-After`) or Temporal ' +
+    '(`wu_rest_temporal_unavailable` and feature-specific codes); try again later.',
 };
 
 /** Answers after authentication hold the caller's data: never cached. */
@@ -189,14 +191,14 @@ function operationObject(op: Operation, prefix: string, formBodies: boolean, pro
   for (const [status, r] of Object.entries(d.responses)) {
     responses[status] = response(d.public ? r : { ...r, headers: { ...NO_STORE, ...r.headers } }, 'output', d.fields && /^2/.test(status) ? projections : null);
   }
-  // Any request can be too long for the server (431), public ones included.
-  const errorStatuses = d.public ? [431, 500] : Object.keys(ERROR_STATUSES).map(Number);
+  // Any request can be too long for the server (431) or meet the database down (503), public ones included.
+  const errorStatuses = d.public ? [431, 500, 503] : Object.keys(ERROR_STATUSES).map(Number);
   for (const status of errorStatuses) {
     responses[String(status)] ??= {
       description: ERROR_STATUSES[status],
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
       ...(status === 401 ? { headers: { 'WWW-Authenticate': { description: 'Support chat only: a Bearer challenge (wu/v2 sends none, as WordPress).', schema: { type: 'string' } } } } : {}),
-      ...(status === 429 ? { headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } } } : {}),
+      ...(status === 429 || status === 503 ? { headers: { 'Retry-After': { description: 'Seconds to wait (503: when the database is unreachable)', schema: { type: 'integer' } } } } : {}),
     };
   }
   const operationId = `${op.method.toLowerCase()}${operationName(op.path, prefix)}`;

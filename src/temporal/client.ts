@@ -8,8 +8,15 @@ export interface TemporalHandle {
   taskQueue: string;
 }
 
+/**
+ * The channel reconnects by itself after the server went away; its backoff between attempts is
+ * capped at 5 s (gRPC's default grows to 120 s), so a server back after a long outage is seen
+ * within seconds.
+ */
+export const RECONNECT_BACKOFF = { 'grpc.initial_reconnect_backoff_ms': 500, 'grpc.max_reconnect_backoff_ms': 5000 };
+
 export async function connectTemporal(address: string, namespace: string, taskQueue: string): Promise<TemporalHandle> {
-  const connection = await Connection.connect({ address, connectTimeout: '10s' });
+  const connection = await Connection.connect({ address, connectTimeout: '10s', channelArgs: RECONNECT_BACKOFF });
   const client = new Client({ connection, namespace });
   return { connection, client, namespace, taskQueue };
 }

@@ -7,11 +7,16 @@ import { createObjectStorage, type ObjectStorage } from '../infra/object-storage
 import { logger } from '../logger';
 
 export interface RunningWorker {
-  worker: Worker;
-  /** Resolves when the worker has stopped. */
+  /** Resolves when the worker has stopped for good (shutdown()); a failed worker is restarted, not ended. */
   done: Promise<void>;
   shutdown(): Promise<void>;
 }
+
+/**
+ * Restart backoff of a worker that failed: 0.5 s, doubling up to 10 s, back to 0.5 s after a
+ * run that lasted a minute.
+ */
+export const WORKER_RESTART = { firstMs: 500, maxMs: 10_000, healthyRunMs: 60_000 };
 
 export function workflowsPath(): string {
   return require.resolve(path.join(__dirname, '..', '..', 'workflows'));
@@ -63,32 +68,111 @@ export function workerBounds(config: Pick<Config, 'WORKER_MAX_CACHED_WORKFLOWS' 
 }
 
 /**
- * `storage`: the process's shared file storage; when not given, one is built from the config
- * and closed when the worker stops.
+ * A worker that comes back by itself. The SDK 1.24 Worker retries its polls while the server
+ * is away (measured: 90 s of refused connections, and a server back without the namespace for
+ * 30 s; it polled again each time once the server was back), but a Worker whose run() ends
+ * with an error (a poll error its core gives up on) never polls again: so a run that ends
+ * without shutdown() is followed by a new NativeConnection and Worker, with backoff
+ * (WORKER_RESTART), each attempt logged, until shutdown(). The first start is not retried: a
+ * wrong address or namespace stops the process's start, as before.
+ *
+ * Per process: with N worker replicas each one restarts its own worker.
  */
 export async function startWorker(opts: { address: string; namespace: string; taskQueue: string; db: Db; config: Config; storage?: ObjectStorage }): Promise<RunningWorker> {
   installRuntime();
+  // The process's shared file storage; when not given, one built from the config, closed when the worker stops.
   const storage = opts.storage ?? createObjectStorage(opts.config);
   const own = !opts.storage;
-  const connection = await NativeConnection.connect({ address: opts.address });
-  const worker = await Worker.create({
-    connection,
-    namespace: opts.namespace,
-    taskQueue: opts.taskQueue,
-    workflowBundle: await workflowBundle(),
-    activities: createActivities({ db: opts.db, config: opts.config, storage }),
-    ...workerBounds(opts.config),
-  });
-  const done = worker.run().finally(async () => {
-    await connection.close();
+  const workflowBundleCode = await workflowBundle();
+  const activities = createActivities({ db: opts.db, config: opts.config, storage });
+  const create = async () => {
+    const connection = await NativeConnection.connect({ address: opts.address });
+    try {
+      const worker = await Worker.create({ connection, namespace: opts.namespace, taskQueue: opts.taskQueue, workflowBundle: workflowBundleCode, activities, ...workerBounds(opts.config) });
+      return { connection, worker };
+    } catch (err) {
+      await connection.close().catch(() => undefined);
+      throw err;
+    }
+  };
+  /** Runs a worker until it ends, then closes its connection; a failure is logged, not thrown. */
+  const runOnce = async (w: { connection: NativeConnection; worker: Worker }) => {
+    try {
+      await w.worker.run();
+    } catch (err) {
+      if (!stopping) logger.error({ err, taskQueue: opts.taskQueue }, 'temporal worker failed');
+    } finally {
+      await w.connection.close().catch(() => undefined);
+    }
+  };
+
+  let current: { connection: NativeConnection; worker: Worker };
+  try {
+    current = await create();
+  } catch (err) {
     if (own) storage.close();
-  });
+    throw err;
+  }
+  let stopping = false;
+  let stop!: () => void;
+  const stopped = new Promise<null>((resolve) => (stop = () => resolve(null)));
+  const sleep = (ms: number) => Promise.race([new Promise<void>((r) => setTimeout(r, ms).unref()), stopped]);
+
+  const done = (async () => {
+    try {
+      await supervise();
+    } finally {
+      if (own) storage.close();
+    }
+  })();
+  async function supervise(): Promise<void> {
+    let delay = WORKER_RESTART.firstMs;
+    for (;;) {
+      const startedAt = Date.now();
+      await runOnce(current);
+      if (stopping) return;
+      if (Date.now() - startedAt >= WORKER_RESTART.healthyRunMs) delay = WORKER_RESTART.firstMs;
+      for (let attempt = 1; ; attempt++) {
+        logger.warn({ attempt, delayMs: delay, address: opts.address }, 'temporal worker restarting');
+        await sleep(delay);
+        delay = Math.min(delay * 2, WORKER_RESTART.maxMs);
+        if (stopping) return;
+        const pending = create();
+        const next = await Promise.race([pending, stopped]).catch((err: Error) => {
+          logger.warn({ attempt, err: err.message }, 'temporal worker could not reconnect');
+          return undefined;
+        });
+        if (next === null) {
+          // Stopped while connecting: a worker made after all is run and shut down at once.
+          void pending.then(
+            (w) => {
+              const run = runOnce(w);
+              try {
+                w.worker.shutdown();
+              } catch {
+                // it ended already
+              }
+              return run;
+            },
+            () => undefined,
+          );
+          return;
+        }
+        if (next) {
+          current = next;
+          break;
+        }
+      }
+      logger.info({ taskQueue: opts.taskQueue }, 'temporal worker running again');
+    }
+  }
   logger.info({ taskQueue: opts.taskQueue, namespace: opts.namespace }, 'temporal worker running');
   return {
-    worker,
     done,
     async shutdown() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
+      stopping = true;
+      stop();
+      if (current.worker.getState() === 'RUNNING') current.worker.shutdown();
       await done;
     },
   };
