@@ -242,6 +242,10 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
         heartbeat({ batch: batchNo });
         translations = await askProvider(config, policy, j.locale, untranslated.map((i) => entries[i]), Context.current().cancellationSignal);
       } catch (err) {
+        // Cancelled (the worker stopping past its grace time, or the run cancelled): not the
+        // provider's failure, so it spends none of the batch's tries; the next worker asks again.
+        const cancelled = Context.current().cancellationSignal;
+        if (cancelled.aborted) throw cancelled.reason ?? err;
         const attempt = Context.current().info.attempt;
         await db('translation_jobs').where({ id: jobId }).update({ logs: db.raw('logs || ?::jsonb', [logLine('processing', `${label}, try ${attempt}: ${(err as Error).message}`, 'warn')]) });
         if (err instanceof ApplicationFailure) throw ApplicationFailure.create({ message: `${label}: ${err.message}`, type: err.type ?? undefined, nonRetryable: err.nonRetryable ?? undefined });

@@ -84,6 +84,8 @@ const schema = z.object({
   WORKER_MAX_WORKFLOW_TASKS: z.coerce.number().int().min(2).max(1000).default(40),
   WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
   WORKER_MAX_LOCAL_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
+  // How long a stopping worker (a deploy) lets its running activities finish before it cancels them.
+  WORKER_SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
 
   WU_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
   WU_API_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),

@@ -56,9 +56,15 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
  * history when its next task comes. Activities share the process's database pool
  * (DB_POOL_MAX), so more of them at once than that only wait for a connection.
  */
-export function workerBounds(config: Pick<Config, 'WORKER_MAX_CACHED_WORKFLOWS' | 'WORKER_MAX_WORKFLOW_TASKS' | 'WORKER_MAX_ACTIVITIES' | 'WORKER_MAX_LOCAL_ACTIVITIES'>) {
+export function workerBounds(
+  config: Pick<Config, 'WORKER_MAX_CACHED_WORKFLOWS' | 'WORKER_MAX_WORKFLOW_TASKS' | 'WORKER_MAX_ACTIVITIES' | 'WORKER_MAX_LOCAL_ACTIVITIES' | 'WORKER_SHUTDOWN_GRACE_SECONDS'>,
+) {
   return {
     reuseV8Context: true,
+    // A stopping worker (SIGTERM in a deploy) stops polling at once, then gives the activities
+    // it runs this long to finish before it cancels them: the SDK's default is 0, so every
+    // deploy cancelled the AI batches in flight, each costing one of its tries.
+    shutdownGraceTime: config.WORKER_SHUTDOWN_GRACE_SECONDS * 1000,
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
     // The SDK refuses fewer than 2 workflow task slots with a cache.
     maxConcurrentWorkflowTaskExecutions: config.WORKER_MAX_WORKFLOW_TASKS,
