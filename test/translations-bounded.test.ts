@@ -1,6 +1,3 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import gettextParser from 'gettext-parser';
@@ -8,9 +5,9 @@ import { createActivities } from '../activities';
 import { createTranslationActivities } from '../activities/translations';
 import { workflowBundle, type RunningWorker } from '../src/temporal/worker';
 import { PATCHES } from '../workflows/translationPipeline';
-import { BASE, createTestContext, decodedJson, type TestContext, startTestWorker } from './helpers';
-import { binaryParser, status, unzip, waitForJob } from './translation-helpers';
-import { samplePot, startFakeAi, type FakeAi } from './translation-servers';
+import { BASE, decodedJson, type TestContext, startTestWorker } from './helpers';
+import { binaryParser, startAiContext, status, unzip, waitForJob, type AiContext } from './translation-helpers';
+import { samplePot, type FakeAi } from './translation-servers';
 import { until } from './worker-process';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -49,28 +46,20 @@ describe('translation pipeline histories stay bounded (continue-as-new)', () => 
   let ctx: TestContext;
   let ai: FakeAi;
   let worker: RunningWorker;
-  let dataDir: string;
+  let run: AiContext;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hf-tr-'));
-    ai = await startFakeAi(KEY);
-    ctx = await createTestContext({
-      DATA_DIR: dataDir,
-      TRANSLATION_AI_BASE_URL: ai.baseUrl,
-      TRANSLATION_AI_MODEL: 'fake-gpt',
-      TRANSLATION_AI_API_KEY: KEY,
+    run = await startAiContext(KEY, {
       // The issue's worst case: one string per batch, so one batch per string.
       TRANSLATION_AI_BATCH_SIZE: '1',
       TRANSLATION_BATCHES_PER_RUN: String(PER_RUN),
-      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
     });
+    ({ ctx, ai } = run);
     worker = await startTestWorker(ctx);
   });
   afterAll(async () => {
     await worker?.shutdown();
-    await ctx?.close();
-    await ai?.close();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await run?.close();
   });
 
   test('20 strings, one per batch, 4 batches per run: 5 runs under the bound, every string translated, the pack built; the API follows the id across runs', async () => {
@@ -129,29 +118,21 @@ describe('translation approval wait times out', () => {
   let ctx: TestContext;
   let ai: FakeAi;
   let worker: RunningWorker;
-  let dataDir: string;
+  let run: AiContext;
   const post = (p: string, body: unknown = {}) => ctx.http.post(`${BASE}${p}`).set('Authorization', ctx.basic).send(body as object);
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hf-tr-'));
-    ai = await startFakeAi(KEY);
-    ctx = await createTestContext({
-      DATA_DIR: dataDir,
-      TRANSLATION_AI_BASE_URL: ai.baseUrl,
-      TRANSLATION_AI_MODEL: 'fake-gpt',
-      TRANSLATION_AI_API_KEY: KEY,
+    run = await startAiContext(KEY, {
       TRANSLATION_APPROVAL_TIMEOUT_DAYS: String(TIMEOUT_SECONDS / 86_400),
-      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
     });
+    ({ ctx, ai } = run);
     worker = await startTestWorker(ctx);
     const created = await post('/translations/projects', { slug: 'texpiry-plugin', type: 'plugin', name: 'Expiry', version: '1.0', pot: samplePot(), glotpress_url_template: null });
     expect(created.status).toBe(200);
   });
   afterAll(async () => {
     await worker?.shutdown();
-    await ctx?.close();
-    await ai?.close();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await run?.close();
   });
 
   test('nobody approves: the job is expired, saying so; approve and reject answer 409 and change nothing; retry waits again and an approval finishes it', async () => {
@@ -221,28 +202,20 @@ describe('a job waiting for approval survives a changed workflow (patched())', (
   let ai: FakeAi;
   let old: { worker: Worker; done: Promise<void>; connection: NativeConnection } | undefined;
   let worker: RunningWorker | undefined;
-  let dataDir: string;
+  let run: AiContext;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hf-tr-'));
-    ai = await startFakeAi(KEY);
-    ctx = await createTestContext({
-      DATA_DIR: dataDir,
-      TRANSLATION_AI_BASE_URL: ai.baseUrl,
-      TRANSLATION_AI_MODEL: 'fake-gpt',
-      TRANSLATION_AI_API_KEY: KEY,
+    run = await startAiContext(KEY, {
       TRANSLATION_AI_BATCH_SIZE: '2',
       TRANSLATION_BATCHES_PER_RUN: String(PER_RUN),
-      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
     });
+    ({ ctx, ai } = run);
   });
   afterAll(async () => {
     if (old?.worker.getState() === 'RUNNING') old.worker.shutdown();
     await old?.done;
     await worker?.shutdown();
-    await ctx?.close();
-    await ai?.close();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await run?.close();
   });
 
   test('parked at approval by the code before the change; the worker restarts with the new bundle; approved, the run goes on (no timeout of its own) and continues as new', async () => {

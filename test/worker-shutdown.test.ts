@@ -1,10 +1,7 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { RunningWorker } from '../src/temporal/worker';
-import { BASE, createTestContext, startTestWorker, type TestContext } from './helpers';
-import { status, waitForJob } from './translation-helpers';
-import { samplePot, startFakeAi, type FakeAi } from './translation-servers';
+import { BASE, startTestWorker, type TestContext } from './helpers';
+import { startAiContext, status, waitForJob, type AiContext } from './translation-helpers';
+import { samplePot, type FakeAi } from './translation-servers';
 import { until } from './worker-process';
 
 /**
@@ -20,26 +17,15 @@ describe.each([
   let ctx: TestContext;
   let ai: FakeAi;
   let worker: RunningWorker | undefined;
-  let dataDir: string;
+  let run: AiContext;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hf-shutdown-'));
-    ai = await startFakeAi(KEY);
-    ctx = await createTestContext({
-      DATA_DIR: dataDir,
-      TRANSLATION_AI_BASE_URL: ai.baseUrl,
-      TRANSLATION_AI_MODEL: 'fake-gpt',
-      TRANSLATION_AI_API_KEY: KEY,
-      TRANSLATION_AI_BATCH_SIZE: '100',
-      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
-      WORKER_SHUTDOWN_GRACE_SECONDS: grace,
-    });
+    run = await startAiContext(KEY, { TRANSLATION_AI_BATCH_SIZE: '100', WORKER_SHUTDOWN_GRACE_SECONDS: grace });
+    ({ ctx, ai } = run);
   });
   afterAll(async () => {
     await worker?.shutdown();
-    await ctx?.close();
-    await ai?.close();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await run?.close();
   });
 
   test(`the batch in flight when the worker stops is asked of the AI ${asked === 1 ? 'once' : 'again'}, and the job ends ready`, async () => {
