@@ -1,9 +1,11 @@
 import knexFactory, { Knex } from 'knex';
 import pg from 'pg';
 import { logger } from '../logger';
+import { fastTimestamptzParser } from './timestamps';
 
 // bigint (count(*), bigserial ids) as JS numbers: ids stay far below 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number.parseInt(v, 10));
+pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, fastTimestamptzParser(pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ)));
 // numeric stays a string here; money is converted with decimal-safe code at the edges.
 
 export type Db = Knex;

@@ -63,15 +63,20 @@ export function toTimestamp(v: string | null | undefined): Date | null | undefin
  * the same transaction as the write, so a refused request changes nothing.
  */
 export class TableService implements ResourceService<Row> {
+  /** The columns as a list, made once: toRecord runs for every row of a page. */
+  private readonly columnEntries: [string, ColumnKind][];
+
   constructor(
     readonly db: Db,
     readonly cfg: TableResourceConfig,
-  ) {}
+  ) {
+    this.columnEntries = Object.entries(cfg.columns);
+  }
 
   /** The record of a row; a row read for some fields only (columnsFor) gives those fields. */
   toRecord(row: Row): Row {
     const rec: Row = { id: Number(row.id), model: this.cfg.model };
-    for (const [name, kind] of Object.entries(this.cfg.columns)) {
+    for (const [name, kind] of this.columnEntries) {
       if (!(name in row)) continue;
       const v = row[name];
       if (kind === 'int') rec[name] = v === null || v === undefined ? null : Number(v);
