@@ -19,6 +19,7 @@ import autocannon from 'autocannon';
 import express from 'express';
 import pg from 'pg';
 import { setLogLevel } from '../src/logger';
+import { CHECK_SQL } from '../src/translations/check-query';
 import { pipelineWorkflowId } from '../src/translations/types';
 import { buildDist, startApiProcess, startBareProcess } from './processes';
 import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, type Step } from './run';
@@ -31,13 +32,6 @@ const LOCALES = ['de_DE', 'fr_FR', 'es_ES', 'it_IT', 'nl_NL', 'pt_BR', 'ja', 'ru
 const STATES = ['ready', 'ready', 'ready', 'ready', 'pending_approval', 'processing', 'importing', 'packaging', 'failed'] as const;
 const RUN_TAG = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 
-/** The statement TranslationService.check runs (src/translations/service.ts), as the bare server sends it. */
-const CHECK_SQL = `select i.ord::int as ord, p.id as project_id, p.version as project_version, j.id as job_id, j.version, j.status, j.source,
-       j.total_strings, j.remaining_strings, j.failure_step, j.failure_reason, j.status_changed_at
-  from unnest($1::text[], $2::text[], $3::text[]) with ordinality as i(slug, type, locale, ord)
-  left join translation_projects p on p.slug = i.slug and p.type = i.type
-  left join translation_jobs j on j.slug = i.slug and j.type = i.type and j.locale = i.locale and j.version = p.version
- order by i.ord`;
 
 /**
  * The bare server, in a process of its own (bench/bare-child.ts): plain Express 5 + pg.Pool
@@ -50,9 +44,12 @@ export function startTranslationsBare(env: NodeJS.ProcessEnv): Promise<http.Serv
   const app = express();
   app.disable('x-powered-by');
   app.use(express.json());
-  app.post('/translations/check/batch', async (req, res) => {
+  // /batch sends the statement as plain text (parsed and planned each time), /batch-prepared as a
+  // named statement (planned once per connection), as hostflow does.
+  app.post(['/translations/check/batch', '/translations/check/batch-prepared'], async (req, res) => {
     const packages = (req.body as { packages: { slug: string; type: string; locale: string }[] }).packages;
-    const { rows } = await pool.query(CHECK_SQL, [packages.map((p) => p.slug), packages.map((p) => p.type), packages.map((p) => p.locale)]);
+    const values = [packages.map((p) => p.slug), packages.map((p) => p.type), packages.map((p) => p.locale)];
+    const { rows } = req.path.endsWith('-prepared') ? await pool.query({ name: 'check', text: CHECK_SQL, values }) : await pool.query(CHECK_SQL, values);
     // The same answer as hostflow's: the statuses, the download URL of a ready pack, the failure
     // of a failed one, when to ask again otherwise.
     const base = `${req.protocol}://${req.get('host')}`;
@@ -158,24 +155,30 @@ async function main(): Promise<void> {
     const bare = await startBareProcess('translations', 'startTranslationsBare', { DATABASE_URL: config.DATABASE_URL!, DB_POOL_MAX: String(config.DB_POOL_MAX) }, log);
     cleanup.push(['bare process', () => bare.child.stop()]);
     const bareUrl = `${bare.root}/translations/check/batch`;
+    const barePreparedUrl = `${bare.root}/translations/check/batch-prepared`;
 
     log(`warm-up ${WARMUP_SECONDS}s each`);
     await cannon({ url: batchUrl, method: 'POST', headers, body, duration: WARMUP_SECONDS, warmup: true });
     await cannon({ url: bareUrl, method: 'POST', headers: {}, body, duration: WARMUP_SECONDS, warmup: true });
+    await cannon({ url: barePreparedUrl, method: 'POST', headers: {}, body, duration: WARMUP_SECONDS, warmup: true });
     await cannon({ url: singleUrl, method: 'GET', headers, duration: WARMUP_SECONDS, warmup: true });
-    // Hostflow's batch and the bare one in two alternating rounds of DURATION / 2 each
-    // (hostflow then bare, then bare then hostflow): a change in the machine's load weighs on both.
+    // Hostflow's batch and the bare ones in two alternating rounds of DURATION / 2 each (in one
+    // order, then in the reverse order): a change in the machine's load weighs on all of them.
     const half = DURATION / 2;
     const measureBatch = () => cannon({ url: batchUrl, method: 'POST', headers, body, duration: half });
-    const measureBare = () => cannon({ url: bareUrl, method: 'POST', headers: {}, body, duration: half });
-    const hostflowRounds: Measurement[] = [];
-    const bareRounds: Measurement[] = [];
+    const targets = {
+      hostflow: measureBatch,
+      bare: () => cannon({ url: bareUrl, method: 'POST', headers: {}, body, duration: half }),
+      'bare (prepared)': () => cannon({ url: barePreparedUrl, method: 'POST', headers: {}, body, duration: half }),
+    };
+    const rounds: Record<keyof typeof targets, Measurement[]> = { hostflow: [], bare: [], 'bare (prepared)': [] };
     for (let round = 0; round < 2; round++) {
-      for (const which of round === 0 ? ['hostflow', 'bare'] : ['bare', 'hostflow']) {
+      const order = Object.keys(targets) as (keyof typeof targets)[];
+      for (const which of round === 0 ? order : order.reverse()) {
         log(`${which} batch of 100, round ${round + 1}/2: ${CONNECTIONS} connections, ${half}s`);
-        if (which === 'bare') bareRounds.push(await measureBare());
         // BENCH_PROFILE=1: a CPU profile of the API process over hostflow's batch rounds (.tmp/profiles).
-        else hostflowRounds.push(process.env.BENCH_PROFILE ? await api.profiled(`translations-batch-hostflow-${round + 1}`, measureBatch) : await measureBatch());
+        if (which === 'hostflow' && process.env.BENCH_PROFILE) rounds[which].push(await api.profiled(`translations-batch-hostflow-${round + 1}`, measureBatch));
+        else rounds[which].push(await targets[which]());
       }
     }
     const mean = (list: Measurement[]): Measurement => ({
@@ -184,14 +187,16 @@ async function main(): Promise<void> {
       p99: (list[0].p99 + list[1].p99) / 2,
       requests: list[0].requests + list[1].requests,
     });
-    const batch = mean(hostflowRounds);
-    const bareBatch = mean(bareRounds);
+    const batch = mean(rounds.hostflow);
+    const bareBatch = mean(rounds.bare);
+    const barePrepared = mean(rounds['bare (prepared)']);
     log(`single check: ${CONNECTIONS} connections, ${DURATION}s`);
     const one = await cannon({ url: singleUrl, method: 'GET', headers, duration: DURATION });
 
     const rows = [
       { scenario: 'POST /translations/check/batch (100 packages)', m: batch, packagesPerSecond: batch.rps * 100 },
       { scenario: 'bare Express + pg, same batch, same query', m: bareBatch, packagesPerSecond: bareBatch.rps * 100 },
+      { scenario: 'bare, the query prepared as hostflow does', m: barePrepared, packagesPerSecond: barePrepared.rps * 100 },
       { scenario: 'GET /translations/check (1 package)', m: one, packagesPerSecond: one.rps },
     ];
     const header = ['scenario', 'req/s', 'packages/s', 'p50 ms', 'p99 ms'];
@@ -205,7 +210,7 @@ async function main(): Promise<void> {
         `${[line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join('\n')}\n\n` +
         `${CONNECTIONS} connections, ${DURATION}s after a ${WARMUP_SECONDS}s warm-up; latencies from autocannon.\n` +
         `A batch costs ${(batch.p50 / one.p50).toFixed(1)}x one check at p50 for 100x the packages.\n` +
-        `Batch against bare: ${(batch.rps / bareBatch.rps).toFixed(2)}x the rate (goal at least 0.8x); p99 ${batch.p99} ms (goal at most 15 ms).\n`,
+        `Batch against bare: ${(batch.rps / bareBatch.rps).toFixed(2)}x the rate (${(batch.rps / barePrepared.rps).toFixed(2)}x the bare server preparing the query too; goal at least 0.8x); p99 ${batch.p99} ms (goal at most 15 ms).\n`,
     );
     const out = path.join(__dirname, 'translations-results.json');
     fs.writeFileSync(out, `${JSON.stringify({ meta, results: rows.map((r) => ({ scenario: r.scenario, ...r.m, packagesPerSecond: r.packagesPerSecond })) }, null, 2)}\n`);

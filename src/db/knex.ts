@@ -41,10 +41,13 @@ interface PooledConnection {
 /**
  * One statement on a connection of Knex's pool, as a named (server-side prepared) statement:
  * PostgreSQL parses and plans it once per connection, and Knex's builder and runner (and its
- * 'query' events) are skipped. For the hottest reads only, outside transactions; `text` uses
- * PostgreSQL's $1 placeholders, and `name` is unique to that text.
+ * per-query work) are skipped; Knex's 'query' event is still emitted (a cheap no-op without
+ * listeners), so what watches the statements a request sends sees this one too. For the hottest
+ * reads only, outside transactions; `text` uses PostgreSQL's $1 placeholders, and `name` is
+ * unique to that text.
  */
 export async function preparedRows<T>(db: Db, name: string, text: string, values: unknown[]): Promise<T[]> {
+  db.emit('query', { method: 'raw', sql: text, bindings: values, name });
   const client = db.client as { acquireConnection(): Promise<PooledConnection>; releaseConnection(c: PooledConnection): Promise<void> };
   const conn = await client.acquireConnection();
   try {

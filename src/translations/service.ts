@@ -1,7 +1,7 @@
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
 import type { SignalDefinition } from '@temporalio/common';
 import type { Config } from '../config';
-import type { Db } from '../db/knex';
+import { preparedRows, type Db } from '../db/knex';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
 import { OutboundPolicy, urlRefusal } from '../infra/outbound-http';
 import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors';
@@ -14,6 +14,7 @@ import { approveSignal, rejectSignal, translationPipeline } from '../../workflow
 import { assertParsable, GettextError } from './gettext';
 import { glotpressUrl, WORDPRESS_LOCALES } from './locales';
 import { packageKey } from './package';
+import { CHECK_SQL } from './check-query';
 import { checkSchema, type CheckInput, type CreateProject, type UpdateProject } from './schema';
 import {
   FAILURE_KIND,
@@ -286,16 +287,13 @@ export class TranslationService {
     // Every valid item is replaced by its status below.
     const out = items.slice() as (PackageStatus | BatchError)[];
     if (valid.length === 0) return out;
-    const result = await this.db.raw(
-      `select i.ord::int as ord, p.id as project_id, p.version as project_version, j.id as job_id, j.version, j.status, j.source,
-              j.total_strings, j.remaining_strings, j.failure_step, j.failure_reason, j.status_changed_at
-         from unnest(?::text[], ?::text[], ?::text[]) with ordinality as i(slug, type, locale, ord)
-         left join translation_projects p on p.slug = i.slug and p.type = i.type
-         left join translation_jobs j on j.slug = i.slug and j.type = i.type and j.locale = i.locale and j.version = p.version
-        order by i.ord`,
-      [valid.map((v) => v.it.slug), valid.map((v) => v.it.type), valid.map((v) => v.it.locale)],
-    );
-    const rows = result.rows as CheckRow[];
+    // The hottest read of the service (WordPress sites check their packages in batches): a
+    // prepared statement, planned once per connection (see preparedRows).
+    const rows = await preparedRows<CheckRow>(this.db, 'translations_check_v1', CHECK_SQL, [
+      valid.map((v) => v.it.slug),
+      valid.map((v) => v.it.type),
+      valid.map((v) => v.it.locale),
+    ]);
     const toStart = new Map<string, { project_id: number; slug: string; type: string; version: string; locale: string; idx: number[] }>();
     for (const row of rows) {
       const { it, i } = valid[row.ord - 1];
