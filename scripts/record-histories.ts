@@ -36,6 +36,7 @@ const DEFAULT_TESTS = [
   'test/domain-check.test.ts',
   'test/chat-realtime.test.ts',
 ];
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only when a history is read
 const EventType = (): typeof temporal.api.enums.v1.EventType => require('@temporalio/proto').temporal.api.enums.v1.EventType;
 
 /** What a history shows besides its status: signals received, activities retried after a timeout. */

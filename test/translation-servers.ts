@@ -39,7 +39,8 @@ export async function startFakeAi(expectedKey: string): Promise<FakeAi> {
   const server = http.createServer((req, res) => {
     let raw = '';
     req.on('data', (d) => (raw += String(d)));
-    req.on('end', async () => {
+    req.on('end', () => void answer());
+    const answer = async () => {
       const send = (status: number, body: unknown) => {
         res.writeHead(status, { 'Content-Type': 'application/json' });
         res.end(JSON.stringify(body));
@@ -76,7 +77,7 @@ export async function startFakeAi(expectedKey: string): Promise<FakeAi> {
         choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: JSON.stringify({ translations }) } }],
         usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
       });
-    });
+    };
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   fake.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;

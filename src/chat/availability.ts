@@ -98,7 +98,9 @@ export class Availability {
       // to a ticket first: their wait until an agent came is not a chat wait).
       this.db('chat_sessions')
         .whereNotNull('assigned_at')
-        .where((w) => w.whereNull('fallback_reason').orWhereIn('fallback_reason', ['converted', 'linked']))
+        .where((w) => {
+          void w.whereNull('fallback_reason').orWhereIn('fallback_reason', ['converted', 'linked']);
+        })
         .where('assigned_at', '>=', this.db.raw("now() - interval '7 days'"))
         .first(this.db.raw('avg(extract(epoch from assigned_at - date_created))::float8 as avg')),
     ]);

@@ -58,7 +58,9 @@ export class CannedReplies {
     const q = this.db('chat_canned_replies').orderBy('shortcut');
     if (search) {
       const like = `%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-      q.where((w) => w.where('shortcut', 'ilike', like).orWhere('title', 'ilike', like).orWhere('body', 'ilike', like));
+      q.where((w) => {
+        void w.where('shortcut', 'ilike', like).orWhere('title', 'ilike', like).orWhere('body', 'ilike', like);
+      });
     }
     return q;
   }

@@ -13,6 +13,7 @@ interface EmbeddedPostgresServer {
 type EmbeddedPostgresCtor = new (opts: Record<string, unknown>) => EmbeddedPostgresServer;
 
 // A real dynamic import (TypeScript would turn `import()` into `require()` for CommonJS).
+// eslint-disable-next-line no-new-func -- a fixed string, the only way to import() an ES module from CommonJS here
 const importEsm = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<{ default: EmbeddedPostgresCtor }>;
 
 let loaded: Promise<{ default: EmbeddedPostgresCtor }> | undefined;

@@ -89,7 +89,7 @@ export function startTenantPushRelay(opts: { db: Db; temporal: TemporalHandle; i
       log.warn({ err }, 'tenant push listener lost; reconnecting');
       listener = null;
       client.end().catch(() => undefined);
-      if (!stopped) setTimeout(() => listen().catch(() => undefined), 1000).unref();
+      if (!stopped) setTimeout(() => void listen().catch(() => undefined), 1000).unref();
     });
     try {
       await client.connect();
@@ -99,7 +99,7 @@ export function startTenantPushRelay(opts: { db: Db; temporal: TemporalHandle; i
     } catch (err) {
       log.warn({ err }, 'tenant push listener could not connect; retrying');
       await client.end().catch(() => undefined);
-      if (!stopped) setTimeout(() => listen().catch(() => undefined), 2000).unref();
+      if (!stopped) setTimeout(() => void listen().catch(() => undefined), 2000).unref();
     }
   };
   void listen();
