@@ -15,6 +15,8 @@ import * as m20261129000001 from './20261129000001_list_scale';
 import * as m20261129000010 from './20261129000010_chat_session_email_filter';
 import * as m20261130000030 from './20261130000030_rate_limits';
 import * as m20261201000010 from './20261201000010_translation_expired';
+import * as m20261202000010 from './20261202000010_idempotency_keys';
+import * as m20261202000020 from './20261202000020_payment_gateway_ids';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -37,6 +39,8 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261129000010_chat_session_email_filter': m20261129000010,
   '20261130000030_rate_limits': m20261130000030,
   '20261201000010_translation_expired': m20261201000010,
+  '20261202000010_idempotency_keys': m20261202000010,
+  '20261202000020_payment_gateway_ids': m20261202000020,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

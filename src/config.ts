@@ -113,6 +113,9 @@ const schema = z.object({
     .transform((v) => (net.isIP(v) ? v : normalizeHostName(v)))
     .optional(),
 
+  // How long an Idempotency-Key of a wu/v2 write, and the answer it replays, are kept.
+  IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().int().min(1).max(720).default(24),
+
   // /register: how long the request waits for the registration workflow before answering 202.
   REGISTER_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(30),
 

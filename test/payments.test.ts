@@ -92,6 +92,25 @@ describe('payments', () => {
       expect(row.total).toBe('19.9900');
     });
 
+    test('a gateway payment id names one payment of its gateway: the same one again is a 400 naming it, nothing created', async () => {
+      const id = `pi_once_${process.pid}`;
+      const first = await ctx.http.post(`${BASE}/payments`).set(auth()).send({ customer_id: customerId, gateway: 'stripe', gateway_payment_id: id, total: 44 });
+      expect(first.status).toBe(200);
+      const before = Number((await ctx.db('payments').count({ n: '*' }))[0].n);
+      const again = await ctx.http.post(`${BASE}/payments`).set(auth()).send({ customer_id: customerId, gateway: 'stripe', gateway_payment_id: id, total: 44 });
+      expect(again.status).toBe(400);
+      expect(again.body).toMatchObject({ code: 'wu_rest_invalid_parameter', data: { params: { gateway_payment_id: 'gateway_payment_id is already recorded for another payment of this gateway.' } } });
+      const moved = await ctx.http.patch(`${BASE}/payments/${first.body.id}`).set(auth()).send({ gateway_payment_id: id });
+      expect(moved.status).toBe(200);
+      const other = (await ctx.http.post(`${BASE}/payments`).set(auth()).send({ customer_id: customerId, gateway: 'stripe', total: 1 })).body;
+      const taken = await ctx.http.patch(`${BASE}/payments/${other.id}`).set(auth()).send({ gateway_payment_id: id });
+      expect(taken.status).toBe(400);
+      expect(Number((await ctx.db('payments').count({ n: '*' }))[0].n)).toBe(before + 1);
+      // Another gateway may use the same id, and '' (no id yet) repeats freely.
+      expect((await ctx.http.post(`${BASE}/payments`).set(auth()).send({ customer_id: customerId, gateway: 'paypal', gateway_payment_id: id, total: 44 })).status).toBe(200);
+      for (let i = 0; i < 2; i++) expect((await ctx.http.post(`${BASE}/payments`).set(auth()).send({ customer_id: customerId, gateway: 'stripe', total: 1 })).status).toBe(200);
+    });
+
     test('total computed with decimals when not given: subtotal - discount_total + tax_total, never below 0', async () => {
       expect((await create({ subtotal: 0.1, tax_total: 0.2 })).total).toBe(0.3);
       expect((await create({ subtotal: '19.99', discount_total: 5, tax_total: '1.5' })).total).toBe(16.49);

@@ -19,6 +19,7 @@ import { TemporalGateway } from '../temporal/gateway';
 import { requireApiAuth } from './auth';
 import { refuseCrossSite } from './cross-site';
 import { errorHandler, notFoundHandler } from './errors';
+import { idempotencyKeys } from './idempotency';
 import { afterAuthentication, heldBackBodyError, readBody } from './input';
 import { RateLimits } from './limits';
 import { useCursorKey } from './list';
@@ -296,6 +297,10 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   wu.use(requireApiAuth(settings, authFailures));
   wu.use(afterAuthentication);
   wu.use(heldBackBodyError);
+  // Every write takes an Idempotency-Key (/register keeps its own, in its registrations row).
+  const idempotencySecret = new StoredSecret(db, 'idempotency_request_secret');
+  wu.use(idempotencyKeys({ db, ttlHours: config.IDEMPOTENCY_KEY_TTL_HOURS, secret: () => idempotencySecret.get(), skip: (req) => req.path === '/register' }));
+  registry.acceptIdempotencyKeys(WU_NAMESPACE);
 
   registry.operation(WU_NAMESPACE, 'GET', '/auth', {
     summary: 'Test the credentials',

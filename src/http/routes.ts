@@ -83,6 +83,8 @@ export class RouteRegistry {
   readonly components = new Map<string, z.ZodType | Record<string, unknown>>();
   /** Namespaces whose bodies may also be application/x-www-form-urlencoded. */
   readonly formNamespaces = new Set<string>();
+  /** Namespaces whose writes take an Idempotency-Key header (src/http/idempotency.ts). */
+  readonly idempotentNamespaces = new Set<string>();
   /** Record components that carry `_links` (and `_embedded`): link relation -> the component linked to. */
   readonly componentLinks = new Map<string, Record<string, { component: string; embeddable: boolean }>>();
 
@@ -107,6 +109,11 @@ export class RouteRegistry {
   /** Documents that the namespace's operations take form-encoded bodies as well as JSON. */
   acceptFormBodies(namespace: string): void {
     this.formNamespaces.add(namespace);
+  }
+
+  /** Documents that the namespace's writes take an Idempotency-Key. */
+  acceptIdempotencyKeys(namespace: string): void {
+    this.idempotentNamespaces.add(namespace);
   }
 
   /** Registers a named schema; answers a $ref to it. */

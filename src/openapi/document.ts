@@ -41,7 +41,9 @@ const ERROR_STATUSES: Record<number, string> = {
     'The API is disabled (`wu_rest_api_disabled`), the item is protected, (chat) the caller may not use this route or session (`rest_forbidden`), ' +
     'or a browser sent a request that changes data from another site (`rest_cross_site_forbidden`).',
   404: 'Unknown id (`wu_rest_{model}_invalid_id`) or route (`rest_no_route`).',
-  409: 'Conflict: the record is still referenced (`wu_rest_{model}_in_use`) or a key was reused.',
+  409:
+    'Conflict: the record is still referenced (`wu_rest_{model}_in_use`), or an Idempotency-Key was used with another request (`wu_rest_idempotency_key_reused`), ' +
+    'is still running (`wu_rest_idempotency_key_in_use`, with `Retry-After`) or its first request was interrupted (`wu_rest_idempotency_key_interrupted`).',
   413: 'Request body too large (`rest_request_too_large`: over BODY_LIMIT, or a form with too many parameters; `chat_attachment_too_large` for an attachment).',
   415: 'A body that is not JSON (wu/v2: or form-encoded) (`rest_unsupported_media_type`), an unsupported body encoding, or (chat attachments) not multipart or a file type that is not allowed.',
   429: 'Too many failed authentications from this address (`Retry-After` says when to try again).',
@@ -51,6 +53,19 @@ const ERROR_STATUSES: Record<number, string> = {
     'A backing service is unavailable: the database (`hostflow_database_unavailable`, with `Retry-After`) or Temporal ' +
     '(`wu_rest_temporal_unavailable` and feature-specific codes); try again later.',
 };
+
+/** The header every write of an idempotent namespace takes (src/http/idempotency.ts). */
+const IDEMPOTENCY_KEY_PARAM = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the same key with the same request (method, URL and body) answers the first answer again (with `Idempotent-Replayed: true`) without running it again, ' +
+    'for IDEMPOTENCY_KEY_TTL_HOURS (24 by default); with another request, 409 `wu_rest_idempotency_key_reused`; while the first still runs, 409 `wu_rest_idempotency_key_in_use` (after waiting up to 5 s). ' +
+    '2xx and 4xx answers are final; after a 5xx the same key runs the request again. /register keeps its own keys (see its description).',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[!-~]+$' },
+};
+const REPLAYED = { 'Idempotent-Replayed': { description: '`true` when this is the kept answer of an earlier request with the same Idempotency-Key.', schema: { const: 'true' } } };
 
 /** Answers after authentication hold the caller's data: never cached. */
 const NO_STORE = { 'Cache-Control': { description: 'no-store (answers after authentication are not to be cached).', schema: { type: 'string' } } };
@@ -98,7 +113,7 @@ export function buildOpenApiDocument(registry: RouteRegistry, opts: { serverUrl?
     seen.add(key);
     const path = openApiPath(op.path);
     const item = (paths[path] ??= {});
-    item[op.method.toLowerCase()] = operationObject(op, registry.prefix, registry.formNamespaces.has(op.namespace), projections);
+    item[op.method.toLowerCase()] = operationObject(op, registry.prefix, registry.formNamespaces.has(op.namespace), projections, registry.idempotentNamespaces.has(op.namespace));
   }
   addLinks(paths, schemas);
   return {
@@ -162,7 +177,7 @@ function inputSchema(schema: z.ZodType | Record<string, unknown>): Record<string
   return withInputRules(toJsonSchema(schema, 'input')) as Record<string, unknown>;
 }
 
-function operationObject(op: Operation, prefix: string, formBodies: boolean, projections: Projections): Record<string, unknown> {
+function operationObject(op: Operation, prefix: string, formBodies: boolean, projections: Projections, idempotent: boolean): Record<string, unknown> {
   const d = op.doc;
   const success = Object.entries(d.responses).find(([status]) => /^2/.test(status))?.[1];
   const query = [...(d.query ?? [])];
@@ -187,9 +202,12 @@ function operationObject(op: Operation, prefix: string, formBodies: boolean, pro
       ...(q.example !== undefined ? { example: q.example } : {}),
     });
   }
+  const takesKey = idempotent && op.method !== 'GET';
+  if (takesKey) parameters.push(IDEMPOTENCY_KEY_PARAM);
   const responses: Record<string, unknown> = {};
   for (const [status, r] of Object.entries(d.responses)) {
-    responses[status] = response(d.public ? r : { ...r, headers: { ...NO_STORE, ...r.headers } }, 'output', d.fields && /^2/.test(status) ? projections : null);
+    const headers = { ...(d.public ? {} : NO_STORE), ...(takesKey && /^2/.test(status) ? REPLAYED : {}), ...r.headers };
+    responses[status] = response(Object.keys(headers).length ? { ...r, headers } : r, 'output', d.fields && /^2/.test(status) ? projections : null);
   }
   // Any request can be too long for the server (431) or meet the database down (503), public ones included.
   const errorStatuses = d.public ? [431, 500, 503] : Object.keys(ERROR_STATUSES).map(Number);

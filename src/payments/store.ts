@@ -110,7 +110,10 @@ export function createPaymentService(db: Db): TableService {
       product_id: { table: 'products', label: 'product' },
       parent_id: { table: 'payments', label: 'payment' },
     },
-    uniques: { payments_invoice_number_unique: { field: 'invoice_number', message: 'invoice_number is already used by another payment.' } },
+    uniques: {
+      payments_invoice_number_unique: { field: 'invoice_number', message: 'invoice_number is already used by another payment.' },
+      payments_gateway_payment_id_unique: { field: 'gateway_payment_id', message: 'gateway_payment_id is already recorded for another payment of this gateway.' },
+    },
     hooks: {
       async beforeCreate(trx, cols, refs) {
         await checkRelations(trx, cols, refs);
