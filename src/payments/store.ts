@@ -73,6 +73,18 @@ async function checkRelations(trx: Trx, cols: Row, refs: Refs, current?: Row): P
   if (Object.keys(errors).length) throw invalidParams(errors);
 }
 
+/**
+ * refund_total is the sum of the payment's refunds (payment_refunds): a write may repeat it
+ * (clients that send back the whole record) but not change it.
+ */
+function keepRefundTotal(cols: Row, current?: Row): void {
+  if (cols.refund_total === undefined) return;
+  if (!new Decimal(cols.refund_total).eq(current?.refund_total ?? 0)) {
+    throw invalidParams({ refund_total: 'is the sum of the payment\'s refunds and cannot be set: record a refund with POST /payments/{id}/refunds.' });
+  }
+  delete cols.refund_total;
+}
+
 /** Store unit prices as JSON numbers (the validated text is exact to 4 decimals). */
 function normaliseLineItems(cols: Row): LineItem[] | undefined {
   if (cols.line_items === undefined) return undefined;
@@ -116,6 +128,7 @@ export function createPaymentService(db: Db): TableService {
     },
     hooks: {
       async beforeCreate(trx, cols, refs) {
+        keepRefundTotal(cols);
         await checkRelations(trx, cols, refs);
         const items = normaliseLineItems(cols);
         // Without a subtotal, the line items make it; without a total, the parts make it.
@@ -132,6 +145,7 @@ export function createPaymentService(db: Db): TableService {
         if (cols.status === 'completed') cols.invoice_number = await nextInvoiceNumber(trx);
       },
       async beforeUpdate(trx, current, cols, refs) {
+        keepRefundTotal(cols, current);
         await checkRelations(trx, cols, refs, current);
         normaliseLineItems(cols);
         if (cols.status === 'completed' && current.invoice_number === null) cols.invoice_number = await nextInvoiceNumber(trx);
