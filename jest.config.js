@@ -5,6 +5,7 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }] },
   globalSetup: '<rootDir>/test/global-setup.ts',
+  testSequencer: '<rootDir>/test/sequencer.js',
   globalTeardown: '<rootDir>/test/global-teardown.ts',
   setupFiles: ['<rootDir>/test/setup-env.ts'],
   testTimeout: 60_000,

@@ -4,6 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { answerClientError } from '../src/http/client-error';
+import { IDEMPOTENCY_KEY } from '../src/http/idempotency';
 import type { RunningWorker } from '../src/temporal/worker';
 import { API_KEY, API_SECRET, BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 
@@ -24,7 +25,9 @@ const MAX_EXAMPLES = Number(process.env.FUZZ_MAX_EXAMPLES ?? 2);
 const PHASES = process.env.FUZZ_PHASES ?? 'examples,coverage,fuzzing,stateful';
 const SEED = process.env.FUZZ_SEED ?? '20261126';
 const MIN_REQUESTS = Number(process.env.FUZZ_MIN_REQUESTS ?? 2000);
-const TIMEOUT_MS = Number(process.env.FUZZ_TIMEOUT_SECONDS ?? 600) * 1000;
+const TIMEOUT_MS = Number(process.env.FUZZ_TIMEOUT_SECONDS ?? 1500) * 1000;
+/** Answers slower than this are listed in the summary (where a slow run spent its time). */
+const SLOW_MS = 1000;
 const CHECKS = process.env.FUZZ_CHECKS?.split(',') ?? ['not_a_server_error', 'status_code_conformance', 'content_type_conformance', 'response_headers_conformance', 'response_schema_conformance'];
 
 function schemathesisBinary(): string {
@@ -43,6 +46,7 @@ describe('fuzzing from the OpenAPI document (schemathesis)', () => {
   const workDir = path.resolve(__dirname, '..', '.tmp', `fuzz-${process.pid}`);
   const dataDir = path.join(workDir, 'data');
   let requests = 0;
+  const slow: { ms: number; line: string }[] = [];
 
   beforeAll(async () => {
     ctx = await createTestContext({
@@ -64,7 +68,18 @@ describe('fuzzing from the OpenAPI document (schemathesis)', () => {
     server.on('clientError', answerClientError);
     server.on('request', (req, res) => {
       requests += 1;
-      res.on('finish', () => statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1));
+      // Schemathesis sends one Idempotency-Key value over and over (its examples and boundaries),
+      // so after the first write every other would be a 409 "key reused" that never reaches its
+      // handler. A valid key is made unique to its request here (keys themselves are tested in
+      // idempotency.test.ts); an invalid one is left as it is, to be refused.
+      const key = req.headers['idempotency-key'];
+      if (typeof key === 'string' && IDEMPOTENCY_KEY.test(key) && key.length < 240) req.headers['idempotency-key'] = `${key}.${requests}`;
+      const started = process.hrtime.bigint();
+      res.on('close', () => {
+        statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
+        const ms = Number(process.hrtime.bigint() - started) / 1e6;
+        if (ms > SLOW_MS) slow.push({ ms, line: `${Math.round(ms)} ms ${req.method} ${req.url?.slice(0, 160)} → ${res.writableFinished ? res.statusCode : 'not finished'}` });
+      });
       // The document lets the fuzzer switch the API (and registration) off through the settings:
       // switch them back on after every settings write, so that the rest of the run reaches the routes.
       if (req.method !== 'GET' && req.url?.includes('/settings')) {
@@ -131,12 +146,23 @@ describe('fuzzing from the OpenAPI document (schemathesis)', () => {
         const child = spawn(schemathesisBinary(), args, { cwd: reportDir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', SCHEMATHESIS_TELEMETRY: 'false' } });
         child.stdout.on('data', (c: Buffer) => output.push(c.toString()));
         child.stderr.on('data', (c: Buffer) => output.push(c.toString()));
+        // Stopped (SIGINT: it still prints its summary) before jest's own timeout, so that a slow
+        // run fails with what it did and where the time went instead of a bare timeout.
+        const stop = setTimeout(() => {
+          output.push(`\n[stopped after ${TIMEOUT_MS / 1000 - 30} s]\n`);
+          child.kill('SIGINT');
+          setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+        }, TIMEOUT_MS - 30_000);
         child.on('error', reject);
-        child.on('close', resolve);
+        child.on('close', (c) => {
+          clearTimeout(stop);
+          resolve(c);
+        });
       });
       const text = output.join('');
       fs.writeFileSync(path.join(reportDir, 'output.txt'), text);
-      const summary = `schemathesis exit ${code}; ${requests} requests; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`;
+      const slowest = [...slow].sort((a, b) => b.ms - a.ms).slice(0, 20).map((s) => s.line);
+      const summary = `schemathesis exit ${code}; ${requests} requests; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}; ${slow.length} answers slower than ${SLOW_MS} ms${slowest.length ? `, the slowest:\n  ${slowest.join('\n  ')}` : ''}`;
       // Printed for the record (and for the README's figures from `npm run fuzz`).
       process.stdout.write(`${summary}\n${text.split('\n').filter((l) => /Test cases:|generated|passed|failures|Seed:|ST\d+/.test(l)).join('\n')}\n`);
       if (code !== 0) {
