@@ -90,15 +90,22 @@ describe('the OpenAPI document states the rules the server applies (wu/v2)', () 
         [...['2026-01-31', '2024-02-29', '2000-02-29', '2026-01-31T12:00:00Z', '2026-01-31 12:00', '2026-01-31T12:00+0530', '2026-01-31T23:59:59.123456-02:00', '2026-01-31T24:00'], null].map((d) => ({ date_expiration: d })),
         ['2026-02-30', '2026-04-31', '1900-02-29', '2026-13-01', '2026-01-31T25:00', '2026-01-31T12:60', '2026-01-31T12:00+24:00', '2026-1-31', '31/01/2026', 'tomorrow', '', '٢٠٢٦-٠١-٣١', '2026-01-31T12:00:00.1234567Z'].map((d) => ({ date_expiration: d })),
       ),
-      // Amounts: numbers or digit strings, at most 4 decimals, up to 99999999999.9999.
+      // Amounts: numbers or digit strings, at most 4 decimals (a USD product's amount: 2, the
+      // currency's minor unit, which the description states), up to 99999999999.9999.
       ...on(
         'patch',
         '/products/{id}',
         product,
-        [0, 19.99, 0.0001, 99999999999.9999, '0', '19.99', '000123.4500', '1.12340', '99999999999.9999'].map((amount) => ({ amount })),
+        [0, 19.99, 0.01, 99999999999.99, '0', '19.99', '000123.4500', '1.12000', '99999999999.99'].map((amount) => ({ amount })),
         [-1, 1.23456, 1e-5, 100000000000, '-1', '1.23456', '1e3', 'abc', '', '100000000000', '12.', '.5', '٣'].map((amount) => ({ amount })),
       ),
-      ...on('patch', '/payments/{id}', payment, [{ line_items: [{ name: 'A', quantity: 2, unit_price: '4.5' }] }], [{ line_items: [{ name: 'A', quantity: 2, unit_price: '4.55555' }] }, { tax_total: -0.5 }]),
+      ...on(
+        'patch',
+        '/payments/{id}',
+        payment,
+        [{ line_items: [{ name: 'A', quantity: 2, unit_price: '4.5' }] }, { line_items: [{ name: 'A', quantity: 1, unit_price: 0.0001 }] }, { line_items: [{ name: 'A', quantity: 1, unit_price: '99999999999.9999' }] }],
+        [{ line_items: [{ name: 'A', quantity: 2, unit_price: '4.55555' }] }, { tax_total: -0.5 }],
+      ),
       // Currencies: ISO 4217 codes.
       ...on('patch', '/memberships/{id}', membership, [{ currency: 'EUR' }, { currency: 'JPY' }], [{ currency: 'XYZ' }, { currency: 'usd1' }, { currency: 'US' }, { currency: 5 }]),
       // Host names.
@@ -269,6 +276,8 @@ describe('the OpenAPI document states the rules the server applies (wu/v2)', () 
       { method: 'patch', path: '/memberships/{id}', url: `/memberships/${ids.membership}`, body: { addon_products: [{ product_id: ids.product, quantity: 1 }, { product_id: ids.product, quantity: 2 }] }, says: /each at most once/ },
       { method: 'patch', path: '/memberships/{id}', url: `/memberships/${ids.membership}`, body: { plan_id: 999_999 }, says: /plan_id \(a product\) must name existing records/ },
       { method: 'patch', path: '/payments/{id}', url: `/payments/${ids.payment}`, body: { parent_id: ids.payment }, says: /parent_id must not be the payment itself/ },
+      { method: 'patch', path: '/products/{id}', url: `/products/${ids.product}`, body: { amount: 0.0001 }, says: /no more decimals than the currency's minor unit/ },
+      { method: 'patch', path: '/payments/{id}', url: `/payments/${ids.payment}`, body: { total: '1.005' }, says: /no more decimals than the currency's minor unit/ },
       { method: 'post', path: '/products', url: '/products', body: { slug: 'rules-plan', name: 'Again' }, says: /slug is already used by another product/ },
       { method: 'post', path: '/customers', url: '/customers', body: { user_id: ids.user }, says: /a user that has no customer yet/ },
       { method: 'post', path: '/sites', url: '/sites', body: { title: 'T', domain: 'tpl.example.com', template_id: ids.site }, says: /template_id must be a site of type site_template/ },

@@ -4,7 +4,7 @@ import type { Db } from './knex';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from './errors';
 import { ApiError, conflict, invalidParams } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
-import { moneyOut } from '../http/money';
+import { Decimal, minorUnits, moneyOut } from '../http/money';
 import type { ResourceLink } from './resource-link';
 import type { FieldSet } from '../http/fields';
 import type { ReadOptions, ResourceDefinition, ResourceExamples, ResourceService } from '../http/resource';
@@ -46,6 +46,11 @@ export interface TableResourceConfig {
   };
   /** Extra fields computed for the API from the row. */
   decorate?(row: Row, rec: Row): void;
+  /**
+   * Money columns priced in the record's `currency` column (USD when none is given): a value
+   * with more decimals than the currency's minor unit (USD 2, JPY 0, KWD 3) is a 400 naming it.
+   */
+  currencyAmounts?: string[];
 }
 
 /** A timestamp from the API (no zone means UTC). */
@@ -101,6 +106,25 @@ export class TableService implements ResourceService<Row> {
     for (const f of fields) if (Object.hasOwn(this.cfg.columns, f) || f === 'date_created' || f === 'date_modified') cols.add(`t.${f}`);
     for (const c of extra) cols.add(c);
     return [...cols];
+  }
+
+  /**
+   * The written amounts against the currency's minor unit. On an update, a changed currency
+   * holds the amounts the write leaves as they are to it too.
+   */
+  checkMinorUnits(cols: Row, current?: Row): void {
+    const amounts = this.cfg.currencyAmounts;
+    if (!amounts) return;
+    const currency = String(cols.currency ?? current?.currency ?? 'USD').trim();
+    const digits = minorUnits(currency);
+    const currencyChanged = current !== undefined && cols.currency !== undefined && cols.currency !== String(current.currency).trim();
+    const errors: Record<string, string> = {};
+    for (const name of amounts) {
+      const v = cols[name] ?? (currencyChanged ? current[name] : undefined);
+      if (v === undefined || v === null || new Decimal(v).decimalPlaces() <= digits) continue;
+      errors[name] = cols[name] !== undefined ? `must have at most ${digits} decimal place${digits === 1 ? '' : 's'} in ${currency}.` : `${new Decimal(v).toFixed()} has more decimals than ${currency} (${digits}): give it again with the currency.`;
+    }
+    if (Object.keys(errors).length) throw invalidParams(errors);
   }
 
   /** Validated API input to column values. */
@@ -170,6 +194,7 @@ export class TableService implements ResourceService<Row> {
     try {
       return await this.inTransaction(outer, async (trx) => {
         const cols = this.toColumns(input);
+        this.checkMinorUnits(cols);
         const refs = await this.checkReferences(trx, cols);
         await this.cfg.hooks?.beforeCreate?.(trx, cols, refs);
         const [row] = await trx(this.cfg.table)
@@ -189,6 +214,7 @@ export class TableService implements ResourceService<Row> {
         const current = await trx(this.cfg.table).where({ id }).forUpdate().first();
         if (!current) return null;
         const cols = this.toColumns(input);
+        this.checkMinorUnits(cols, current);
         const refs = await this.checkReferences(trx, cols);
         await this.cfg.hooks?.beforeUpdate?.(trx, current, cols, refs);
         if (Object.keys(cols).length === 0) return this.toRecord(current);
@@ -288,6 +314,9 @@ function tableRules(cfg: TableResourceConfig): string {
   return [
     refs.length ? `${humanList(refs)} must name existing records (400 naming the field otherwise).` : '',
     uniques.length ? `Refused (400 naming the field) when ${uniques.join('; ')}.` : '',
+    cfg.currencyAmounts?.length
+      ? `${humanList(cfg.currencyAmounts)} have no more decimals than the currency's minor unit (USD 2, JPY 0, KWD 3; 400 naming the field otherwise); changing the currency holds the amounts kept to it too.`
+      : '',
   ]
     .filter(Boolean)
     .join(' ');

@@ -91,6 +91,7 @@ export function createMembershipService(db: Db): TableService {
       migrated_from_id: 'int',
     },
     listSpec: membershipListSpec,
+    currencyAmounts: ['initial_amount', 'amount'],
     references: {
       customer_id: { table: 'customers', label: 'customer' },
       plan_id: { table: 'products', label: 'product' },

@@ -116,6 +116,7 @@ export function createPaymentService(db: Db): TableService {
       migrated_from_id: 'int',
     },
     listSpec: paymentListSpec,
+    currencyAmounts: ['subtotal', 'discount_total', 'tax_total', 'total'],
     references: {
       customer_id: { table: 'customers', label: 'customer' },
       membership_id: { table: 'memberships', label: 'membership' },

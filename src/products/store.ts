@@ -61,6 +61,7 @@ export function createProductService(db: Db): TableService {
       migrated_from_id: 'int',
     },
     listSpec: productListSpec,
+    currencyAmounts: ['amount', 'setup_fee'],
     uniques: { products_slug_unique: { field: 'slug', message: 'slug is already used by another product.' } },
     hooks: {
       // A taken slug is refused by the unique constraint (`uniques` above: the same 400), with
