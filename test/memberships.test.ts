@@ -469,6 +469,35 @@ describe('memberships', () => {
       ]);
     });
 
+    test('date ranges on date_expiration, date_trial_end and date_renewed (what a renewal job selects by); records without the date do not match', async () => {
+      expect(idsOf((await get({ customer_id: c, 'date_expiration[before]': '2026-04-01' })).body)).toEqual([ids[4]]);
+      expect(idsOf((await get({ customer_id: c, 'date_expiration[after]': '2026-03-01' })).body)).toEqual([ids[4], ids[3]]);
+      expect(idsOf((await get({ customer_id: c, 'date_expiration[after]': '2026-03-01T00:00:01Z', 'date_expiration[before]': '2026-06-01' })).body)).toEqual([ids[3]]);
+      const counted = await get({ customer_id: c, 'date_expiration[before]': '2027-01-01', per_page: 1 });
+      expect(counted.headers['x-wp-total']).toBe('2');
+      // With the other filters, and with date_created's own range.
+      expect(idsOf((await get({ customer_id: c, status: 'cancelled', 'date_expiration[after]': '2026-01-01', 'date_created[after]': '2000-01-01' })).body)).toEqual([ids[3]]);
+      await ctx.http.patch(`${BASE}/memberships/${ids[2]}`).set(auth()).send({ date_trial_end: '2026-05-05T10:00:00Z', date_renewed: '2026-04-04' });
+      expect(idsOf((await get({ customer_id: c, 'date_trial_end[after]': '2026-05-05T10:00:00Z' })).body)).toEqual([ids[2]]);
+      expect(idsOf((await get({ customer_id: c, 'date_trial_end[before]': '2026-05-05T09:59:59Z' })).body)).toEqual([]);
+      expect(idsOf((await get({ customer_id: c, 'date_renewed[before]': '2026-04-04' })).body)).toEqual([ids[2]]);
+    });
+
+    test.each([
+      [{ 'date_expiration[before]': 'soon' }, 'date_expiration[before]', 'date_expiration[before] is not a valid date (use ISO 8601, e.g. 2026-01-31 or 2026-01-31T12:00:00Z).'],
+      [{ 'date_expiration[after]': '2026-02-30' }, 'date_expiration[after]', expect.stringContaining('is not a valid date')],
+      [{ date_expiration: '2026-01-01' }, 'date_expiration', 'date_expiration is a range: use date_expiration[after] and/or date_expiration[before].'],
+      [{ 'date_renewed[after]': '2026-02-01', 'date_renewed[before]': '2026-01-01' }, 'date_renewed[after]', 'date_renewed[after] must not be later than date_renewed[before].'],
+      [{ 'date_expiration[during]': '2026-01-01' }, 'date_expiration[during]', 'date_expiration[during] is not a valid parameter.'],
+      [{ 'date_cancellation[after]': '2026-01-01' }, 'date_cancellation[after]', 'date_cancellation[after] is not a valid parameter.'],
+      [{ 'date_expiration[before]': ['2026-01-01', '2026-02-01'] }, 'date_expiration[before]', expect.any(String)],
+    ])('bad date range %o is 400 naming %s', async (query, name, message) => {
+      const res = await get(query);
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('wu_rest_invalid_parameter');
+      expect(res.body.data.params[name]).toEqual(message);
+    });
+
     test('search covers gateway_subscription_id, gateway_customer_id and gateway', async () => {
       expect(idsOf((await get({ search: 'sub_list' })).body)).toEqual([ids[2], ids[0]]);
       expect(idsOf((await get({ search: 'CUST_LIST' })).body)).toEqual([ids[1]]);

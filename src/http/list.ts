@@ -39,6 +39,8 @@ export interface ListSpec {
    * Without it (or for other filters), the count is exact up to COUNT_EXACT_UP_TO.
    */
   counted?: { table: string; by?: Record<string, string> };
+  /** Range filters besides date_created: `{name}[after]` / `{name}[before]` on this SQL column (a timestamp). */
+  dateRanges?: Record<string, string>;
 }
 
 export interface ListQuery {
@@ -54,6 +56,8 @@ export interface ListQuery {
   conditions: { column: string; op: 'eq' | 'in' | 'not_in'; values: (string | number | boolean)[]; caseInsensitive?: boolean }[];
   dateAfter?: Date;
   dateBefore?: Date;
+  /** The other date ranges asked for (ListSpec.dateRanges), each with one edge or both. */
+  ranges?: { name: string; column: string; after?: Date; before?: Date }[];
 }
 
 /** Query keys no list validates: credentials, WordPress' own underscore parameters, `context`. */
@@ -179,6 +183,26 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
       errors[key] = `${key} is a range: use ${key}[after] and/or ${key}[before].`;
       continue;
     }
+    const other = /^([a-z_]+)(?:\[(after|before)\])?$/.exec(key);
+    if (other && spec.dateRanges && Object.hasOwn(spec.dateRanges, other[1])) {
+      const name = other[1];
+      if (!other[2]) {
+        errors[key] = `${key} is a range: use ${key}[after] and/or ${key}[before].`;
+        continue;
+      }
+      const v = single();
+      if (v === null) continue;
+      const d = parseDate(v);
+      if (!d) {
+        errors[key] = `${key} is not a valid date (use ISO 8601, e.g. 2026-01-31 or 2026-01-31T12:00:00Z).`;
+        continue;
+      }
+      out.ranges ??= [];
+      let range = out.ranges.find((r) => r.name === name);
+      if (!range) out.ranges.push((range = { name, column: spec.dateRanges[name] }));
+      range[other[2] as 'after' | 'before'] = d;
+      continue;
+    }
 
     // Matches any key (an empty one, or one holding a line break, included).
     const m = /^([\s\S]*?)(__in|__not_in)?$/.exec(key)!;
@@ -223,6 +247,9 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
   if (out.dateAfter && out.dateBefore && out.dateAfter > out.dateBefore) {
     errors['date_created[after]'] = 'date_created[after] must not be later than date_created[before].';
   }
+  for (const r of out.ranges ?? []) {
+    if (r.after && r.before && r.after > r.before) errors[`${r.name}[after]`] = `${r.name}[after] must not be later than ${r.name}[before].`;
+  }
   if (Object.keys(errors).length > 0) throw invalidParams(errors);
   if (!orderGiven) {
     out.orderBy = 'id';
@@ -251,6 +278,10 @@ export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec
   }
   if (q.dateAfter) qb.where(spec.dateCreatedColumn, '>=', q.dateAfter);
   if (q.dateBefore) qb.where(spec.dateCreatedColumn, '<=', q.dateBefore);
+  for (const r of q.ranges ?? []) {
+    if (r.after) qb.where(r.column, '>=', r.after);
+    if (r.before) qb.where(r.column, '<=', r.before);
+  }
   if (q.search && spec.searchable.length > 0) {
     const pattern = `%${escapeLike(q.search)}%`;
     // Several columns: one trigram index over all of them (one index scan, not one per
@@ -570,6 +601,15 @@ export function listQueryParams(spec: ListSpec): import('./routes').ParamDoc[] {
       params.push({
         name: `${form}[${edge}]`,
         description: `Created at or ${edge} this time (ISO 8601 date, or date and time; no zone means UTC). date_created[after] must not be later than date_created[before] (400).`,
+        schema: { type: 'string', pattern: DATETIME_PATTERN.source },
+      });
+    }
+  }
+  for (const name of Object.keys(spec.dateRanges ?? {})) {
+    for (const edge of ['after', 'before']) {
+      params.push({
+        name: `${name}[${edge}]`,
+        description: `${name} at or ${edge} this time (ISO 8601 date, or date and time; no zone means UTC); a record without one does not match. ${name}[after] must not be later than ${name}[before] (400).`,
         schema: { type: 'string', pattern: DATETIME_PATTERN.source },
       });
     }

@@ -29,6 +29,8 @@ export const membershipListSpec: ListSpec = {
     currency: { column: 't.currency', type: 'upper' },
     duration_unit: { column: 't.duration_unit', type: { enum: DURATION_UNITS } },
   },
+  // What a renewal or trial-end job selects by (indexed: (column, id)).
+  dateRanges: { date_expiration: 't.date_expiration', date_trial_end: 't.date_trial_end', date_renewed: 't.date_renewed' },
 };
 
 /** Statuses a membership is "live" in, and those it can be activated from. */
