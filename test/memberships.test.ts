@@ -213,6 +213,21 @@ describe('memberships', () => {
       expect(await count()).toBe(before);
     });
 
+    test('a plan as an add-on: 400 naming addon_products (add-ons are packages or services), on create and update', async () => {
+      const before = await count();
+      const res = await ctx.http
+        .post(`${BASE}/memberships`)
+        .set(auth())
+        .send({ customer_id: customerId, plan_id: planId, addon_products: [{ product_id: serviceId, quantity: 1 }, { product_id: planId, quantity: 1 }] });
+      expect(res.status).toBe(400);
+      expect(res.body.data.params.addon_products).toBe(`addon_products: product_id ${planId} is a plan; add-ons are products of type package or service.`);
+      expect(await count()).toBe(before);
+      const m = await create({ addon_products: [{ product_id: serviceId, quantity: 1 }] });
+      const upd = await ctx.http.patch(`${BASE}/memberships/${m.id}`).set(auth()).send({ addon_products: [{ product_id: planId, quantity: 1 }] });
+      expect(upd.status).toBe(400);
+      expect((await ctx.db('memberships').where({ id: m.id }).first('addon_products')).addon_products).toEqual([{ product_id: serviceId, quantity: 1 }]);
+    });
+
     test('malformed JSON and a non-object body', async () => {
       const bad = await ctx.http.post(`${BASE}/memberships`).set(auth()).set('Content-Type', 'application/json').send('{"customer_id":');
       expect(bad.status).toBe(400);
@@ -399,6 +414,48 @@ describe('memberships', () => {
       const s3 = await insertSite(pending.id);
       await ctx.http.put(`${BASE}/memberships/${pending.id}`).set(auth()).send({ status: 'expired' });
       expect((await siteRow(s3.id)).type).toBe('pending');
+    });
+
+    test('status changes follow one state machine: every illegal move is a 409 naming both statuses, and changes nothing', async () => {
+      const legal: Record<string, string[]> = {
+        pending: ['active', 'trialing', 'on-hold', 'cancelled', 'expired'],
+        trialing: ['active', 'on-hold', 'cancelled', 'expired'],
+        active: ['on-hold', 'cancelled', 'expired'],
+        'on-hold': ['active', 'trialing', 'cancelled', 'expired'],
+        cancelled: ['active', 'expired'],
+        expired: ['active'],
+      };
+      const statuses = Object.keys(legal);
+      for (const from of statuses) {
+        for (const to of statuses) {
+          const m = await create({ status: from });
+          const res = await ctx.http.patch(`${BASE}/memberships/${m.id}`).set(auth()).send({ status: to, gateway: 'moved' });
+          if (from === to || legal[from].includes(to)) {
+            expect([from, to, res.status]).toEqual([from, to, 200]);
+            expect(res.body.status).toBe(to);
+          } else {
+            expect([from, to, res.status]).toEqual([from, to, 409]);
+            expect(res.body).toMatchObject({ code: 'wu_rest_membership_invalid_status_transition', data: { status: 409, from, to, allowed: legal[from] } });
+            expect(res.body.message).toBe(`Membership ${m.id} cannot go from ${from} to ${to}; from ${from} it can become ${legal[from].join(', ')}.`);
+            expect(await ctx.db('memberships').where({ id: m.id }).first('status', 'gateway')).toEqual({ status: from, gateway: m.gateway });
+          }
+        }
+      }
+    });
+
+    test('a cancelled membership set back to active is reactivated: the cancellation cleared, a recurring one renews again', async () => {
+      const m = await create({ status: 'active', auto_renew: true, recurring: true });
+      await ctx.http.patch(`${BASE}/memberships/${m.id}`).set(auth()).send({ status: 'cancelled' });
+      const back = await ctx.http.patch(`${BASE}/memberships/${m.id}`).set(auth()).send({ status: 'active' });
+      expect(back.status).toBe(200);
+      expect(back.body).toMatchObject({ status: 'active', auto_renew: true, date_cancellation: null });
+      // The write may say otherwise; a one-off membership does not renew.
+      await ctx.http.patch(`${BASE}/memberships/${m.id}`).set(auth()).send({ status: 'cancelled' });
+      expect((await ctx.http.patch(`${BASE}/memberships/${m.id}`).set(auth()).send({ status: 'active', auto_renew: false })).body).toMatchObject({ auto_renew: false, date_cancellation: null });
+      const once = await create({ status: 'cancelled', recurring: false });
+      expect((await ctx.http.patch(`${BASE}/memberships/${once.id}`).set(auth()).send({ status: 'active' })).body).toMatchObject({ status: 'active', auto_renew: false, date_cancellation: null });
+      const expired = await create({ status: 'expired', recurring: true, date_cancellation: '2026-01-01T00:00:00Z' });
+      expect((await ctx.http.patch(`${BASE}/memberships/${expired.id}`).set(auth()).send({ status: 'active' })).body).toMatchObject({ status: 'active', auto_renew: true, date_cancellation: null });
     });
 
     test('a refused activation changes nothing: the site stays pending', async () => {

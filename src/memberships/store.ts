@@ -3,7 +3,8 @@ import { TableService, type Refs, type Row, type Trx } from '../db/table-service
 import { invalidParams } from '../http/errors';
 import type { ListSpec } from '../http/list';
 import { DURATION_UNITS } from '../shared-enums';
-import { MEMBERSHIP_STATUSES } from './schema';
+import { MEMBERSHIP_STATUSES, type MembershipStatus } from './schema';
+import { checkTransition } from './status';
 
 export const membershipListSpec: ListSpec = {
   idColumn: 't.id',
@@ -37,7 +38,7 @@ export const membershipListSpec: ListSpec = {
 const ACTIVE = new Set(['active', 'trialing']);
 const ACTIVATABLE_FROM = new Set(['pending', 'on-hold']);
 
-/** plan_id must be a product of type `plan`; every add-on product must exist. */
+/** plan_id must be a product of type `plan`; every add-on product must exist and be a package or a service. */
 async function checkProducts(trx: Trx, cols: Row, refs: Refs): Promise<void> {
   const errors: Record<string, string> = {};
   if (cols.plan_id !== undefined) {
@@ -49,9 +50,12 @@ async function checkProducts(trx: Trx, cols: Row, refs: Refs): Promise<void> {
     const addons = JSON.parse(cols.addon_products) as { product_id: number }[];
     const ids = addons.map((a) => a.product_id);
     if (ids.length > 0) {
-      const found = new Set((await trx('products').whereIn('id', ids).select('id')).map((r: Row) => Number(r.id)));
-      const missing = ids.filter((id) => !found.has(id));
+      const types = new Map((await trx('products').whereIn('id', ids).select('id', 'type')).map((r: Row) => [Number(r.id), r.type as string]));
+      const missing = ids.filter((id) => !types.has(id));
+      // Only packages and services are add-ons: a second plan on a membership is no add-on.
+      const plans = ids.filter((id) => types.get(id) === 'plan');
       if (missing.length > 0) errors.addon_products = `addon_products: product_id ${missing.join(', ')} does not match any product.`;
+      else if (plans.length > 0) errors.addon_products = `addon_products: product_id ${plans.join(', ')} is a plan; add-ons are products of type package or service.`;
     }
   }
   if (Object.keys(errors).length) throw invalidParams(errors);
@@ -118,6 +122,13 @@ export function createMembershipService(db: Db): TableService {
           }
         }
         const status: string = cols.status ?? current.status;
+        checkTransition(Number(current.id), current.status as MembershipStatus, status as MembershipStatus);
+        if ((current.status === 'cancelled' || current.status === 'expired') && ACTIVE.has(status)) {
+          // A reactivation: the cancellation no longer holds, and a recurring membership renews
+          // again unless the write says otherwise.
+          if (!('date_cancellation' in cols)) cols.date_cancellation = null;
+          if (cols.auto_renew === undefined) cols.auto_renew = cols.recurring ?? current.recurring;
+        }
         if (status === 'cancelled') {
           // A (new) cancellation is dated now unless the caller dates it; a cancelled
           // membership never renews.

@@ -42,7 +42,7 @@ const ERROR_STATUSES: Record<number, string> = {
     'or a browser sent a request that changes data from another site (`rest_cross_site_forbidden`).',
   404: 'Unknown id (`wu_rest_{model}_invalid_id`) or route (`rest_no_route`).',
   409:
-    'Conflict: the record is still referenced (`wu_rest_{model}_in_use`), or an Idempotency-Key was used with another request (`wu_rest_idempotency_key_reused`), ' +
+    'Conflict: the record is still referenced (`wu_rest_{model}_in_use`), a status change its state machine does not allow (`wu_rest_membership_invalid_status_transition`, naming both), or an Idempotency-Key was used with another request (`wu_rest_idempotency_key_reused`), ' +
     'is still running (`wu_rest_idempotency_key_in_use`, with `Retry-After`) or its first request was interrupted (`wu_rest_idempotency_key_interrupted`).',
   413: 'Request body too large (`rest_request_too_large`: over BODY_LIMIT, or a form with too many parameters; `chat_attachment_too_large` for an attachment).',
   415: 'A body that is not JSON (wu/v2: or form-encoded) (`rest_unsupported_media_type`), an unsupported body encoding, or (chat attachments) not multipart or a file type that is not allowed.',

@@ -4,6 +4,7 @@ import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
 import { ApiError, invalidParams, notFoundItem } from '../http/errors';
 import { Decimal, minorUnits, moneyOut } from '../http/money';
 import { isoDate } from '../http/validation';
+import { statusesThatMayBecome } from '../memberships/status';
 
 /** A payment takes at most this many refunds (its list is answered whole). */
 export const MAX_REFUNDS_PER_PAYMENT = 100;
@@ -81,7 +82,7 @@ export class RefundService {
         if (input.cancel_membership_on_refund && payment.membership_id !== null) {
           const cancelled = await trx('memberships')
             .where({ id: payment.membership_id })
-            .whereNotIn('status', ['cancelled', 'expired'])
+            .whereIn('status', statusesThatMayBecome('cancelled'))
             .update({ status: 'cancelled', auto_renew: false, date_cancellation: trx.fn.now(), date_modified: trx.fn.now() });
           membershipCancelled = cancelled > 0;
         }
