@@ -19,6 +19,7 @@ import * as m20261202000010 from './20261202000010_idempotency_keys';
 import * as m20261202000020 from './20261202000020_payment_gateway_ids';
 import * as m20261203000030 from './20261203000030_payment_refunds';
 import * as m20261203000040 from './20261203000040_membership_date_ranges';
+import * as m20261203000050 from './20261203000050_product_price_variations';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -45,6 +46,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261202000020_payment_gateway_ids': m20261202000020,
   '20261203000030_payment_refunds': m20261203000030,
   '20261203000040_membership_date_ranges': m20261203000040,
+  '20261203000050_product_price_variations': m20261203000050,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -12,6 +12,7 @@ export const productExamples: ResourceExamples = {
     recurring: true,
     duration: 1,
     duration_unit: 'month',
+    price_variations: [{ amount: '99.00', duration: 1, duration_unit: 'year' }],
   },
   record: {
     id: 1,
@@ -32,6 +33,7 @@ export const productExamples: ResourceExamples = {
     active: true,
     type: 'plan',
     list_order: 10,
+    price_variations: [{ amount: 99, duration: 1, duration_unit: 'year' }],
     migrated_from_id: null,
     date_created: '2026-11-26T12:18:46.015Z',
     date_modified: '2026-11-26T12:18:46.015Z',

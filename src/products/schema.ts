@@ -6,6 +6,16 @@ import { DURATION_UNITS } from '../shared-enums';
 export const PRICING_TYPES = ['free', 'paid', 'contact_us', 'pay_what_you_want'] as const;
 export const PRODUCT_TYPES = ['plan', 'package', 'service'] as const;
 
+/** A price for another billing period than the product's own (the original's price_variations). */
+export const priceVariation = z.strictObject({
+  amount: money(),
+  duration: fields.int().min(1).max(1000),
+  duration_unit: z.enum(DURATION_UNITS),
+});
+
+/** A price variation as a product answers it. */
+export const priceVariationRecord = z.strictObject({ amount: z.number(), duration: z.int(), duration_unit: z.enum(DURATION_UNITS) });
+
 const productFields = {
   slug: z
     .string()
@@ -27,6 +37,10 @@ const productFields = {
   active: fields.flag(),
   type: z.enum(PRODUCT_TYPES),
   list_order: fields.int().min(-100_000).max(100_000),
+  price_variations: z
+    .array(priceVariation)
+    .max(20)
+    .refine((items) => new Set(items.map((v) => `${v.duration} ${v.duration_unit}`)).size === items.length, { message: 'must not list the same duration and duration_unit twice.' }),
 };
 
 export const createProductSchema = z.strictObject({

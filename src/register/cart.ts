@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { ApiError } from '../http/errors';
-import { Decimal } from '../http/money';
+import { Decimal, minorUnits } from '../http/money';
+import { addonPrice, exactPrice, periodLabel, pricedFor, type PricedProduct } from '../products/pricing';
 import type { LineItemOut, PricedCart, RegistrationRequest } from './types';
 
 type Row = Record<string, any>;
@@ -53,6 +54,41 @@ export async function resolveProducts(db: Knex | Knex.Transaction, refs: (number
   return { products, plan: plans[0], currency: chosen, problem: errors.length ? `products: ${errors.join('; ')}.` : null };
 }
 
+/** The period a registration bills: the one asked for, else the plan's own. */
+export function cartPeriod(plan: Row, duration?: number, unit?: string): { duration: number; unit: string } {
+  return { duration: duration ?? Number(plan.duration), unit: unit ?? plan.duration_unit };
+}
+
+/**
+ * Each product's price for the cart's period, in the currency's minor unit: the plan's price
+ * for exactly that period (its own or a price variation); a recurring add-on's price for it
+ * (stated, or its own scaled when the periods convert exactly); a one-time product's price.
+ * `problems`: field -> what is wrong (the plan has no price for the period: the period's field;
+ * an add-on has none: products).
+ */
+export function priceProducts(
+  products: Row[],
+  plan: Row,
+  period: { duration: number; unit: string },
+  currency: string,
+  asked: { duration?: number; duration_unit?: string } = {},
+): { prices: Map<Row, Decimal>; problems: Record<string, string> } {
+  const digits = minorUnits(currency);
+  const label = periodLabel(period.duration, period.unit);
+  const prices = new Map<Row, Decimal>();
+  const problems: Record<string, string> = {};
+  const addons: string[] = [];
+  for (const p of products) {
+    const product = p as unknown as PricedProduct;
+    const price = p === plan ? exactPrice(product, period.duration, period.unit) : p.recurring ? addonPrice(product, period.duration, period.unit) : new Decimal(p.amount);
+    if (price) prices.set(p, price.toDecimalPlaces(digits, Decimal.ROUND_HALF_UP));
+    else if (p === plan) problems[asked.duration_unit !== undefined || asked.duration === undefined ? 'duration_unit' : 'duration'] = `plan ${p.slug} has no price for ${label}; it is priced for ${pricedFor(product)}.`;
+    else addons.push(`${p.slug} (priced for ${pricedFor(product)})`);
+  }
+  if (addons.length) problems.products = `products: ${addons.join(', ')} ${addons.length === 1 ? 'has' : 'have'} no price for ${label}, the membership's period.`;
+  return { prices, problems };
+}
+
 /**
  * Prices the cart from the products as they are now (inside the records transaction): plan +
  * add-ons, setup fees on the first payment; the membership's `amount` is the recurring part.
@@ -61,14 +97,18 @@ export async function priceCart(db: Knex | Knex.Transaction, cart: RegistrationR
   const ids = [cart.plan_id, ...cart.addon_ids];
   const { products, plan, problem } = await resolveProducts(db, ids, cart.currency);
   if (problem || !plan) throw new ApiError(400, 'invalid_cart', 'The products changed since the request was checked.', { params: { products: problem ?? 'products: must include a plan.' } });
+  const period = cartPeriod(plan, cart.duration, cart.duration_unit);
+  const { prices, problems } = priceProducts(products, plan, period, cart.currency, cart);
+  if (Object.keys(problems).length) throw new ApiError(400, 'invalid_cart', 'The products changed since the request was checked.', { params: problems });
   const items: LineItemOut[] = [];
   let amount = new Decimal(0);
   let initial = new Decimal(0);
   for (const p of products) {
-    const price = new Decimal(p.amount);
+    const price = prices.get(p)!;
     const fee = new Decimal(p.setup_fee);
     const id = Number(p.id);
-    items.push({ name: p.name, quantity: 1, unit_price: price.toFixed(), product_id: id, description: `${p.duration} ${p.duration_unit}${p.duration === 1 ? '' : 's'}` });
+    // The line says what it charges: the membership's period, or once.
+    items.push({ name: p.name, quantity: 1, unit_price: price.toFixed(), product_id: id, description: p.recurring ? periodLabel(period.duration, period.unit) : 'one-time' });
     if (fee.gt(0)) items.push({ name: `${p.name} setup fee`, quantity: 1, unit_price: fee.toFixed(), product_id: id, description: 'one-time setup fee' });
     initial = initial.plus(price).plus(fee);
     if (p.recurring) amount = amount.plus(price);
@@ -78,8 +118,8 @@ export async function priceCart(db: Knex | Knex.Transaction, cart: RegistrationR
     plan_id: cart.plan_id,
     addon_products: cart.addon_ids.map((product_id) => ({ product_id, quantity: 1 })),
     recurring: Boolean(plan.recurring),
-    duration: cart.duration ?? Number(plan.duration),
-    duration_unit: cart.duration_unit ?? plan.duration_unit,
+    duration: period.duration,
+    duration_unit: period.unit,
     billing_cycles: Number(plan.billing_cycles),
     amount: amount.toFixed(),
     initial_amount: initial.toFixed(),

@@ -5,7 +5,7 @@ import { safeParseInput, zodParams } from '../http/validation';
 import type { SettingsStore } from '../settings/store';
 import { CustomerService } from '../customers/store';
 import { siteAtAddress, templateProblem } from '../sites/store';
-import { resolveProducts } from './cart';
+import { cartPeriod, priceProducts, resolveProducts } from './cart';
 import { registerSchema, type RegisterBody } from './schema';
 import type { RegistrationRequest } from './types';
 
@@ -78,6 +78,11 @@ export async function resolveRegistration(db: Db, settings: SettingsStore, body:
   const params: Record<string, string> = {};
   const cart = await resolveProducts(db, body.products!, body.currency);
   if (cart.problem) params.products = cart.problem;
+  else if (cart.plan) {
+    // The plan priced for the period asked (a price variation), the add-ons on it.
+    const { problems } = priceProducts(cart.products, cart.plan, cartPeriod(cart.plan, body.duration, body.duration_unit), cart.currency, body);
+    Object.assign(params, problems);
+  }
 
   if (body.customer_id !== undefined) {
     const c = await db('customers').where('id', body.customer_id).first('id');
