@@ -33,6 +33,7 @@ const DEFAULT_TESTS = [
   'test/translations-pipeline.test.ts',
   'test/translations-crash.test.ts',
   'test/translations-bounded.test.ts',
+  'test/translations-decisions.test.ts',
   'test/domain-check.test.ts',
   'test/chat-realtime.test.ts',
 ];
