@@ -8,7 +8,7 @@ import { applyHuman, GettextError, parsePot, placeholderProblem, poTranslations,
 import { glotpressLocale, glotpressUrl, languageName, pluralForms } from '../src/translations/locales';
 import { buildPackage } from '../src/translations/package';
 import { MAX_GETTEXT } from '../src/translations/schema';
-import { sourceLabel, type PipelineStep } from '../src/translations/types';
+import { sourceLabel, type Decision, type DecisionOutcome, type PipelineStep } from '../src/translations/types';
 
 /**
  * The side effects of the translation pipeline (workflow `translationPipeline`). Each activity
@@ -318,6 +318,46 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
             logs: trx.raw('logs || ?::jsonb', [logLine('pending_approval', reason, 'warn')]),
           });
         return { state: 'expired', reason };
+      });
+    },
+
+    /**
+     * An approve or reject the API asked for (the pipeline's update handler), recorded under the
+     * row's lock if the job still waits for approval undecided; otherwise nothing is written and
+     * the answer says what decided first (an approval, a rejection, the expiry, or a job no longer
+     * waiting). Run again after it committed, it reads what it wrote: the same answer.
+     */
+    async translationDecide(jobId: number, d: Decision): Promise<DecisionOutcome> {
+      return db.transaction(async (trx): Promise<DecisionOutcome> => {
+        const row = await trx('translation_jobs').where({ id: jobId }).forUpdate().first('status', 'approved_at', 'approved_by', 'failure_step', 'failure_reason', 'rejection_reason');
+        if (!row) throw ApplicationFailure.nonRetryable(`Translation job ${jobId} no longer exists.`, TRANSLATION_REJECTED_INPUT);
+        if (row.approved_at) return { state: 'approved', by: row.approved_by ?? null };
+        if (row.status === 'expired') return { state: 'expired', reason: row.failure_reason ?? '' };
+        if (row.status === 'failed' && row.failure_step === 'pending_approval' && row.rejection_reason !== null) return { state: 'rejected', reason: row.rejection_reason };
+        if (row.status !== 'pending_approval') return { state: 'not_pending', status: row.status };
+        if (d.decision === 'approve') {
+          await trx('translation_jobs')
+            .where({ id: jobId })
+            .update({
+              approved_at: trx.fn.now(),
+              approved_by: d.by,
+              date_modified: trx.fn.now(),
+              logs: trx.raw('logs || ?::jsonb', [logLine('pending_approval', d.bulk ? `Approved in bulk (${d.by}).` : `Approved (${d.by}).`)]),
+            });
+          return { state: 'approved', by: d.by };
+        }
+        await trx('translation_jobs')
+          .where({ id: jobId })
+          .update({
+            status: 'failed',
+            failure_step: 'pending_approval',
+            failure_reason: `Rejected by an administrator: ${d.reason}`.slice(0, 2000),
+            rejection_reason: d.reason,
+            status_changed_at: trx.fn.now(),
+            date_modified: trx.fn.now(),
+            logs: trx.raw('logs || ?::jsonb', [logLine('pending_approval', `Rejected (${d.by}): ${d.reason}`)]),
+          });
+        return { state: 'rejected', reason: d.reason };
       });
     },
 

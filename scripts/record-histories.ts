@@ -7,7 +7,7 @@
  * workflow type, one history per outcome seen:
  * - each close status (Completed, Failed, Terminated, …) and still Running (e.g. a translation
  *   job parked at approval);
- * - one that received a signal;
+ * - one that received a signal, one that took an update;
  * - one where an activity ran again (a worker killed mid-activity, or an attempt that failed);
  * - one where a durable timer fired (a wait that timed out).
  * Files are named <workflow type>-<what>.json: the history as historyToJSON writes it (the
@@ -33,6 +33,7 @@ const DEFAULT_TESTS = [
   'test/translations-pipeline.test.ts',
   'test/translations-crash.test.ts',
   'test/translations-bounded.test.ts',
+  'test/translations-decisions.test.ts',
   'test/domain-check.test.ts',
   'test/chat-realtime.test.ts',
 ];

@@ -269,6 +269,10 @@ describe('a job waiting for approval survives a changed workflow (patched())', (
     expect(firstRun.some((e) => e.timerStartedEventAttributes)).toBe(false);
     expect(patchMarkers(firstRun)).not.toContain(PATCHES.approvalTimeout);
     expect(patchMarkers(firstRun)).toContain(PATCHES.continueAsNew);
+    // The approval reached the old run as an update: the handler this code registers in every
+    // run recorded it (its marker) and the run went on.
+    expect(firstRun.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).map((e) => e.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest?.meta?.updateId)).toEqual([`approve-${jobId}`]);
+    expect(patchMarkers(firstRun)).toContain(PATCHES.decisionUpdates);
     expect(runs.length).toBe(Math.ceil(10 / PER_RUN));
     expect(continuedAsNew(firstRun)).toBe(true);
   }, 180_000);

@@ -7,6 +7,7 @@ import {
   WorkflowIdReusePolicy,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
   type Client,
   type WorkflowHandle,
   type WorkflowStartOptions,
@@ -44,6 +45,8 @@ function isAnswer(err: unknown): boolean {
 }
 
 class NoAnswer extends Error {}
+/** The channel reports its connection attempt failed (refused, reset): nothing more will get through for now. */
+class ConnectionFailed extends NoAnswer {}
 
 /** `p`, or a rejection once `ms` have passed (the promise itself is left to end on its own deadline). */
 function within<T>(ms: number, p: Promise<T>): Promise<T> {
@@ -65,6 +68,8 @@ function isUnreachable(err: unknown): boolean {
 }
 
 const GRPC_UNAVAILABLE = 14;
+/** Calls of one update whose outcome stayed unknown (no answer in time) before the 503. */
+export const UPDATE_TRIES = 3;
 const TRANSIENT_FAILURE = 3; // grpc connectivityState: the last connection attempt failed (refused, reset)
 const PROBE_DEADLINE_MS = 500;
 /** How often a call in flight looks at its channel's state. */
@@ -129,19 +134,28 @@ export class TemporalGateway {
    */
   async call<R>(unavailable: Unavailable, fn: (client: Client) => Promise<R>, timeoutMs = this.opts.callTimeoutMs): Promise<R> {
     const t = this.check(unavailable);
-    // A refused connection shows in the channel's state within milliseconds, while the client
-    // keeps retrying it until the deadline: that is an answer too, not a wait.
+    try {
+      return await this.attempt(t, fn, timeoutMs);
+    } catch (err) {
+      throw this.failure(err, unavailable);
+    }
+  }
+
+  /**
+   * One call under the deadline, its errors as they are (NoAnswer: the deadline passed, or
+   * ConnectionFailed). A refused connection shows in the channel's state within milliseconds,
+   * while the client keeps retrying it until the deadline: that is an answer too, not a wait.
+   */
+  private async attempt<R>(t: TemporalHandle, fn: (client: Client) => Promise<R>, timeoutMs: number): Promise<R> {
     let watch: NodeJS.Timeout | undefined;
     const refused = new Promise<never>((_, reject) => {
       watch = setInterval(() => {
-        if (this.channelFailed(t)) reject(new NoAnswer('the connection to the server failed'));
+        if (this.channelFailed(t)) reject(new ConnectionFailed('the connection to the server failed'));
       }, CHANNEL_WATCH_MS);
     });
     refused.catch(() => undefined);
     try {
       return await Promise.race([within(timeoutMs, t.connection.withDeadline(Date.now() + timeoutMs, () => fn(t.client))), refused]);
-    } catch (err) {
-      throw this.failure(err, unavailable);
     } finally {
       clearInterval(watch);
     }
@@ -156,6 +170,41 @@ export class TemporalGateway {
 
   async signal<Args extends unknown[]>(workflowId: string, signal: SignalDefinition<Args>, args: Args, unavailable: Unavailable): Promise<void> {
     await this.call(unavailable, (c) => c.workflow.getHandle(workflowId).signal(signal, ...args));
+  }
+
+  /**
+   * Runs an update and waits for its answer (executeUpdate), under the call deadline. The
+   * update id makes it idempotent: the server keeps one update per id and run, and a call with
+   * an id it has seen answers that update's outcome instead of running it again. So an outcome
+   * left unknown (no answer within the deadline: the update may have run) is asked for again
+   * with the same id, `tries` calls in all; then the caller's 503 (whose message should say that
+   * sending the same request again is safe). The update's own failure (its validator or handler refused) is
+   * an answer: WorkflowUpdateFailedError, as is WorkflowNotFoundError (the run has ended).
+   */
+  async update<Ret, Args extends [unknown, ...unknown[]]>(
+    workflowId: string,
+    update: UpdateDefinition<Ret, Args>,
+    args: Args,
+    updateId: string,
+    unavailable: Unavailable,
+    tries = UPDATE_TRIES,
+  ): Promise<Ret> {
+    const t = this.check(unavailable);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.attempt(t, (c) => c.workflow.getHandle(workflowId).executeUpdate(update, { args, updateId }), this.opts.callTimeoutMs);
+      } catch (err) {
+        if (isAnswer(err)) throw err;
+        const late = !(err instanceof ConnectionFailed) && (err instanceof NoAnswer || err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isGrpcDeadlineError(err));
+        if (late && attempt < tries) {
+          logger.info({ workflowId, updateId, attempt }, 'update: no answer within the deadline, asking again with the same update id');
+          continue;
+        }
+        const message = (err as Error)?.message ?? String(err);
+        if (isUnreachable(err)) this.trip(message);
+        throw unavailable(late ? `update ${updateId}: no answer within ${tries} calls of ${this.opts.callTimeoutMs} ms` : `update ${updateId}: ${message}`);
+      }
+    }
   }
 
   /**

@@ -336,7 +336,9 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
   };
   registry.operation(namespace, 'POST', '/translations/jobs/approve', {
     summary: 'Approve many pending jobs at once (by locale, slug, type, version, or all)',
-    description: 'At least one filter (the jobs matching all of them), or all: true alone.',
+    description:
+      'At least one filter (the jobs matching all of them), or all: true alone. Each job is approved through its pipeline (update approve-<job id>, as POST .../approve): ' +
+      'a job whose pipeline refused (decided meanwhile), has ended, or did not answer is listed in failed with the reason; running it again is safe.',
     tags: TAGS,
     body: bulkApproveSchema,
     responses: { 200: { description: 'What was approved.', schema: bulkResult } },
@@ -344,14 +346,18 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
   registry.operation(namespace, 'POST', '/translations/jobs/:id/approve', {
     summary: 'Approve a job waiting in pending_approval (approving it again changes nothing)',
     description:
-      'An expired job (nobody approved it within TRANSLATION_APPROVAL_TIMEOUT_DAYS): 409 wu_rest_translation_job_expired; POST .../retry makes it wait for approval again. Other states: 409 wu_rest_translation_job_not_pending.',
+      'Recorded by the job\'s pipeline (a Temporal update, id approve-<job id>), answered once recorded. ' +
+      'An expired job (nobody approved it within TRANSLATION_APPROVAL_TIMEOUT_DAYS): 409 wu_rest_translation_job_expired; POST .../retry makes it wait for approval again. Other states: 409 wu_rest_translation_job_not_pending. ' +
+      'No answer from the pipeline in time: 503 wu_rest_temporal_unavailable; sending the same request again is safe (the approval is recorded at most once).',
     tags: TAGS,
     body: z.strictObject({}),
     responses: { 200: { description: 'The job.', schema: refs.job } },
   });
   registry.operation(namespace, 'POST', '/translations/jobs/:id/reject', {
     summary: 'Reject a job waiting in pending_approval: it ends failed with the reason',
-    description: 'An expired job: 409 wu_rest_translation_job_expired. Other states: 409 wu_rest_translation_job_not_pending.',
+    description:
+      'Recorded by the job\'s pipeline (a Temporal update, id reject-<job id>), answered once recorded. An expired job: 409 wu_rest_translation_job_expired. Other states (approved, already rejected): 409 wu_rest_translation_job_not_pending. ' +
+      'No answer from the pipeline in time: 503 wu_rest_temporal_unavailable; sending the same request again is safe (the rejection is recorded at most once; once it is, the job is failed and a repeat answers 409).',
     tags: TAGS,
     body: rejectSchema,
     responses: { 200: { description: 'The job, failed.', schema: refs.job } },

@@ -1,5 +1,5 @@
-import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
-import type { SignalDefinition } from '@temporalio/common';
+import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure, type UpdateDefinition } from '@temporalio/common';
 import type { Config } from '../config';
 import { preparedRows, type Db } from '../db/knex';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
@@ -10,17 +10,19 @@ import { isoDate, zodParams } from '../http/validation';
 import type { Logger } from '../logger';
 import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
 import type { TemporalGateway } from '../temporal/gateway';
-import { approveSignal, rejectSignal, translationPipeline } from '../../workflows/translationPipeline';
+import { DECISION_REFUSED, translationApproveUpdate, translationPipeline, translationRejectUpdate } from '../../workflows/translationPipeline';
 import { assertParsable, GettextError } from './gettext';
 import { glotpressUrl, WORDPRESS_LOCALES } from './locales';
 import { packageKey } from './package';
 import { CHECK_SQL } from './check-query';
 import { checkSchema, type CheckInput, type CreateProject, type UpdateProject } from './schema';
 import {
+  decisionUpdateId,
   FAILURE_KIND,
   JOB_STATUSES,
   PACKAGE_TYPES,
   pipelineWorkflowId,
+  type DecisionRefusal,
   type JobStatus,
   type PipelineInput,
   type PipelineStep,
@@ -79,6 +81,22 @@ const JOB_COLUMNS = [
 
 export function temporalUnavailable(detail?: string): ApiError {
   return temporalUnavailableError('The translation pipeline cannot be reached right now', detail);
+}
+
+/** An approve or reject whose answer did not come: it may or may not have been recorded, and asking again is safe. */
+function decisionUnconfirmed(detail?: string): ApiError {
+  return temporalUnavailableError(
+    'The decision could not be confirmed',
+    detail,
+    'Sending the same request again is safe: it is the same decision (update approve-<job id> or reject-<job id>), which the pipeline records at most once.',
+  );
+}
+
+/** Why the pipeline refused a decision, or null when the update failed for another reason. */
+function refusalOf(err: WorkflowUpdateFailedError): DecisionRefusal | null {
+  const cause = err.cause;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== DECISION_REFUSED) return null;
+  return (cause.details?.[0] as DecisionRefusal | undefined) ?? { state: 'not_pending' };
 }
 
 /**
@@ -497,85 +515,87 @@ export class TranslationService {
     return conflict('wu_rest_translation_job_not_pending', `Only a job waiting for approval (pending_approval) can be ${action}; this one is ${status}.`, { job_status: status });
   }
 
-  private async signal<A>(workflowId: string, signal: SignalDefinition<[A]>, arg: A): Promise<void> {
+  /**
+   * Asks the job's pipeline to decide (an update, README "Decisions: updates and signals"): its
+   * answer, or its refusal (the DecisionRefusal), or the 409 for a run that has ended. The
+   * update id makes a retried call, here or by the client, decide at most once.
+   */
+  private async decide<Ret, A>(job: { id: number; workflow_id: string }, update: UpdateDefinition<Ret, [A]>, decision: 'approve' | 'reject', arg: A): Promise<Ret | DecisionRefusal> {
     try {
-      await this.temporal.signal(workflowId, signal, [arg], temporalUnavailable);
+      return await this.temporal.update(job.workflow_id, update, [arg], decisionUpdateId(decision, Number(job.id)), decisionUnconfirmed);
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) {
         throw conflict('wu_rest_translation_workflow_not_running', 'The pipeline of this job is not running (it was terminated or lost); POST .../retry restarts it from its step.');
       }
+      if (err instanceof WorkflowUpdateFailedError) {
+        const refusal = refusalOf(err);
+        if (refusal) return refusal;
+        // A worker of the code from before decisions were updates took it (a rolling deploy).
+        if (/No registered handler for update/.test((err.cause as Error | undefined)?.message ?? '')) {
+          throw decisionUnconfirmed('a worker of older code, without decision updates, answered; the new workers take over within the deploy');
+        }
+      }
       throw err;
     }
+  }
+
+  /** The 409 for a refused decision, from what the row says now (the refusal's reason while the row still shows the job waiting). */
+  private async refusedDecision(id: number, refusal: DecisionRefusal, action: 'approved' | 'rejected'): Promise<ApiError> {
+    const row = await this.requireJob(id);
+    if (row.status !== 'pending_approval') return this.notPending(row.status, action);
+    if (row.approved_at) return this.notPending('approved', action);
+    if (refusal.state === 'deciding') {
+      return conflict('wu_rest_translation_job_not_pending', `Another decision on this job is being recorded, so it was not ${action}.`, { job_status: row.status });
+    }
+    return this.notPending(refusal.state === 'not_pending' ? row.status : refusal.state, action);
   }
 
   private logEntry(step: string, message: string) {
     return this.db.raw('logs || ?::jsonb', [JSON.stringify([{ at: new Date().toISOString(), step, level: 'info', message }])]);
   }
 
-  /** Approves a pending job (again: no-op); the workflow is signalled. */
+  /**
+   * Approves a pending job (again: no-op) through the pipeline's update, which records the
+   * approval (translationDecide) and goes on. Nothing is written here: no rollback to get wrong.
+   */
   async approve(id: number, by: string): Promise<void> {
     const job = await this.requireJob(id);
     if (job.status !== 'pending_approval') throw this.notPending(job.status, 'approved');
     if (job.approved_at) return;
-    const n = await this.db('translation_jobs')
-      .where({ id, status: 'pending_approval' })
-      .whereNull('approved_at')
-      .update({ approved_at: this.db.fn.now(), approved_by: by, date_modified: this.db.fn.now(), logs: this.logEntry('pending_approval', `Approved (${by}).`) });
-    if (n === 0) return this.approve(id, by);
-    try {
-      await this.signal(job.workflow_id, approveSignal, { by });
-    } catch (err) {
-      await this.db('translation_jobs').where({ id }).update({ approved_at: null, approved_by: null });
-      throw err;
-    }
+    const answer = await this.decide(job, translationApproveUpdate, 'approve', { by });
+    // Approved before this call (another request, auto_approve): approving again changes nothing.
+    if (answer.state === 'approved') return;
+    throw await this.refusedDecision(id, answer, 'approved');
   }
 
-  /** Rejects a pending job: it ends failed with the reason. */
+  /** Rejects a pending job through the pipeline's update, which records the rejection: the job ends failed with the reason. */
   async reject(id: number, reason: string, by: string): Promise<void> {
     const job = await this.requireJob(id);
     if (job.status !== 'pending_approval' || job.approved_at) throw this.notPending(job.approved_at ? 'approved' : job.status, 'rejected');
-    const message = `Rejected by an administrator: ${reason}`;
-    const n = await this.db('translation_jobs')
-      .where({ id, status: 'pending_approval' })
-      .whereNull('approved_at')
-      .update({
-        status: 'failed',
-        failure_step: 'pending_approval',
-        failure_reason: message,
-        rejection_reason: reason,
-        status_changed_at: this.db.fn.now(),
-        date_modified: this.db.fn.now(),
-        logs: this.logEntry('pending_approval', `Rejected (${by}): ${reason}`),
-      });
-    if (n === 0) throw this.notPending('changed meanwhile', 'rejected');
-    try {
-      await this.signal(job.workflow_id, rejectSignal, { reason, by });
-    } catch (err) {
-      await this.db('translation_jobs').where({ id }).update({ status: 'pending_approval', failure_step: null, failure_reason: null, rejection_reason: null });
-      throw err;
-    }
+    const answer = await this.decide(job, translationRejectUpdate, 'reject', { by, reason });
+    if (answer.state === 'rejected' && 'reason' in answer) return;
+    throw await this.refusedDecision(id, answer, 'rejected');
   }
 
-  /** Approves every pending, not yet approved job matching the filters. */
+  /** Approves every pending, not yet approved job matching the filters, a few updates at a time. */
   async approveMany(filter: { locale?: string; slug?: string; type?: string; version?: string }, by: string): Promise<{ approved: number[]; failed: { id: number; error: string }[] }> {
     const where: Record<string, string> = {};
     for (const k of ['locale', 'slug', 'type', 'version'] as const) if (filter[k] !== undefined) where[k] = filter[k]!;
     const rows: { id: number; workflow_id: string }[] = await this.db('translation_jobs')
       .where({ ...where, status: 'pending_approval' })
       .whereNull('approved_at')
-      .update({ approved_at: this.db.fn.now(), approved_by: by, date_modified: this.db.fn.now(), logs: this.logEntry('pending_approval', `Approved in bulk (${by}).`) })
-      .returning(['id', 'workflow_id']);
+      .orderBy('id')
+      .select('id', 'workflow_id');
     const approved: number[] = [];
     const failed: { id: number; error: string }[] = [];
-    // A few signals at a time.
     for (let i = 0; i < rows.length; i += 10) {
       await Promise.all(
         rows.slice(i, i + 10).map(async (r) => {
           try {
-            await this.signal(r.workflow_id, approveSignal, { by });
-            approved.push(Number(r.id));
+            const answer = await this.decide(r, translationApproveUpdate, 'approve', { by, bulk: true });
+            if (answer.state === 'approved') approved.push(Number(r.id));
+            else failed.push({ id: Number(r.id), error: (await this.refusedDecision(Number(r.id), answer, 'approved')).message });
           } catch (err) {
-            await this.db('translation_jobs').where({ id: r.id }).update({ approved_at: null, approved_by: null });
             failed.push({ id: Number(r.id), error: (err as Error).message });
           }
         }),

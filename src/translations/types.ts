@@ -55,6 +55,34 @@ export interface PipelineResult {
   reason?: string;
 }
 
+/**
+ * A decision on a job waiting for approval, sent to its pipeline as an update
+ * (translationApproveUpdate / translationRejectUpdate) and recorded by the activity
+ * translationDecide. `bulk`: approved through POST /translations/jobs/approve.
+ */
+export type Decision = { decision: 'approve'; by: string; bulk?: boolean } | { decision: 'reject'; by: string; reason: string };
+
+/**
+ * What the job's row says about its approval once translationDecide has run (under the row's
+ * lock): approved, rejected, expired (the wait timed out first), or not waiting at all.
+ */
+export type DecisionOutcome =
+  | { state: 'approved'; by: string | null }
+  | { state: 'rejected'; reason: string }
+  | { state: 'expired'; reason: string }
+  | { state: 'not_pending'; status: string };
+
+/**
+ * Why the pipeline refused a decision (the detail of its DECISION_REFUSED failure): the job was already approved or rejected, its approval wait expired, it is not waiting
+ * for approval (before the import ended, or past the wait), or another decision is being recorded.
+ */
+export interface DecisionRefusal {
+  state: 'approved' | 'rejected' | 'expired' | 'not_pending' | 'deciding';
+}
+
+/** Update ids: one approve and one reject per run of a job, so a retried call never decides twice. */
+export const decisionUpdateId = (decision: Decision['decision'], jobId: number): string => `${decision}-${jobId}`;
+
 /** Workflow id of a package's pipeline (one per slug + type + version + locale). */
 export function pipelineWorkflowId(slug: string, type: string, version: string, locale: string): string {
   return `translation-${slug}-${type}-${version}-${locale}`;
