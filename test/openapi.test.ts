@@ -91,7 +91,12 @@ describe('OpenAPI document', () => {
   test('wu/v2 bodies may be form-encoded (same schema), chat bodies are JSON only; the new error statuses and limits are documented', () => {
     const create = doc.paths['/wp-json/wu/v2/products'].post;
     expect(Object.keys(create.requestBody.content)).toEqual(['application/json', 'application/x-www-form-urlencoded']);
-    expect(create.requestBody.content['application/x-www-form-urlencoded'].schema).toEqual(create.requestBody.content['application/json'].schema);
+    // The same schema, but that a form spells an array by index (price_variations[0][amount]=…).
+    const { price_variations: formVariations, ...formRest } = create.requestBody.content['application/x-www-form-urlencoded'].schema.properties;
+    const { price_variations: jsonVariations, ...jsonRest } = create.requestBody.content['application/json'].schema.properties;
+    expect(formRest).toEqual(jsonRest);
+    expect(jsonVariations.type).toBe('array');
+    expect(formVariations.anyOf ?? [formVariations]).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'object', maxProperties: 20 })]));
     expect(Object.keys(doc.paths['/wp-json/ultimate-multisite-support-tickets/v1/chat/agent/agents'].post.requestBody.content)).toEqual(['application/json']);
     expect(create.responses['403'].description).toMatch(/rest_cross_site_forbidden/);
     expect(create.responses['415'].description).toMatch(/rest_unsupported_media_type/);
