@@ -156,3 +156,76 @@ describe('products: price_variations', () => {
     expect(both.body).toMatchObject({ amount: 0, price_variations: [] });
   });
 });
+
+describe('/register trials', () => {
+  let ctx: TestContext;
+  let worker: RunningWorker;
+  const auth = () => ({ Authorization: ctx.basic });
+  const register = (products: string[], extra: Record<string, unknown> = {}) => {
+    const t = crypto.randomBytes(4).toString('hex');
+    return ctx.http
+      .post(`${BASE}/register`)
+      .set(auth())
+      .send({ customer: { username: `tr${t}`, password: 'secret123', email: `tr${t}@example.com` }, products, ...extra });
+  };
+  const days = (iso: string) => (new Date(iso).getTime() - Date.now()) / 86_400_000;
+
+  beforeAll(async () => {
+    ctx = await createTestContext({ REGISTER_WAIT_SECONDS: '30' });
+    worker = await startTestWorker(ctx);
+    for (const body of [
+      { slug: 'tr-plan', name: 'Trial plan', type: 'plan', amount: 49, setup_fee: 10, duration: 1, duration_unit: 'month', trial_duration: 14, trial_duration_unit: 'day' },
+      { slug: 'tr-free-setup', name: 'Trial plan, no fee', type: 'plan', amount: 49, duration: 1, duration_unit: 'month', trial_duration: 1, trial_duration_unit: 'month' },
+      { slug: 'tr-addon', name: 'Backups', type: 'service', amount: 5, duration: 1, duration_unit: 'month' },
+      { slug: 'tr-once', name: 'Migration', type: 'package', amount: 20, recurring: false },
+    ]) {
+      const res = await ctx.http.post(`${BASE}/products`).set(auth()).send(body);
+      if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+    }
+  });
+  afterAll(async () => {
+    await worker.shutdown();
+    await ctx.close();
+  });
+
+  test('a plan with a trial: trialing, date_trial_end set, only the setup fee and one-time products charged now, the customer marked has_trialed', async () => {
+    const res = await register(['tr-plan', 'tr-addon', 'tr-once'], { membership: { status: 'active' }, payment: { status: 'completed' } });
+    expect(res.status).toBe(200);
+    expect(res.body.membership).toMatchObject({ status: 'trialing', amount: 54, initial_amount: 30 });
+    expect(days(res.body.membership.date_trial_end)).toBeGreaterThan(13.9);
+    expect(days(res.body.membership.date_trial_end)).toBeLessThan(14.1);
+    expect(res.body.payment.total).toBe(30);
+    expect(res.body.payment.line_items.map((l: { name: string; unit_price: number; description: string }) => [l.name, l.unit_price, l.description])).toEqual([
+      ['Trial plan', 0, 'free trial of 14 days, then 49 USD per 1 month'],
+      ['Trial plan setup fee', 10, 'one-time setup fee'],
+      ['Backups', 0, 'free trial of 14 days, then 5 USD per 1 month'],
+      ['Migration', 20, 'one-time'],
+    ]);
+    expect(res.body.customer.has_trialed).toBe(true);
+    expect((await ctx.db('customers').where({ id: res.body.customer.id }).first('has_trialed')).has_trialed).toBe(true);
+  });
+
+  test('nothing due now: a pending registration is trialing at once, with a payment of 0', async () => {
+    const res = await register(['tr-free-setup']);
+    expect(res.status).toBe(200);
+    expect(res.body.membership.status).toBe('trialing');
+    expect(res.body.payment.total).toBe(0);
+    expect(days(res.body.membership.date_trial_end)).toBeGreaterThan(27);
+  });
+
+  test('a customer who has trialed gets no second trial: the first period is charged, the status is as asked', async () => {
+    const first = await register(['tr-free-setup'], { membership: { status: 'active' } });
+    const customerId = first.body.customer.id as number;
+    const again = await ctx.http.post(`${BASE}/register`).set(auth()).send({ customer_id: customerId, products: ['tr-plan'], membership: { status: 'active' }, payment: { status: 'completed' } });
+    expect(again.status).toBe(200);
+    expect(again.body.membership).toMatchObject({ status: 'active', date_trial_end: null, initial_amount: 59 });
+    expect(again.body.payment.total).toBe(59);
+  });
+
+  test('two registrations of one customer at once: exactly one takes the trial', async () => {
+    const c = (await ctx.http.post(`${BASE}/customers`).set(auth()).send({ username: `race${crypto.randomBytes(3).toString('hex')}`, email: `race${crypto.randomBytes(3).toString('hex')}@example.com`, password: 'secret123' })).body.id;
+    const both = await Promise.all([0, 1].map(() => ctx.http.post(`${BASE}/register`).set(auth()).send({ customer_id: c, products: ['tr-plan'], membership: { status: 'active' } })));
+    expect(both.map((r) => r.status)).toEqual([200, 200]);
+    expect(both.map((r) => r.body.membership.status).sort()).toEqual(['active', 'trialing']);
+  });
+});

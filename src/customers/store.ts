@@ -271,6 +271,16 @@ export class CustomerService implements ResourceService<Customer> {
     }
   }
 
+  /**
+   * Takes the customer's one trial, in the caller's transaction: true (and has_trialed set)
+   * when they never had one. The row stays locked until the transaction ends, so two
+   * registrations of one customer cannot both take it.
+   */
+  async takeTrial(trx: Knex.Transaction, id: number): Promise<boolean> {
+    const taken = await trx('customers').where({ id, has_trialed: false }).update({ has_trialed: true, date_modified: trx.fn.now() });
+    return taken > 0;
+  }
+
   async remove(id: number): Promise<boolean> {
     try {
       const n = await this.db('customers').where({ id }).delete();

@@ -64,3 +64,19 @@ export function pricedFor(p: PricedProduct): string {
     .map((v) => periodLabel(v.duration, v.duration_unit))
     .join(', ');
 }
+
+/** `date` plus a period, in UTC (a month from Jan 31 is the last day of February, as PostgreSQL adds it). */
+export function addPeriod(date: Date, duration: number, unit: string): Date {
+  const d = new Date(date.getTime());
+  if (unit === 'day') d.setUTCDate(d.getUTCDate() + duration);
+  else if (unit === 'week') d.setUTCDate(d.getUTCDate() + 7 * duration);
+  else {
+    const months = unit === 'year' ? 12 * duration : duration;
+    const day = d.getUTCDate();
+    d.setUTCDate(1);
+    d.setUTCMonth(d.getUTCMonth() + months);
+    const last = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0)).getUTCDate();
+    d.setUTCDate(Math.min(day, last));
+  }
+  return d;
+}

@@ -93,13 +93,20 @@ export function priceProducts(
  * Prices the cart from the products as they are now (inside the records transaction): plan +
  * add-ons, setup fees on the first payment; the membership's `amount` is the recurring part.
  */
-export async function priceCart(db: Knex | Knex.Transaction, cart: RegistrationRequest['cart']): Promise<PricedCart> {
+export async function priceCart(
+  db: Knex | Knex.Transaction,
+  cart: RegistrationRequest['cart'],
+  opts: { takeTrial?: () => Promise<boolean> } = {},
+): Promise<PricedCart> {
   const ids = [cart.plan_id, ...cart.addon_ids];
   const { products, plan, problem } = await resolveProducts(db, ids, cart.currency);
   if (problem || !plan) throw new ApiError(400, 'invalid_cart', 'The products changed since the request was checked.', { params: { products: problem ?? 'products: must include a plan.' } });
   const period = cartPeriod(plan, cart.duration, cart.duration_unit);
   const { prices, problems } = priceProducts(products, plan, period, cart.currency, cart);
   if (Object.keys(problems).length) throw new ApiError(400, 'invalid_cart', 'The products changed since the request was checked.', { params: problems });
+  // A plan with a trial, for a customer who never had one (asked last: taking it marks the customer).
+  const offered = Number(plan.trial_duration) > 0 ? { duration: Number(plan.trial_duration), unit: String(plan.trial_duration_unit) } : null;
+  const trial = offered && opts.takeTrial && (await opts.takeTrial()) ? offered : null;
   const items: LineItemOut[] = [];
   let amount = new Decimal(0);
   let initial = new Decimal(0);
@@ -107,10 +114,19 @@ export async function priceCart(db: Knex | Knex.Transaction, cart: RegistrationR
     const price = prices.get(p)!;
     const fee = new Decimal(p.setup_fee);
     const id = Number(p.id);
-    // The line says what it charges: the membership's period, or once.
-    items.push({ name: p.name, quantity: 1, unit_price: price.toFixed(), product_id: id, description: p.recurring ? periodLabel(period.duration, period.unit) : 'one-time' });
+    // The line says what it charges: the membership's period, once, or nothing yet (a trial:
+    // the recurring products are first charged when it ends; setup fees and one-time products now).
+    const trialing = trial !== null && Boolean(p.recurring);
+    const label = periodLabel(period.duration, period.unit);
+    items.push({
+      name: p.name,
+      quantity: 1,
+      unit_price: trialing ? '0' : price.toFixed(),
+      product_id: id,
+      description: trialing ? `free trial of ${periodLabel(trial.duration, trial.unit)}, then ${price.toFixed()} ${cart.currency} per ${label}` : p.recurring ? label : 'one-time',
+    });
     if (fee.gt(0)) items.push({ name: `${p.name} setup fee`, quantity: 1, unit_price: fee.toFixed(), product_id: id, description: 'one-time setup fee' });
-    initial = initial.plus(price).plus(fee);
+    initial = initial.plus(trialing ? 0 : price).plus(fee);
     if (p.recurring) amount = amount.plus(price);
   }
   return {
@@ -120,6 +136,7 @@ export async function priceCart(db: Knex | Knex.Transaction, cart: RegistrationR
     recurring: Boolean(plan.recurring),
     duration: period.duration,
     duration_unit: period.unit,
+    trial,
     billing_cycles: Number(plan.billing_cycles),
     amount: amount.toFixed(),
     initial_amount: initial.toFixed(),

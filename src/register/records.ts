@@ -2,9 +2,11 @@ import type { Knex } from 'knex';
 import { CustomerService } from '../customers/store';
 import type { Db } from '../db/knex';
 import { ApiError, invalidParams } from '../http/errors';
+import { Decimal } from '../http/money';
 import { createMembershipService } from '../memberships/store';
 import { createPaymentService } from '../payments/store';
 import { SiteService } from '../sites/store';
+import { addPeriod } from '../products/pricing';
 import { priceCart } from './cart';
 import { HOLD_HOURS } from './store';
 import type { CommitOutcome, ErrorBody, RegisterResult, RegistrationIds, RegistrationRequest } from './types';
@@ -198,9 +200,15 @@ export class RegistrationRecords {
     }
     const customerId = Number(customer.id);
 
-    const cart = await priceCart(trx, req.cart);
+    // A trial is the customer's once: taking it marks them, under their row's lock.
+    const cart = await priceCart(trx, req.cart, { takeTrial: () => this.customers.takeTrial(trx, customerId) });
     const pm = req.payment_method;
     const m = req.membership;
+    // With a trial, the membership is trialing until the trial's end: when it would be active,
+    // or pending with nothing due now (nothing to wait for).
+    const status = cart.trial && (m.status === 'active' || (m.status === 'pending' && new Decimal(cart.initial_amount).isZero())) ? 'trialing' : m.status;
+    const trialEnd = cart.trial ? (m.date_trial_end ?? addPeriod(new Date(), cart.trial.duration, cart.trial.unit).toISOString()) : m.date_trial_end;
+    if (cart.trial) customer = (await this.customers.get(customerId, { db: trx }))!;
     const membership = await this.memberships.create(
       {
         customer_id: customerId,
@@ -219,7 +227,7 @@ export class RegistrationRecords {
         gateway_customer_id: pm.gateway_customer_id,
         gateway_subscription_id: pm.gateway_subscription_id,
         date_activated: m.date_activated,
-        date_trial_end: m.date_trial_end,
+        date_trial_end: trialEnd,
         date_renewed: m.date_renewed,
         date_expiration: m.date_expiration,
       },
@@ -230,8 +238,8 @@ export class RegistrationRecords {
     // The membership moves to its status after the site exists: activation publishes the
     // membership's pending sites (a rule of the memberships service).
     let membershipRecord: Row = membership;
-    if (m.status !== 'pending') {
-      membershipRecord = (await this.memberships.update(Number(membership.id), { status: m.status }, trx))!;
+    if (status !== 'pending') {
+      membershipRecord = (await this.memberships.update(Number(membership.id), { status }, trx))!;
       if (site.id) site = (await this.sites.get(Number(site.id), { db: trx }))!;
     }
 

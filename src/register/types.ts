@@ -82,9 +82,11 @@ export interface PricedCart {
   duration: number;
   duration_unit: string;
   billing_cycles: number;
+  /** The plan's trial when this registration takes it (the customer never had one), else null. */
+  trial: { duration: number; unit: string } | null;
   /** Recurring amount per period: plan + recurring add-ons. */
   amount: string;
-  /** First payment: every product's amount plus every setup fee. */
+  /** First payment: every product's amount plus every setup fee (with a trial: the setup fees and one-time products only). */
   initial_amount: string;
   line_items: LineItemOut[];
   subtotal: string;
