@@ -273,7 +273,7 @@ describe('isolated tenants', () => {
   });
 
   test("a network change to a tenant's users reaches the tenant database (outbox, relay, tenantPush)", async () => {
-    const relay = startTenantPushRelay({ db: ctx.db, temporal: ctx.temporal, intervalMs: 500 });
+    const relay = startTenantPushRelay({ db: ctx.db, temporal: ctx.app.locals.temporal, intervalMs: 500 });
     const t = await tenantRow(A.siteId);
     const tenantUsers = () => onServer(t.database_name, async (c) => (await c.query('SELECT id::int, email, role FROM users ORDER BY id')).rows);
     try {

@@ -55,8 +55,3 @@ export interface PipelineResult {
   reason?: string;
 }
 
-/** Workflow id of a package's pipeline (one per slug + type + version + locale). */
-export function pipelineWorkflowId(slug: string, type: string, version: string, locale: string): string {
-  return `translation-${slug}-${type}-${version}-${locale}`;
-}
-
