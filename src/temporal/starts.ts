@@ -72,6 +72,13 @@ export async function cancelPendingStarts(trx: Knex | Knex.Transaction, workflow
   return trx('workflow_starts').where({ workflow_id: workflowId }).whereNull('started_at').delete();
 }
 
+/** An error as last_error keeps it: the message, and what Temporal said behind a 503. */
+function describeError(err: unknown): string {
+  const message = (err as Error)?.message ?? String(err);
+  const detail = err instanceof ApiError ? err.extra.detail : undefined;
+  return typeof detail === 'string' && detail ? `${message} (${detail})` : message;
+}
+
 export type StartOutcome = 'started' | 'taken' | Error;
 
 const relayUnavailable = (detail?: string) => new ApiError(503, 'temporal_unavailable', `workflow start: ${detail ?? 'Temporal unreachable'}`);
@@ -127,7 +134,7 @@ export class WorkflowStarts {
           .where({ id })
           .update({
             attempts: row.attempts + 1,
-            last_error: ((err as Error)?.message ?? String(err)).slice(0, 2000),
+            last_error: describeError(err).slice(0, 2000),
             next_attempt_at: trx.raw(`now() + make_interval(secs => ?)`, [delayMs / 1000]),
           });
         return err instanceof Error ? err : new Error(String(err));

@@ -95,10 +95,11 @@ export class TenantService {
     });
   }
 
-  /** Starts the written entry now (the fast path); one not started here is left to the start relay. */
-  private async startNow(startId: number, log: Logger): Promise<void> {
+  /** Starts the written entry now (the fast path); one not started here is left to the start relay. True: started here. */
+  private async startNow(startId: number, log: Logger): Promise<boolean> {
     const [outcome] = await new WorkflowStarts(this.db, this.temporal).startNow([startId], temporalUnavailable);
     if (outcome instanceof Error) log.warn({ err: outcome }, 'tenant workflow not started yet; the start relay tries again');
+    return outcome === 'started';
   }
 
   /**
@@ -106,20 +107,24 @@ export class TenantService {
    * before the outbox existed is made again). Nothing is written, so nothing waits in the
    * outbox: Temporal unreachable is the 503. A start still waiting in the outbox is left to it.
    */
-  private async join(op: Operation, t: TenantRow, log: Logger): Promise<void> {
-    if (await startPending(this.db, t.workflow_id!)) return;
+  private async join(op: Operation, t: TenantRow, log: Logger): Promise<boolean> {
+    if (await startPending(this.db, t.workflow_id!)) return false;
     try {
       await this.temporal.start(TENANT_WORKFLOWS[op], this.startOf(op, t, t.workflow_id!), temporalUnavailable);
+      return true;
     } catch (err) {
       log.warn({ err }, 'tenant workflow start failed');
       throw err;
     }
   }
 
-  /** Waits up to TENANT_WAIT_SECONDS for the workflow; null when it is still running (or not started yet). */
-  private async wait(op: Operation, t: TenantRow): Promise<TenantWorkflowResult | null> {
+  /**
+   * Waits up to TENANT_WAIT_SECONDS for the workflow; null when it is still running, or when
+   * its start waits in the outbox (`started` false: the id's last run may be an earlier one).
+   */
+  private async wait(op: Operation, t: TenantRow, started: boolean): Promise<TenantWorkflowResult | null> {
     const waitMs = this.config.TENANT_WAIT_SECONDS * 1000;
-    if (waitMs <= 0) return null;
+    if (waitMs <= 0 || !started) return null;
     try {
       return await this.temporal.result<(typeof TENANT_WORKFLOWS)[typeof op]>(t.workflow_id!, waitMs, temporalUnavailable);
     } catch (err) {
@@ -193,7 +198,7 @@ export class TenantService {
    * The live entry of the site, moved into `to` with a new workflow started, or joined when
    * it is already in `to`. Refused (409) while the other operations run.
    */
-  private async startOrJoin(siteId: number, op: 'verify' | 'teardown', to: TenantState, log: Logger): Promise<TenantRow> {
+  private async startOrJoin(siteId: number, op: 'verify' | 'teardown', to: TenantState, log: Logger): Promise<{ t: TenantRow; started: boolean }> {
     this.temporal.check(temporalUnavailable);
     for (;;) {
       const t = await liveTenant(this.db, siteId);
@@ -201,10 +206,7 @@ export class TenantService {
         await this.siteExists(siteId);
         throw notATenant(siteId);
       }
-      if (t.state === to) {
-        await this.join(op, t, log);
-        return t;
-      }
+      if (t.state === to) return { t, started: await this.join(op, t, log) };
       if (t.state === 'bootstrapping' || t.state === 'verifying' || t.state === 'tearing_down') throw busy(t, op === 'verify' ? 'be verified' : 'be torn down');
       if (op === 'teardown') {
         const inFlight = await this.db('tenant_push_jobs').where({ tenant_id: t.id, status: 'running' }).first('id');
@@ -212,15 +214,14 @@ export class TenantService {
       }
       const moved = await this.transition(t, ['ready', 'not_ready', 'failed'], to, op);
       if (!moved) continue; // changed meanwhile: look again
-      await this.startNow(moved.startId, log);
-      return moved.row;
+      return { t: moved.row, started: await this.startNow(moved.startId, log) };
     }
   }
 
   /** POST /tenants/{site_id}/verify */
   async verify(siteId: number, log: Logger): Promise<TenantOutcome> {
-    const t = await this.startOrJoin(siteId, 'verify', 'verifying', log);
-    const result = await this.wait('verify', t);
+    const { t, started } = await this.startOrJoin(siteId, 'verify', 'verifying', log);
+    const result = await this.wait('verify', t, started);
     const now = await this.fresh(t.id);
     if (!result) return this.accepted(now, 'Verification is running: poll migration-status (status_url).');
     return { status: 200, poll: false, body: { ...tenantStatus(now), message: now.state === 'ready' ? 'Verification passed: the tenant is ready.' : 'Verification failed: see checks for what to fix, then verify again.' } };
@@ -228,8 +229,8 @@ export class TenantService {
 
   /** DELETE /tenants/{site_id} */
   async teardown(siteId: number, log: Logger): Promise<TenantOutcome> {
-    const t = await this.startOrJoin(siteId, 'teardown', 'tearing_down', log);
-    const result = await this.wait('teardown', t);
+    const { t, started } = await this.startOrJoin(siteId, 'teardown', 'tearing_down', log);
+    const result = await this.wait('teardown', t, started);
     if (!result) return this.accepted(await this.fresh(t.id), 'Teardown is running: poll migration-status (status_url) until it answers 404.');
     if (result.state !== 'torn_down') {
       throw new ApiError(503, 'wu_rest_tenant_teardown_incomplete', `Teardown stopped at step ${result.step}: ${result.error}. Fix the cause and send DELETE again; finished steps are skipped.`, {
