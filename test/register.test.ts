@@ -464,7 +464,7 @@ describe('/register (one transaction, early answer)', () => {
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     expect(await counts()).toEqual({ users: before.users + 1, customers: before.customers + 1, memberships: before.memberships + 1, payments: before.payments + 1, sites: before.sites + 1 });
-    const wfId = `register-${crypto.createHash('sha256').update(key).digest('hex')}`;
+    const wfId = `${await ctx.app.locals.temporal.ids.prefix()}-register-${crypto.createHash('sha256').update(key).digest('hex')}`;
     expect(await ctx.db('registrations').where({ workflow_id: wfId }).first('status')).toEqual({ status: 'completed' });
 
     // The key is looked up in the database first: answered without Temporal (not even configured here).
