@@ -573,7 +573,7 @@ describe('/register (one transaction, early answer)', () => {
     const app = appWith({ REGISTER_WAIT_SECONDS: 0 });
     const res = await post(body(), undefined, request(app));
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ workflow_id: expect.stringMatching(/^register-[0-9a-f-]{36}$/), status: 'running', status_url: expect.any(String) });
+    expect(res.body).toEqual({ workflow_id: expect.stringMatching(new RegExp(`^${await app.locals.temporal.ids.prefix()}-register-[0-9a-f-]{36}$`)), status: 'running', status_url: expect.any(String) });
     expect(res.headers.location).toBe(res.body.status_url);
     const path = new URL(res.body.status_url).pathname;
     expect(path).toBe(`${BASE}/register/${res.body.workflow_id}`);
