@@ -20,7 +20,6 @@ import express from 'express';
 import pg from 'pg';
 import { setLogLevel } from '../src/logger';
 import { CHECK_SQL } from '../src/translations/check-query';
-import { pipelineWorkflowId } from '../src/translations/types';
 import { buildDist, startApiProcess, startBareProcess } from './processes';
 import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, type Step } from './run';
 
@@ -122,7 +121,7 @@ async function main(): Promise<void> {
           source: status === 'ready' ? 'mixed' : 'human',
           total_strings: 120,
           remaining_strings: status === 'ready' ? 0 : 40,
-          workflow_id: pipelineWorkflowId(p.slug, p.type, '1.0.0', locale),
+          workflow_id: `bench-translation-${p.slug}-${p.type}-1.0.0-${locale}`,
           ...(status === 'ready' ? { package_path: `${p.type}/${p.slug}/1.0.0/${p.slug}-${locale}.zip` } : {}),
           ...(status === 'failed' ? { failure_step: 'processing', failure_reason: 'Translation failed after 3 tries: bench' } : {}),
         };

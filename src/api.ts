@@ -2,7 +2,7 @@
 import { ConfigError, loadConfig } from './config';
 import { logger, setLogLevel } from './logger';
 import { onShutdown, openDb, prepareDatabase, startHttp } from './runtime';
-import { connectTemporal } from './temporal/client';
+import { lazyTemporal } from './temporal/client';
 
 const steps: (() => Promise<unknown>)[] = [];
 const shutdown = onShutdown(steps);
@@ -16,7 +16,8 @@ async function main() {
   const db = openDb(config.DATABASE_URL, config);
   steps.push(() => db.destroy());
   const settings = await prepareDatabase(db, config);
-  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  // Connected on first use: the API serves (and /readyz says Temporal is unreachable) while Temporal is down.
+  const temporal = lazyTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
   steps.push(() => temporal.connection.close());
   const http = await startHttp(config, db, settings, temporal);
   steps.push(() => http.close());

@@ -12,6 +12,9 @@ const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
+/** What a workflow id prefix may be (WORKFLOW_ID_PREFIX, or the generated `h<8 hex>`). */
+export const WORKFLOW_ID_PREFIX_PATTERN = /^[A-Za-z0-9_]{1,32}$/;
+
 const port = z.coerce.number().int().min(0).max(65535);
 
 /** OUTBOUND_ALLOWED_HOSTS parsed: host names (`*.suffix` for subdomains) and networks. */
@@ -73,6 +76,9 @@ const schema = z.object({
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('hostflow'),
   TEMPORAL_CLI: z.string().min(1).optional(),
+  // Put before every workflow id (`<prefix>-translation-…`), so installs sharing a namespace never collide.
+  // Unset: a random `h<8 hex>` generated once and kept in the settings table (workflow_id_prefix).
+  WORKFLOW_ID_PREFIX: z.string().regex(WORKFLOW_ID_PREFIX_PATTERN, 'must be 1 to 32 letters, digits or _, e.g. prod_eu').optional(),
   TEMPORAL_DEV_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
   // Deadline of each API call to Temporal that does not wait for a worker (start, signal, describe):

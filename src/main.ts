@@ -10,10 +10,9 @@ import { chatNamespace, ConfigError, loadConfig, WU_NAMESPACE } from './config';
 import { createObjectStorage } from './infra/object-storage';
 import { findTemporalBinary, startTemporalDevServer, TEMPORAL_MISSING } from './infra/temporal-server';
 import { logger, setLogLevel } from './logger';
-import { onShutdown, openDb, prepareDatabase, resolveDatabase, startHttp } from './runtime';
-import { connectTemporal } from './temporal/client';
+import { onShutdown, openDb, prepareDatabase, resolveDatabase, startHttp, startRelays } from './runtime';
+import { lazyTemporal } from './temporal/client';
 import { startWorker } from './temporal/worker';
-import { startTenantPushRelay } from './tenants/push-relay';
 
 const steps: (() => Promise<unknown>)[] = [];
 const shutdown = onShutdown(steps);
@@ -57,15 +56,16 @@ async function main() {
   steps.push(() => db.destroy());
   const settings = await prepareDatabase(db, config);
 
-  const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  // Connected on first use: with an external TEMPORAL_ADDRESS that is down, the API still starts.
+  const temporal = lazyTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
   steps.push(() => temporal.connection.close());
   // One file storage for the worker and the API of this process.
   const storage = createObjectStorage(config);
   steps.push(async () => storage.close());
-  const worker = await startWorker({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config, storage });
+  const relays = startRelays(db, temporal, config);
+  steps.push(() => relays.stop());
+  const worker = await startWorker({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config, storage, retryFirstStart: true });
   steps.push(() => worker.shutdown());
-  const relay = startTenantPushRelay({ db, temporal });
-  steps.push(() => relay.stop());
   const http = await startHttp(config, db, settings, temporal, undefined, storage);
   steps.push(() => http.close());
 

@@ -13,6 +13,10 @@ import type { ObjectStorage } from './infra/object-storage';
 import { logger } from './logger';
 import { SettingsStore } from './settings/store';
 import type { TemporalHandle } from './temporal/client';
+import { TemporalGateway } from './temporal/gateway';
+import { startWorkflowRelay } from './temporal/starts';
+import { WorkflowIds } from './temporal/workflow-ids';
+import { startTenantPushRelay } from './tenants/push-relay';
 
 export const EMBEDDED_DB_NAME = 'hostflow';
 
@@ -83,6 +87,23 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
         setTimeout(() => server.closeAllConnections(), 5000).unref();
       });
       if (!storage) app.locals.storage.close();
+    },
+  };
+}
+
+/**
+ * The relays a worker process runs beside its worker (every replica: row locks and workflow ids
+ * keep their starts single): the workflow start outbox and the tenant push outbox. Their calls
+ * have a background job's deadline (10 s), not the API's.
+ */
+export function startRelays(db: Db, temporal: TemporalHandle, config: Pick<Config, 'WORKFLOW_ID_PREFIX'>): { stop(): Promise<void> } {
+  const gateway = new TemporalGateway(temporal, null, { callTimeoutMs: 10_000, ids: new WorkflowIds(db, config.WORKFLOW_ID_PREFIX) });
+  const starts = startWorkflowRelay({ db, temporal: gateway });
+  const pushes = startTenantPushRelay({ db, temporal: gateway });
+  return {
+    async stop() {
+      await Promise.all([starts.stop(), pushes.stop()]);
+      gateway.close();
     },
   };
 }

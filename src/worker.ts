@@ -1,10 +1,9 @@
 /** `npm run start:worker`: the Temporal worker alone, against DATABASE_URL and TEMPORAL_ADDRESS. */
 import { ConfigError, loadConfig } from './config';
 import { logger, setLogLevel } from './logger';
-import { onShutdown, openDb } from './runtime';
-import { connectTemporal } from './temporal/client';
+import { onShutdown, openDb, startRelays } from './runtime';
+import { lazyTemporal } from './temporal/client';
 import { startWorker } from './temporal/worker';
-import { startTenantPushRelay } from './tenants/push-relay';
 
 const steps: (() => Promise<unknown>)[] = [];
 const shutdown = onShutdown(steps);
@@ -20,13 +19,14 @@ async function main() {
   }
   const db = openDb(config.DATABASE_URL, config);
   steps.push(() => db.destroy());
-  const worker = await startWorker({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config });
-  steps.push(() => worker.shutdown());
-  // The tenant push outbox relay runs beside the worker (every replica; the workflow id dedups).
-  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  // The outbox relays run beside the worker (every replica), and work while Temporal is down (they retry).
+  const temporal = lazyTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
   steps.push(() => temporal.connection.close());
-  const relay = startTenantPushRelay({ db, temporal });
-  steps.push(() => relay.stop());
+  const relays = startRelays(db, temporal, config);
+  steps.push(() => relays.stop());
+  // Temporal not there yet (a deploy that starts everything at once): tried again with backoff.
+  const worker = await startWorker({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config, retryFirstStart: true });
+  steps.push(() => worker.shutdown());
   await worker.done;
 }
 

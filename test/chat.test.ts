@@ -190,7 +190,7 @@ describe('support chat', () => {
       expect(res.body.session.follow_up_workflow_id).toBeUndefined();
       const asAgent = (await ctx.http.get(`${CHAT}/chat/sessions/${res.body.session.id}`).set(bearer(agent.token))).body;
       expect(asAgent.metadata).toEqual({ plan: 'pro' });
-      expect(asAgent.follow_up_workflow_id).toMatch(new RegExp(`^chat-follow-up-${res.body.session.id}-[a-f0-9]{8}$`));
+      expect(asAgent.follow_up_workflow_id).toMatch(new RegExp(`^${await ctx.app.locals.temporal.ids.prefix()}-chat-follow-up-${res.body.session.id}-[a-f0-9]{8}$`));
       const asCustomer = (await ctx.http.get(`${CHAT}/chat/sessions/${res.body.session.id}`).set(bearer(res.body.token))).body;
       expect(asAgent).toMatchObject({ site_id: null, identity_verified: false });
       expect(asCustomer).toEqual({ ...asAgent, metadata: undefined, follow_up_workflow_id: undefined, site_id: undefined, identity_verified: undefined });

@@ -28,6 +28,7 @@ describe('domain checks (Temporal workflow)', () => {
   let tlsServer: TlsServer;
   let worker: RunningWorker;
   const auth = () => ({ Authorization: ctx.basic });
+  const idPrefix = () => ctx.app.locals.temporal.ids.prefix();
   const post = (path: string, body: unknown) => ctx.http.post(`${BASE}${path}`).set(auth()).send(body as object);
   const getDomain = async (id: number) => (await ctx.http.get(`${BASE}/domains/${id}`).set(auth())).body;
   const settled = (d: { stage: string }) => !['checking-dns', 'checking-ssl-cert'].includes(d.stage);
@@ -57,7 +58,7 @@ describe('domain checks (Temporal workflow)', () => {
   test('DNS and certificate pass: checking-dns -> checking-ssl-cert -> done, secure and active', async () => {
     const created = await post('/domains', { domain: GOOD.toUpperCase() });
     expect(created.status).toBe(200);
-    expect(created.body).toMatchObject({ stage: 'checking-dns', active: false, workflow_id: `domain-check-${created.body.id}` });
+    expect(created.body).toMatchObject({ stage: 'checking-dns', active: false, workflow_id: `${await idPrefix()}-domain-check-${created.body.id}` });
     const result = await ctx.temporal.client.workflow.getHandle(created.body.workflow_id).result();
     expect(result).toEqual({ stage: 'done', dnsTries: 1, sslTries: 1 });
     const d = await getDomain(created.body.id);
@@ -192,7 +193,7 @@ describe('domain checks (Temporal workflow)', () => {
   test('created in checking-ssl-cert: the check starts at the certificate (no DNS query)', async () => {
     const name = 'sslonly.hostflow-test.com';
     const created = await post('/domains', { domain: name, stage: 'checking-ssl-cert' });
-    expect(created.body).toMatchObject({ stage: 'checking-ssl-cert', active: false, workflow_id: `domain-check-${created.body.id}` });
+    expect(created.body).toMatchObject({ stage: 'checking-ssl-cert', active: false, workflow_id: `${await idPrefix()}-domain-check-${created.body.id}` });
     const result = await ctx.temporal.client.workflow.getHandle(created.body.workflow_id).result();
     expect(result).toMatchObject({ stage: 'ssl-failed', sslTries: 2 });
     expect(dns.queries).not.toContain(name);
@@ -206,9 +207,9 @@ describe('domain checks (Temporal workflow)', () => {
   test('stage domain-mapping starts no check; setting checking-dns later starts one that finishes', async () => {
     const created = await post('/domains', { domain: 'later.hostflow-test.com', stage: 'domain-mapping' });
     expect(created.body.workflow_id).toBeNull();
-    expect(await workflowStatus(ctx, `domain-check-${created.body.id}`)).toBe('NOT_FOUND');
+    expect(await workflowStatus(ctx, `${await idPrefix()}-domain-check-${created.body.id}`)).toBe('NOT_FOUND');
     const upd = await ctx.http.put(`${BASE}/domains/${created.body.id}`).set(auth()).send({ stage: 'checking-dns' });
-    expect(upd.body).toMatchObject({ stage: 'checking-dns', workflow_id: `domain-check-${created.body.id}` });
+    expect(upd.body).toMatchObject({ stage: 'checking-dns', workflow_id: `${await idPrefix()}-domain-check-${created.body.id}` });
     const result = await ctx.temporal.client.workflow.getHandle(upd.body.workflow_id).result();
     expect(result.stage).toBe('failed'); // not in the test DNS zone
     const d = await waitFor(() => getDomain(created.body.id), settled);
@@ -228,6 +229,7 @@ describe('domain checks with a DNS resolver that refuses connections', () => {
   let worker: RunningWorker;
   let resolver: string;
   const auth = () => ({ Authorization: ctx.basic });
+  const idPrefix = () => ctx.app.locals.temporal.ids.prefix();
   const getDomain = async (id: number) => (await ctx.http.get(`${BASE}/domains/${id}`).set(auth())).body;
 
   beforeAll(async () => {

@@ -1,15 +1,14 @@
 import request from 'supertest';
 import { createApp } from '../src/http/app';
-import type { DomainChecks } from '../src/domains/checks';
-import { DomainService } from '../src/domains/store';
-import { MappingTarget } from '../src/domains/target';
 import { Metrics } from '../src/http/metrics';
+import { WorkflowStarts } from '../src/temporal/starts';
 import { BASE, createTestContext, type TestContext } from './helpers';
 import { makeCustomer, offsetDomainIds, workflowStatus } from './estate-helpers';
 
 describe('domains', () => {
   let ctx: TestContext;
   const auth = () => ({ Authorization: ctx.basic });
+  const idPrefix = () => ctx.app.locals.temporal.ids.prefix();
   let n = 0;
   const name = (prefix = 'd') => `${prefix}${++n}-${process.pid}.example.org`;
   const post = (path: string, body: unknown) => ctx.http.post(`${BASE}${path}`).set(auth()).send(body as object);
@@ -43,7 +42,7 @@ describe('domains', () => {
       last_error: null,
     });
     expect(typeof d.id).toBe('number');
-    expect(await workflowStatus(ctx, `domain-check-${d.id}`)).toBe('NOT_FOUND');
+    expect(await workflowStatus(ctx, `${await idPrefix()}-domain-check-${d.id}`)).toBe('NOT_FOUND');
   });
 
   test('blog_id and customer_id of 0 are none: null, never 0; a primary domain still needs a real site', async () => {
@@ -64,7 +63,7 @@ describe('domains', () => {
   test('default stage checking-dns: inactive, and a domain-check workflow is started and counted', async () => {
     const res = await post('/domain', { domain: name(), active: true, secure: 1 });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ stage: 'checking-dns', active: false, secure: true, workflow_id: `domain-check-${res.body.id}` });
+    expect(res.body).toMatchObject({ stage: 'checking-dns', active: false, secure: true, workflow_id: `${await idPrefix()}-domain-check-${res.body.id}` });
     const d = await ctx.temporal.client.workflow.getHandle(res.body.workflow_id).describe();
     expect(d.status.name).toBe('RUNNING');
     expect(d.type).toBe('domainCheck');
@@ -235,7 +234,7 @@ describe('domains', () => {
     const e = (await post('/domains', { domain: name(), stage: 'done' })).body;
     expect(e.workflow_id).toBeNull();
     const renamed = await ctx.http.put(`${BASE}/domains/${e.id}`).set(auth()).send({ domain: name('renamed') });
-    expect(renamed.body).toMatchObject({ stage: 'checking-dns', active: false, workflow_id: `domain-check-${e.id}` });
+    expect(renamed.body).toMatchObject({ stage: 'checking-dns', active: false, workflow_id: `${await idPrefix()}-domain-check-${e.id}` });
     expect(await workflowStatus(ctx, renamed.body.workflow_id)).toBe('RUNNING');
     await ctx.http.delete(`${BASE}/domains/${e.id}`).set(auth());
     expect(await workflowStatus(ctx, renamed.body.workflow_id)).toBe('TERMINATED');
@@ -280,14 +279,46 @@ describe('domains', () => {
     expect(mapping.status).toBe(200);
   });
 
-  test('when the check cannot be started, the insert is undone and the site keeps its primary domain', async () => {
+  test('a mapping and its check\'s start are written together or not at all; a start that fails waits in the outbox and is carried out later', async () => {
     const s = await site();
-    const first = (await post('/domains', { domain: name('p'), blog_id: s.id, primary_domain: true, stage: 'done' })).body;
-    const failing = { assertAvailable: () => undefined, start: async () => Promise.reject(new Error('temporal down')), stop: async () => undefined };
-    const service = new DomainService(ctx.db, failing as unknown as DomainChecks, new MappingTarget(undefined, ctx.settings));
-    const d = name('q');
-    await expect(service.create({ domain: d, blog_id: s.id, primary_domain: true })).rejects.toMatchObject({ status: 503, code: 'wu_rest_domain_checks_unavailable' });
-    expect(await ctx.db('domains').where({ domain: d })).toEqual([]);
-    expect((await ctx.db('domains').where({ id: first.id }).first()).primary_domain).toBe(true);
+    const entries = async () => Number((await ctx.db('workflow_starts').count({ n: '*' }))[0].n);
+    const before = await entries();
+    // A refused insert (the name is taken) leaves no start behind.
+    const taken = (await post('/domains', { domain: name('t'), blog_id: s.id, stage: 'done' })).body;
+    expect(await entries()).toBe(before);
+    expect((await post('/domains', { domain: taken.domain, blog_id: s.id })).status).toBe(400);
+    expect(await entries()).toBe(before);
+
+    const start = jest.spyOn(ctx.temporal.client.workflow, 'start').mockRejectedValue(new Error('14 UNAVAILABLE: No connection established'));
+    let res: request.Response;
+    try {
+      res = await post('/domains', { domain: name('q'), blog_id: s.id, primary_domain: true });
+    } finally {
+      start.mockRestore();
+    }
+    // Kept, with its start: no mapping in a checking stage without its check.
+    expect(res.status).toBe(200);
+    const wf = `${await idPrefix()}-domain-check-${res.body.id}`;
+    expect(res.body).toMatchObject({ stage: 'checking-dns', workflow_id: wf, primary_domain: true });
+    const entry = await ctx.db('workflow_starts').where({ workflow_id: wf }).first();
+    expect(entry).toMatchObject({ workflow_type: 'domainCheck', attempts: 1, started_at: null, options: { conflict_policy: 'TERMINATE_EXISTING' } });
+    expect(await workflowStatus(ctx, wf)).toBe('NOT_FOUND');
+    expect(await new WorkflowStarts(ctx.db, ctx.app.locals.temporal).attempt(entry.id)).toBe('started');
+    expect(await workflowStatus(ctx, wf)).toBe('RUNNING');
+
+    // A start still waiting goes when the mapping leaves the checking stages, or is deleted.
+    const stuck = jest.spyOn(ctx.temporal.client.workflow, 'start').mockRejectedValue(new Error('14 UNAVAILABLE: No connection established'));
+    let other: request.Response;
+    try {
+      other = await post('/domains', { domain: name('r'), blog_id: s.id });
+    } finally {
+      stuck.mockRestore();
+    }
+    const pending = () => ctx.db('workflow_starts').where({ workflow_id: other.body.workflow_id }).whereNull('started_at').count({ n: '*' });
+    expect(await pending()).toEqual([{ n: 1 }]);
+    expect((await ctx.http.put(`${BASE}/domains/${other.body.id}`).set(auth()).send({ stage: 'done' })).status).toBe(200);
+    expect(await pending()).toEqual([{ n: 0 }]);
+    await ctx.http.delete(`${BASE}/domains/${res.body.id}`).set(auth());
+    expect(await workflowStatus(ctx, wf)).not.toBe('RUNNING');
   });
 });

@@ -464,7 +464,7 @@ describe('/register (one transaction, early answer)', () => {
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     expect(await counts()).toEqual({ users: before.users + 1, customers: before.customers + 1, memberships: before.memberships + 1, payments: before.payments + 1, sites: before.sites + 1 });
-    const wfId = `register-${crypto.createHash('sha256').update(key).digest('hex')}`;
+    const wfId = `${await ctx.app.locals.temporal.ids.prefix()}-register-${crypto.createHash('sha256').update(key).digest('hex')}`;
     expect(await ctx.db('registrations').where({ workflow_id: wfId }).first('status')).toEqual({ status: 'completed' });
 
     // The key is looked up in the database first: answered without Temporal (not even configured here).
@@ -573,7 +573,7 @@ describe('/register (one transaction, early answer)', () => {
     const app = appWith({ REGISTER_WAIT_SECONDS: 0 });
     const res = await post(body(), undefined, request(app));
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ workflow_id: expect.stringMatching(/^register-[0-9a-f-]{36}$/), status: 'running', status_url: expect.any(String) });
+    expect(res.body).toEqual({ workflow_id: expect.stringMatching(new RegExp(`^${await app.locals.temporal.ids.prefix()}-register-[0-9a-f-]{36}$`)), status: 'running', status_url: expect.any(String) });
     expect(res.headers.location).toBe(res.body.status_url);
     const path = new URL(res.body.status_url).pathname;
     expect(path).toBe(`${BASE}/register/${res.body.workflow_id}`);

@@ -204,7 +204,7 @@ describe('replicas: 2 API and 2 worker processes on one database, task queue and
     }
     expect(await counts()).toEqual(Object.fromEntries(TABLES.map((t) => [t, before[t] + KEYS])));
     for (const b of bodies) {
-      const workflowId = `register-${crypto.createHash('sha256').update(b.key).digest('hex')}`;
+      const workflowId = `${await ctx.app.locals.temporal.ids.prefix()}-register-${crypto.createHash('sha256').update(b.key).digest('hex')}`;
       const rows = await ctx.db('registrations').where({ workflow_id: workflowId }).select('status', 'attempt');
       expect(rows).toEqual([{ status: 'completed', attempt: 1 }]);
       const customer = await ctx.db('customers').join('users', 'users.id', 'customers.user_id').where('users.username', b.body.customer.username).count({ n: '*' });

@@ -219,7 +219,7 @@ describe('sites', () => {
     expect(mapped.status).toBe(200);
     const checking = await post('/domains', { domain: `c-${uniqueDomain()}`, blog_id: site.id });
     expect(checking.status).toBe(200);
-    expect(checking.body.workflow_id).toBe(`domain-check-${checking.body.id}`);
+    expect(checking.body.workflow_id).toBe(`${await ctx.app.locals.temporal.ids.prefix()}-domain-check-${checking.body.id}`);
     expect(await workflowStatus(ctx, checking.body.workflow_id)).toBe('RUNNING');
 
     const del = await ctx.http.delete(`${BASE}/sites/${site.id}`).set(auth());

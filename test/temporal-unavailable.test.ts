@@ -4,8 +4,9 @@ import { Client, Connection } from '@temporalio/client';
 import request from 'supertest';
 import { createApp, type AppWithRegistry } from '../src/http/app';
 import { findTemporalBinary, freePort, startTemporalDevServer, type DevServer } from '../src/infra/temporal-server';
-import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
+import { connectTemporal, lazyTemporal, type TemporalHandle } from '../src/temporal/client';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
+import { WORDPRESS_LOCALES } from '../src/translations/locales';
 import { CHAT, makeAgent } from './chat-helpers';
 import { BASE, createTestContext, type TestContext } from './helpers';
 import { makeSite, tenantEnv } from './tenant-helpers';
@@ -22,13 +23,24 @@ describe('Temporal away: routes that start workflows fail fast, CRUD is unaffect
   let server: DevServer;
   let own: TemporalHandle;
   let worker: RunningWorker;
-  let siteId: number;
+  // A site per call: an accepted bootstrap leaves its tenant (and its waiting start) behind.
+  const siteIds: number[] = [];
   let seq = 0;
   const tag = () => `${++seq}${crypto.randomBytes(3).toString('hex')}`;
   const auth = { Authorization: '' };
 
-  /** Each route with the answer it gives when its workflow cannot be started. */
-  const routes: { name: string; call: (http: ReturnType<typeof request>) => Promise<request.Response>; expectAnswer: (res: request.Response) => void }[] = [
+  /**
+   * Each route with the answer it gives when its workflow cannot be started. `accepted`: the
+   * route writes its row and the workflow's start together (the start outbox), so the first
+   * call, made before the process knows Temporal is away, may be accepted with its start left
+   * waiting (the relay makes it later); once the circuit is open it is 503 and nothing is written.
+   */
+  const routes: {
+    name: string;
+    call: (http: ReturnType<typeof request>) => Promise<request.Response>;
+    expectAnswer: (res: request.Response) => void;
+    accepted?: (res: request.Response) => void;
+  }[] = [
     {
       name: 'POST /register',
       call: (http) => {
@@ -39,18 +51,31 @@ describe('Temporal away: routes that start workflows fail fast, CRUD is unaffect
     },
     {
       name: 'POST /tenants/{site_id}/bootstrap',
-      call: (http) => http.post(`${BASE}/tenants/${siteId}/bootstrap`).set(auth).send({}),
+      call: (http) => http.post(`${BASE}/tenants/${siteIds.shift()}/bootstrap`).set(auth).send({}),
       expectAnswer: (res) => expect(res.body).toMatchObject({ code: 'wu_rest_temporal_unavailable', data: { status: 503 } }),
+      accepted: (res) => {
+        expect(res.status).toBe(202);
+        expect(res.body).toMatchObject({ state: 'bootstrapping' });
+      },
     },
     {
       name: 'GET /translations/check (first check of a package starts its pipeline)',
-      call: (http) => http.get(`${BASE}/translations/check`).query({ slug: 'away-plugin', type: 'plugin', locale: ['de_DE', 'fr_FR', 'ja', 'es_ES', 'it_IT', 'nl_NL'][seq++ % 6] }).set(auth),
+      // A locale of its own each time: an accepted first call leaves its job (and its waiting start) behind.
+      call: (http) => http.get(`${BASE}/translations/check`).query({ slug: 'away-plugin', type: 'plugin', locale: WORDPRESS_LOCALES[seq++ % WORDPRESS_LOCALES.length] }).set(auth),
       expectAnswer: (res) => expect(res.body).toMatchObject({ code: 'wu_rest_temporal_unavailable', data: { status: 503 } }),
+      accepted: (res) => {
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ status: 'importing', job_id: expect.any(Number) });
+      },
     },
     {
       name: 'POST /domains (checking-dns starts the domain check)',
       call: (http) => http.post(`${BASE}/domains`).set(auth).send({ domain: `away${tag()}.example.org` }),
       expectAnswer: (res) => expect(res.body).toMatchObject({ code: 'wu_rest_domain_checks_unavailable', data: { status: 503 } }),
+      accepted: (res) => {
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ stage: 'checking-dns' });
+      },
     },
     {
       // The chat never refuses a visitor: without its follow-up workflow the session becomes a ticket at once.
@@ -71,19 +96,32 @@ describe('Temporal away: routes that start workflows fail fast, CRUD is unaffect
     return app;
   };
 
-  /** The route answers within `firstMs` (2 s) as `expectAnswer` says; a second call on the same app, with the circuit open, at once; CRUD as usual. */
+  /**
+   * The route answers within `firstMs` (2 s) as `expectAnswer` says (or, for an outbox route,
+   * accepted with its start waiting in the outbox); a second call on the same app, with the
+   * circuit open, at once; CRUD as usual.
+   */
   const checkRoutes = (temporal: () => TemporalHandle, firstMs = 2000) => {
     for (const route of routes) {
       test(route.name, async () => {
         const http = request(await appOn(temporal()));
         let started = Date.now();
+        const waiting = async () => Number((await ctx.db('workflow_starts').whereNull('started_at').count({ n: '*' }))[0].n);
+        const waitingBefore = await waiting();
         const res = await route.call(http);
         expect(Date.now() - started).toBeLessThan(firstMs);
-        if (res.status !== 201) expect(res.status).toBe(503);
-        route.expectAnswer(res);
+        if (route.accepted && res.status !== 503) {
+          route.accepted(res);
+          expect(await waiting()).toBe(waitingBefore + 1);
+        } else {
+          if (res.status !== 201) expect(res.status).toBe(503);
+          route.expectAnswer(res);
+        }
         started = Date.now();
+        const waitingNow = await waiting();
         route.expectAnswer(await route.call(http));
         expect(Date.now() - started).toBeLessThan(500);
+        expect(await waiting()).toBe(waitingNow);
         started = Date.now();
         const crud = await http.get(`${BASE}/customers?per_page=5`).set(auth);
         expect(crud.status).toBe(200);
@@ -101,7 +139,7 @@ describe('Temporal away: routes that start workflows fail fast, CRUD is unaffect
     own = await connectTemporal(server.address, 'default', ctx.config.TEMPORAL_TASK_QUEUE);
     worker = await startWorker({ address: server.address, namespace: 'default', taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, db: ctx.db, config: ctx.config });
     await ctx.db('products').insert({ slug: 'away-plan', name: 'Away Plan', type: 'plan', amount: '5' });
-    siteId = (await makeSite(ctx)).siteId;
+    for (let i = 0; i < 6; i++) siteIds.push((await makeSite(ctx)).siteId);
     const project = await ctx.http.post(`${BASE}/translations/projects`).set(auth).send({ slug: 'away-plugin', type: 'plugin', name: 'Away', version: '1.0.0', pot: samplePot(), po_files: { de_DE: 'msgid "Settings"\nmsgstr "Einstellungen"\n' } });
     expect(project.status).toBe(200);
     await makeAgent(ctx, { online: true });
@@ -157,6 +195,38 @@ describe('Temporal away: routes that start workflows fail fast, CRUD is unaffect
       process.kill(server.pid!, 'SIGCONT');
     }
   }, 30_000);
+
+  test('the API starts while Temporal is down (lazy connection): /readyz says so, workflow routes answer 503 and write nothing; once Temporal is up they work', async () => {
+    const port = await freePort();
+    const lazy = lazyTemporal(`127.0.0.1:${port}`, 'default', ctx.config.TEMPORAL_TASK_QUEUE);
+    let late: DevServer | undefined;
+    try {
+      const http = request(await appOn(lazy));
+      const ready = await http.get('/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body.checks.temporal.ok).toBe(false);
+      const rows = async () => Promise.all(['registrations', 'tenants', 'translation_jobs', 'domains', 'workflow_starts'].map(async (t) => Number((await ctx.db(t).count({ n: '*' }))[0].n)));
+      const before = await rows();
+      for (const route of routes) {
+        const res = await route.call(http);
+        if (res.status !== 201) expect(res.status).toBe(503);
+        route.expectAnswer(res);
+      }
+      expect(await rows()).toEqual(before);
+      late = await startTemporalDevServer({ binary: findTemporalBinary(process.env.TEMPORAL_CLI, path.resolve(__dirname, '..'))!, port, timeoutMs: 90_000 });
+      // The circuit's probe finds it; the channel connects by itself.
+      let res = await routes[0].call(http);
+      for (let i = 0; i < 60 && res.status === 503; i++) {
+        await new Promise((r) => setTimeout(r, 500));
+        res = await routes[0].call(http);
+      }
+      expect(res.status).toBe(200);
+      expect((await http.get('/readyz')).body.checks.temporal.ok).toBe(true);
+    } finally {
+      await lazy.connection.close().catch(() => undefined);
+      await late?.stop();
+    }
+  }, 150_000);
 
   test('back again: the circuit closes by itself and a registration goes through', async () => {
     const app = await appOn(own);

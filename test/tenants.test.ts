@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { decryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
+import { WorkflowStarts } from '../src/temporal/starts';
 import type { RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { waitFor } from './estate-helpers';
@@ -91,16 +92,36 @@ describe('isolated tenants', () => {
     expect(await ctx.db('tenants').count({ n: '*' })).toEqual([{ n: 0 }]);
   });
 
-  test('Temporal unreachable: 503 and nothing claimed', async () => {
-    const start = jest.spyOn(ctx.temporal.client.workflow, 'start').mockRejectedValue(new Error('14 UNAVAILABLE: No connection established'));
+  test('a bootstrap whose start answer is lost: 202, and the relay\'s retry finds the run that start made instead of starting another', async () => {
+    const site = await makeSite(ctx);
+    const workflows = ctx.temporal.client.workflow;
+    const realStart = workflows.start.bind(workflows);
+    const start = jest.spyOn(workflows, 'start').mockImplementationOnce(async (...args: Parameters<typeof realStart>) => {
+      await realStart(...args);
+      throw new Error('4 DEADLINE_EXCEEDED: Deadline exceeded (the answer was lost)');
+    });
     try {
-      const res = await post(`/tenants/${A.siteId}/bootstrap`);
-      expect(res.status).toBe(503);
-      expect(res.body.code).toBe('wu_rest_temporal_unavailable');
+      const res = await post(`/tenants/${site.siteId}/bootstrap`);
+      expect(res.status).toBe(202);
+      expect(res.body.state).toBe('bootstrapping');
+      const t = await tenantRow(site.siteId);
+      expect(t.workflow_id).toBe(`${await ctx.app.locals.temporal.ids.prefix()}-tenant-bootstrap-${t.uid}`);
+      const entry = await ctx.db('workflow_starts').where({ workflow_id: t.workflow_id }).first();
+      expect(entry).toMatchObject({ workflow_type: 'tenantBootstrap', attempts: 1, started_at: null });
+      const first = await workflows.getHandle(t.workflow_id).describe();
+      // The retry (the relay's, here called directly) describes the run, finds its own entry in the memo, and only marks it.
+      expect(await new WorkflowStarts(ctx.db, ctx.app.locals.temporal).attempt(entry.id)).toBe('started');
+      expect(start).toHaveBeenCalledTimes(1);
+      const now = await workflows.getHandle(t.workflow_id).describe();
+      expect(now.runId).toBe(first.runId);
+      expect(now.memo).toMatchObject({ outbox_start_id: Number(entry.id), tenant_uid: t.uid });
+      expect(await ctx.db('workflow_starts').where({ id: entry.id }).first()).toMatchObject({ attempts: 2, started_at: expect.any(Date) });
+      // Not this file's concern any further.
+      await workflows.getHandle(t.workflow_id).terminate('test done');
+      await ctx.db('tenants').where({ id: t.id }).delete();
     } finally {
       start.mockRestore();
     }
-    expect(await ctx.db('tenants').count({ n: '*' })).toEqual([{ n: 0 }]);
   });
 
   test('bootstrap answers 202 at once; a second call joins; verify and teardown wait their turn', async () => {
@@ -273,7 +294,7 @@ describe('isolated tenants', () => {
   });
 
   test("a network change to a tenant's users reaches the tenant database (outbox, relay, tenantPush)", async () => {
-    const relay = startTenantPushRelay({ db: ctx.db, temporal: ctx.temporal, intervalMs: 500 });
+    const relay = startTenantPushRelay({ db: ctx.db, temporal: ctx.app.locals.temporal, intervalMs: 500 });
     const t = await tenantRow(A.siteId);
     const tenantUsers = () => onServer(t.database_name, async (c) => (await c.query('SELECT id::int, email, role FROM users ORDER BY id')).rows);
     try {
@@ -305,17 +326,26 @@ describe('isolated tenants', () => {
     }
   });
 
-  test('Temporal unreachable on verify or teardown: 503 and the tenant stays as it was', async () => {
+  test('a verify whose start fails: 202, its start waits in the outbox beside the state, and the retry carries it out', async () => {
     const start = jest.spyOn(ctx.temporal.client.workflow, 'start').mockRejectedValue(new Error('14 UNAVAILABLE: No connection established'));
+    let res;
     try {
-      for (const res of [await post(`/tenants/${A.siteId}/verify`), await ctx.http.delete(`${BASE}/tenants/${A.siteId}`).set(auth())]) {
-        expect(res.status).toBe(503);
-        expect(res.body.code).toBe('wu_rest_temporal_unavailable');
-      }
+      res = await post(`/tenants/${A.siteId}/verify`);
     } finally {
       start.mockRestore();
     }
-    expect((await status(ctx, A.siteId)).body).toMatchObject({ state: 'ready', ready: true });
+    // Not the answer of the id's previous (finished) verify run: this one has not started.
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ state: 'verifying' });
+    const t = await tenantRow(A.siteId);
+    const entry = await ctx.db('workflow_starts').where({ workflow_id: t.workflow_id }).whereNull('started_at').first();
+    expect(entry).toMatchObject({ workflow_type: 'tenantVerifyWorkflow', attempts: 1 });
+    // Verifying again meanwhile leaves the start to the outbox (no second start).
+    expect((await post(`/tenants/${A.siteId}/verify`)).status).toBe(202);
+    expect(await ctx.db('workflow_starts').where({ workflow_id: t.workflow_id }).whereNull('started_at').count({ n: '*' })).toEqual([{ n: 1 }]);
+    expect(await new WorkflowStarts(ctx.db, ctx.app.locals.temporal).attempt(entry.id)).toBe('started');
+    const done = await waitFor(async () => (await status(ctx, A.siteId)).body, (b) => b.state !== 'verifying', 30_000);
+    expect(done).toMatchObject({ state: 'ready', ready: true });
   });
 
   test('teardown leaves no database, role, folder or route, and gives the data back', async () => {

@@ -4,6 +4,7 @@ import type { temporal } from '@temporalio/proto';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { TemporalHandle } from '../src/temporal/client';
+import { WorkflowIds } from '../src/temporal/workflow-ids';
 import { TemporalGateway, UPDATE_TRIES } from '../src/temporal/gateway';
 import { workflowBundle } from '../src/temporal/worker';
 import { TranslationService } from '../src/translations/service';
@@ -96,7 +97,7 @@ describe('translation decisions are updates', () => {
       },
     } as unknown as Client;
     const handle: TemporalHandle = { ...ctx.temporal, client };
-    return { gateway: new TemporalGateway(handle, null, { callTimeoutMs: 10_000 }), calls };
+    return { gateway: new TemporalGateway(handle, null, { callTimeoutMs: 10_000, ids: new WorkflowIds(ctx.db, ctx.config.WORKFLOW_ID_PREFIX) }), calls };
   }
 
   test('an approve whose first answer is lost is asked again with the same update id: decided once, and the job goes on', async () => {

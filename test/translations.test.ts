@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { startWorkflowRelay } from '../src/temporal/starts';
 import type { RunningWorker } from '../src/temporal/worker';
 import { buildL10nPhp, parsePot, placeholderProblem, placeholders, scriptOf } from '../src/translations/gettext';
 import { glotpressLocale, glotpressUrl, pluralForms, pluralIndex } from '../src/translations/locales';
@@ -190,7 +191,8 @@ describe('translation routes', () => {
       expect(results[0].body.job_id).toEqual(expect.any(Number));
       expect(results.map((r) => r.body.job_id)).toEqual(results.map(() => results[0].body.job_id));
       const ids = start.mock.calls.map((c) => (c[1] as { workflowId: string }).workflowId);
-      expect(ids.filter((i) => i === 'translation-troutes-one-plugin-3.1.4-ja')).toHaveLength(1);
+      const workflowId = `${await ctx.app.locals.temporal.ids.prefix()}-translation-troutes-one-plugin-3.1.4-ja`;
+      expect(ids.filter((i) => i === workflowId)).toHaveLength(1);
       expect(Number((await ctx.db('translation_jobs').where({ slug: 'troutes-one', locale: 'ja' }).count({ n: '*' }))[0].n)).toBe(1);
       // Batch duplicates: one job too.
       const batch = await post('/translations/check/batch', { packages: Array.from({ length: 5 }, () => ({ slug: 'troutes-one', type: 'plugin', locale: 'ko_KR' })) });
@@ -202,18 +204,18 @@ describe('translation routes', () => {
     const job = await ctx.db('translation_jobs').where({ slug: 'troutes-one', locale: 'ja' }).first('id');
     const ready = await waitForJob(ctx, job.id, status('ready'));
     expect(ready).toMatchObject({ remaining_strings: 9, human_strings: 1, source: 'human', approved_by: 'auto_approve' });
-    const handle = ctx.temporal.client.workflow.getHandle('translation-troutes-one-plugin-3.1.4-ja');
+    const handle = ctx.temporal.client.workflow.getHandle(`${await ctx.app.locals.temporal.ids.prefix()}-translation-troutes-one-plugin-3.1.4-ja`);
     expect(await handle.result()).toEqual({ status: 'ready' });
     // The Temporal UI lists it by what it is.
     expect(await (await handle.describe()).staticSummary()).toBe(`Translation pipeline, plugin troutes-one 3.1.4 ja (job ${job.id})`);
   });
 
-  test('Temporal unreachable when a check would start a pipeline: 503, no job left behind; the next check starts it', async () => {
+  test('a pipeline start that fails stays in the outbox with its job: the relay starts it with the job\'s workflow id and the job does not stay importing', async () => {
     const start = jest.spyOn(ctx.temporal.client.workflow, 'start').mockRejectedValue(new Error('14 UNAVAILABLE: No connection established'));
     try {
       const single = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'troutes-one', type: 'plugin', locale: 'sv_SE' }).set(auth());
-      expect(single.status).toBe(503);
-      expect(single.body.code).toBe('wu_rest_temporal_unavailable');
+      expect(single.status).toBe(200);
+      expect(single.body).toMatchObject({ status: 'importing', job_id: expect.any(Number) });
       const batch = await post('/translations/check/batch', {
         packages: [
           { slug: 'troutes-one', type: 'plugin', locale: 'sv_SE' },
@@ -221,17 +223,27 @@ describe('translation routes', () => {
         ],
       });
       expect(batch.status).toBe(200);
-      expect(batch.body[0]).toMatchObject({ index: 0, error: { code: 'wu_rest_temporal_unavailable', data: { status: 503 } } });
+      expect(batch.body[0]).toMatchObject({ status: 'importing', job_id: single.body.job_id });
       expect(batch.body[1]).toMatchObject({ status: 'missing' });
-      expect(await ctx.db('translation_jobs').where({ slug: 'troutes-one', locale: 'sv_SE' }).first()).toBeUndefined();
     } finally {
       start.mockRestore();
     }
-    const again = await ctx.http.get(`${BASE}/translations/check`).query({ slug: 'troutes-one', type: 'plugin', locale: 'sv_SE' }).set(auth());
-    expect(again.status).toBe(200);
-    expect(again.body.status).toBe('importing');
-    const job = await ctx.db('translation_jobs').where({ slug: 'troutes-one', locale: 'sv_SE' }).first('id');
-    expect(await waitForJob(ctx, job.id, status('ready'))).toMatchObject({ status: 'ready' });
+    // The job and its start were written together; the start failed once.
+    const job = await ctx.db('translation_jobs').where({ slug: 'troutes-one', locale: 'sv_SE' }).first('id', 'workflow_id', 'status');
+    expect(job.status).toBe('importing');
+    const entry = await ctx.db('workflow_starts').where({ workflow_id: job.workflow_id }).first();
+    expect(entry).toMatchObject({ workflow_type: 'translationPipeline', attempts: 1, started_at: null, last_error: expect.stringMatching(/UNAVAILABLE/) });
+    expect(entry.args[0]).toMatchObject({ jobId: Number(job.id), slug: 'troutes-one', locale: 'sv_SE' });
+    // The relay (as in a worker process) starts it when it falls due.
+    const relay = startWorkflowRelay({ db: ctx.db, temporal: ctx.app.locals.temporal, intervalMs: 500 });
+    try {
+      expect(await waitForJob(ctx, job.id, status('ready'))).toMatchObject({ status: 'ready', workflow_id: job.workflow_id });
+    } finally {
+      await relay.stop();
+    }
+    expect(await ctx.db('workflow_starts').where({ id: entry.id }).first()).toMatchObject({ attempts: 2, last_error: null, started_at: expect.any(Date) });
+    const memo = (await ctx.temporal.client.workflow.getHandle(job.workflow_id).describe()).memo;
+    expect(memo).toMatchObject({ job_id: Number(job.id), outbox_start_id: Number(entry.id) });
   });
 
   test('batch: mixed states and bad items each answered in order, from one database query', async () => {

@@ -12,10 +12,15 @@ const unavailable = (detail?: string) => new ApiError(503, 'wu_rest_temporal_una
 const SIGNALS = { assigned: assignedSignal, closed: closedSignal } as const;
 
 /**
- * The follow-up of a session waiting for an agent: workflow `chat-follow-up-<session id>-<random>`
- * (the random part keeps ids unique across databases sharing one Temporal namespace). It waits
- * CHAT_WAIT_BEFORE_TICKET_SECONDS for the `assigned` or `closed` signal, then turns the session
- * into a ticket.
+ * The follow-up of a session waiting for an agent: workflow
+ * `<prefix>-chat-follow-up-<session id>-<random>`, kept on the session (signals use the stored
+ * id). It waits CHAT_WAIT_BEFORE_TICKET_SECONDS for the `assigned` or `closed` signal, then
+ * turns the session into a ticket.
+ *
+ * Not started through the workflow start outbox: a follow-up that cannot be started now is
+ * not worth a later start, the session becomes a ticket at once instead (see start()). A start
+ * whose outcome was unknown may leave a follow-up running for a session already made a ticket:
+ * its activity re-checks the session before converting it, so it ends without doing anything.
  */
 export class ChatFollowUps {
   constructor(
@@ -33,9 +38,9 @@ export class ChatFollowUps {
    */
   async start(sessionId: number, context: { customerId?: number | null; siteId?: number | null } = {}): Promise<string | null> {
     if (!this.temporal.configured) return null;
-    const workflowId = `chat-follow-up-${sessionId}-${crypto.randomBytes(4).toString('hex')}`;
     const input: ChatFollowUpInput = { sessionId, waitSeconds: this.waitSeconds };
     try {
+      const workflowId = await this.temporal.ids.build('chat-follow-up', sessionId, crypto.randomBytes(4).toString('hex'));
       await this.temporal.start(
         chatFollowUp,
         {

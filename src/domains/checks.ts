@@ -1,13 +1,13 @@
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
+import type { Knex } from 'knex';
 import type { Config } from '../config';
+import type { Db } from '../db/knex';
 import { ApiError } from '../http/errors';
+import { logger } from '../logger';
 import type { TemporalGateway } from '../temporal/gateway';
+import { enqueueStart, WorkflowStarts } from '../temporal/starts';
 import { domainCheck, type DomainCheckInput } from '../../workflows/domainCheck';
 import { SA_CUSTOMER_ID, SA_SITE_ID } from '../../workflows/search-attributes';
-
-export function domainCheckWorkflowId(domainId: number): string {
-  return `domain-check-${domainId}`;
-}
 
 export function checksUnavailable(detail?: string): ApiError {
   return new ApiError(
@@ -18,44 +18,62 @@ export function checksUnavailable(detail?: string): ApiError {
   );
 }
 
-/** Starts and stops the durable DNS/TLS check of a domain (workflow `domain-check-<id>`). */
+/**
+ * Starts and stops the durable DNS/TLS check of a domain (workflow `<prefix>-domain-check-<id>`,
+ * kept on the row), through the workflow start outbox.
+ */
 export class DomainChecks {
+  private readonly starts: WorkflowStarts;
+
   constructor(
+    db: Db,
     private readonly temporal: TemporalGateway,
     private readonly config: Pick<Config, 'DOMAIN_CHECK_INTERVAL_SECONDS' | 'DOMAIN_CHECK_MAX_TRIES'>,
-  ) {}
+  ) {
+    this.starts = new WorkflowStarts(db, temporal);
+  }
 
   /** 503 at once when Temporal is not configured or known unreachable (before anything is written). */
   assertAvailable(): void {
     this.temporal.check(checksUnavailable);
   }
 
-  /** (Re)starts the check: a running check of the same domain is replaced. */
-  async start(domain: { id: number; domain: string; blog_id?: number | null; customer_id?: number | null }): Promise<string> {
-    const workflowId = domainCheckWorkflowId(domain.id);
+  /** A new domain check's workflow id (`<prefix>-domain-check-<id>`); a domain keeps the one stored on its row. */
+  workflowId(domainId: number): Promise<string> {
+    return this.temporal.ids.build('domain-check', domainId);
+  }
+
+  /**
+   * Writes the (re)start of the check into the outbox, in the caller's transaction (the one
+   * moving the domain into a checking stage): a running check of the same id is replaced.
+   */
+  async enqueue(trx: Knex.Transaction, domain: { id: number; domain: string; blog_id?: number | null; customer_id?: number | null }, workflowId: string): Promise<void> {
     const input: DomainCheckInput = {
       domainId: domain.id,
       domain: domain.domain,
       intervalSeconds: this.config.DOMAIN_CHECK_INTERVAL_SECONDS,
       maxTries: this.config.DOMAIN_CHECK_MAX_TRIES,
     };
-    await this.temporal.start(
-      domainCheck,
-      {
-        workflowId,
-        args: [input],
-        conflictPolicy: WorkflowIdConflictPolicy.TERMINATE_EXISTING,
-        memo: { domain: domain.domain, blog_id: domain.blog_id ?? null, customer_id: domain.customer_id ?? null },
-        searchAttributes: [
-          ...(domain.blog_id ? [{ key: SA_SITE_ID, value: domain.blog_id }] : []),
-          ...(domain.customer_id ? [{ key: SA_CUSTOMER_ID, value: domain.customer_id }] : []),
-        ],
-        // A domain name is the customer's public address, not personal data.
-        summary: `Domain check of ${domain.domain} (domain ${domain.id}${domain.blog_id ? `, site ${domain.blog_id}` : ''})`,
-      },
-      checksUnavailable,
-    );
-    return workflowId;
+    await enqueueStart(trx, {
+      workflow: domainCheck,
+      workflowId,
+      args: [input],
+      conflictPolicy: WorkflowIdConflictPolicy.TERMINATE_EXISTING,
+      memo: { domain: domain.domain, blog_id: domain.blog_id ?? null, customer_id: domain.customer_id ?? null },
+      searchAttributes: [
+        ...(domain.blog_id ? [{ key: SA_SITE_ID, value: domain.blog_id }] : []),
+        ...(domain.customer_id ? [{ key: SA_CUSTOMER_ID, value: domain.customer_id }] : []),
+      ],
+      // A domain name is the customer's public address, not personal data.
+      summary: `Domain check of ${domain.domain} (domain ${domain.id}${domain.blog_id ? `, site ${domain.blog_id}` : ''})`,
+    });
+  }
+
+  /** Starts what the committed transaction wrote (the fast path); what fails here is left to the start relay. */
+  async startNow(workflowId: string): Promise<void> {
+    for (const out of await this.starts.startPendingOf(workflowId, checksUnavailable)) {
+      if (out instanceof Error) logger.warn({ err: out, workflowId }, 'domain check not started yet; the start relay tries again');
+    }
   }
 
   /** Stops a check (terminate: it needs no worker); a check that is gone or finished is fine. */

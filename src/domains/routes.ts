@@ -32,7 +32,7 @@ export function mountDomains(
   config: Config,
   settings: SettingsStore,
 ): DomainService {
-  const service = new DomainService(db, new DomainChecks(temporal, config), new MappingTarget(config.DOMAIN_MAPPING_TARGET, settings));
+  const service = new DomainService(db, new DomainChecks(db, temporal, config), new MappingTarget(config.DOMAIN_MAPPING_TARGET, settings));
   const resource = tableResource(service, service.table.cfg, {
     plural: 'domains',
     createSchema: createDomainSchema,

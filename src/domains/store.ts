@@ -4,7 +4,8 @@ import { conflict, invalidParams } from '../http/errors';
 import type { ListQuery, ListSpec } from '../http/list';
 import type { FieldSet } from '../http/fields';
 import type { ReadOptions, ResourceService } from '../http/resource';
-import { checksUnavailable, type DomainChecks } from './checks';
+import { cancelPendingStarts } from '../temporal/starts';
+import type { DomainChecks } from './checks';
 import { CHECKING_STAGES, DOMAIN_STAGES, INACTIVE_STAGES } from './schema';
 import { requiredRecord, type MappingTarget } from './target';
 
@@ -140,10 +141,17 @@ export class DomainService implements ResourceService<Row> {
       hooks: {
         beforeCreate: (trx, cols) => checkDomain(trx, cols),
         beforeUpdate: (trx, current, cols) => checkDomain(trx, cols, current),
+        // A mapping created in a checking stage gets its check's start in the same transaction (the outbox).
         afterCreate: async (trx, row) => {
           if (!CHECKING_STAGES.has(row.stage)) return;
-          const [changed] = await trx('domains').where({ id: row.id }).update({ workflow_id: `domain-check-${row.id}` }).returning('*');
+          const workflowId = await this.checks.workflowId(Number(row.id));
+          const [changed] = await trx('domains').where({ id: row.id }).update({ workflow_id: workflowId }).returning('*');
+          await this.checks.enqueue(trx, changed, workflowId);
           return changed;
+        },
+        // A start still waiting goes with the mapping.
+        beforeDelete: async (trx, row) => {
+          if (row.workflow_id) await cancelPendingStarts(trx, row.workflow_id);
         },
         afterDelete: async (row) => {
           if (row.workflow_id) await this.checks.stop(row.workflow_id);
@@ -214,24 +222,9 @@ export class DomainService implements ResourceService<Row> {
 
   private async createRow(input: Row): Promise<Row> {
     if (CHECKING_STAGES.has(input.stage ?? 'checking-dns')) this.checks.assertAvailable();
-    const previousPrimaries: number[] =
-      input.primary_domain && isSet(input.blog_id) ? (await this.db('domains').where({ blog_id: input.blog_id, primary_domain: true }).pluck('id')).map(Number) : [];
     const rec = await this.table.create(input);
-    if (CHECKING_STAGES.has(rec.stage)) {
-      try {
-        await this.checks.start(rec as { id: number; domain: string });
-      } catch (err) {
-        // No mapping without its check: undo the insert, and give the site its primary back.
-        await this.db.transaction(async (trx) => {
-          await trx('domains').where({ id: rec.id }).delete();
-          if (previousPrimaries.length) {
-            const now = await trx('domains').where({ blog_id: rec.blog_id, primary_domain: true }).first('id');
-            if (!now) await trx('domains').whereIn('id', previousPrimaries.slice(0, 1)).update({ primary_domain: true });
-          }
-        });
-        throw checksUnavailable((err as Error).message);
-      }
-    }
+    // Written with the mapping (afterCreate); started now, or by the start relay.
+    if (CHECKING_STAGES.has(rec.stage)) await this.checks.startNow(rec.workflow_id);
     return rec;
   }
 
@@ -239,26 +232,30 @@ export class DomainService implements ResourceService<Row> {
     if (CHECKING_STAGES.has(input.stage)) this.checks.assertAvailable();
     const before = await this.table.getRow(id);
     if (!before) return null;
-    const rec = await this.table.update(id, input);
-    if (!rec) return null;
-    // Sending a checking stage (even the current one) or renaming a checked domain (re)starts its check.
-    const restart = CHECKING_STAGES.has(rec.stage) && (CHECKING_STAGES.has(input.stage) || rec.domain !== before.domain);
-    if (restart) {
-      // Cleared before the start: the new check's first try may record its own error at once.
-      await this.db('domains').where({ id }).update({ last_error: null, next_check_at: null });
-      try {
-        const workflowId = await this.checks.start(rec as { id: number; domain: string });
-        await this.db('domains').where({ id }).update({ workflow_id: workflowId });
-      } catch (err) {
-        await this.db('domains').where({ id }).update({ last_error: `domain checks could not be started: ${(err as Error).message}` });
-        throw checksUnavailable((err as Error).message);
+    const out = await this.db.transaction(async (trx) => {
+      const rec = await this.table.update(id, input, trx);
+      if (!rec) return null;
+      // Sending a checking stage (even the current one) or renaming a checked domain (re)starts its check,
+      // under the id stored on the row (a check started before ids had a prefix keeps its id).
+      const restart = CHECKING_STAGES.has(rec.stage) && (CHECKING_STAGES.has(input.stage) || rec.domain !== before.domain);
+      if (restart) {
+        const workflowId = before.workflow_id ?? (await this.checks.workflowId(id));
+        // Cleared before the start: the new check's first try may record its own error at once.
+        const [row] = await trx('domains').where({ id }).update({ last_error: null, next_check_at: null, workflow_id: workflowId }).returning('*');
+        await this.checks.enqueue(trx, row, workflowId);
+        return { rec, workflowId, stop: false };
       }
+      const stop = !!before.workflow_id && CHECKING_STAGES.has(before.stage) && !CHECKING_STAGES.has(rec.stage);
+      if (stop) await cancelPendingStarts(trx, before.workflow_id);
+      return { rec, workflowId: null, stop };
+    });
+    if (!out) return null;
+    if (out.workflowId) {
+      await this.checks.startNow(out.workflowId);
       return this.table.get(id);
     }
-    if (before.workflow_id && CHECKING_STAGES.has(before.stage) && !CHECKING_STAGES.has(rec.stage)) {
-      await this.checks.stop(before.workflow_id, `stage set to ${rec.stage} by hand`);
-    }
-    return rec;
+    if (out.stop) await this.checks.stop(before.workflow_id, `stage set to ${out.rec.stage} by hand`);
+    return out.rec;
   }
 
   remove(id: number): Promise<boolean> {

@@ -16,6 +16,7 @@ import { mountSettings } from '../settings/routes';
 import { StoredSecret, type SettingsStore } from '../settings/store';
 import type { TemporalHandle } from '../temporal/client';
 import { TemporalGateway } from '../temporal/gateway';
+import { WorkflowIds } from '../temporal/workflow-ids';
 import { requireApiAuth } from './auth';
 import { refuseCrossSite } from './cross-site';
 import { errorHandler, notFoundHandler } from './errors';
@@ -128,7 +129,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   const { config, db, settings, metrics } = deps;
   const app = express();
   // Every feature reaches Temporal through this one gateway (deadline, circuit, 503).
-  const gateway = new TemporalGateway(deps.temporal, metrics, { callTimeoutMs: config.TEMPORAL_CALL_TIMEOUT_MS });
+  const gateway = new TemporalGateway(deps.temporal, metrics, { callTimeoutMs: config.TEMPORAL_CALL_TIMEOUT_MS, ids: new WorkflowIds(db, config.WORKFLOW_ID_PREFIX) });
   app.locals.temporal = gateway;
   const storage = deps.storage ?? createObjectStorage(config);
   app.locals.storage = storage;

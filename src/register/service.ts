@@ -10,6 +10,7 @@ import type { Logger } from '../logger';
 import { StoredSecret, type SettingsStore } from '../settings/store';
 import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
 import type { TemporalGateway } from '../temporal/gateway';
+import type { WorkflowIds } from '../temporal/workflow-ids';
 import { hashPassword } from '../users/password';
 import { register } from '../../workflows/register';
 import { SA_CUSTOMER_ID, SA_PRODUCTS, SA_SITE_ID } from '../../workflows/search-attributes';
@@ -18,7 +19,8 @@ import { RegistrationStore, type RegistrationRow } from './store';
 import type { ErrorBody, RegisterResult } from './types';
 import { canonicalJson, fingerprintBody, parseRegisterBody, resolveRegistration, sha256Hex } from './validate';
 
-const WORKFLOW_ID = /^register-[A-Za-z0-9-]{1,100}$/;
+/** A registration's workflow id: `<prefix>-register-…` (ids from before the prefix have none). */
+const WORKFLOW_ID = /^([A-Za-z0-9_]{1,32}-)?register-[A-Za-z0-9-]{1,100}$/;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 /** How often a request whose own commit failed looks at the row the workflow decides. */
 const DECISION_POLL_MS = 250;
@@ -29,8 +31,9 @@ export function temporalUnavailable(detail?: string): ApiError {
   return temporalUnavailableError('Registrations cannot be processed right now', detail, 'With the same Idempotency-Key a retry never registers twice.');
 }
 
-export function workflowIdFor(idempotencyKey: string | undefined): string {
-  return idempotencyKey === undefined ? `register-${crypto.randomUUID()}` : `register-${sha256Hex(idempotencyKey)}`;
+/** The workflow id of a new registration: from its Idempotency-Key (so a retry meets its run), or random. */
+export function workflowIdFor(ids: WorkflowIds, idempotencyKey: string | undefined): Promise<string> {
+  return ids.build('register', idempotencyKey === undefined ? crypto.randomUUID() : sha256Hex(idempotencyKey));
 }
 
 const keyReused = () => conflict('wu_rest_idempotency_key_reused', 'This Idempotency-Key was already used with a different request body. Use a new key for a new registration.');
@@ -102,7 +105,7 @@ export class RegisterService {
     request.customer.newCustomerId = reserved.customerId;
     if (request.site) request.site.newSiteId = reserved.siteId;
     const passwordHash = request.customer.account ? await hashPassword(body.customer!.password!) : null;
-    const row = await this.store.claim({ workflowId: workflowIdFor(idempotencyKey), keySha256, requestHmac, request, passwordHash });
+    const row = await this.store.claim({ workflowId: await workflowIdFor(this.temporal.ids, idempotencyKey), keySha256, requestHmac, request, passwordHash });
     if (row) return this.run(row, log);
     // Another request holds the key (a concurrent duplicate, or another body).
     const holder = (await this.store.byKey(keySha256!))!;
@@ -135,6 +138,13 @@ export class RegisterService {
    *
    * Temporal not answering the start: the row is given up (so the records are never written
    * behind a 503) and the caller gets 503.
+   *
+   * Not through the workflow start outbox: the row's status alone decides, atomically, whether
+   * the registration happened. A start whose outcome was unknown is given up here while the
+   * workflow may run: its first step (the same commit) then finds the row failed and writes
+   * nothing; a retry with the same Idempotency-Key runs again under the same workflow id,
+   * joining a run still there (USE_EXISTING). The workflow gets the registration's id only;
+   * the personal data and the password hash stay in the row.
    */
   private async run(row: RegistrationRow, log: Logger): Promise<RegisterOutcome> {
     const request = row.request!;

@@ -15,8 +15,20 @@ export interface TemporalHandle {
  */
 export const RECONNECT_BACKOFF = { 'grpc.initial_reconnect_backoff_ms': 500, 'grpc.max_reconnect_backoff_ms': 5000 };
 
+/** Connected now: fails when the server cannot be reached (tests, tools). */
 export async function connectTemporal(address: string, namespace: string, taskQueue: string): Promise<TemporalHandle> {
   const connection = await Connection.connect({ address, connectTimeout: '10s', channelArgs: RECONNECT_BACKOFF });
+  const client = new Client({ connection, namespace });
+  return { connection, client, namespace, taskQueue };
+}
+
+/**
+ * Connected on first use (Connection.lazy): the API starts while Temporal is down; its first
+ * calls (and /readyz) find out, the gateway's circuit answers 503 meanwhile, and the channel
+ * connects once the server is there.
+ */
+export function lazyTemporal(address: string, namespace: string, taskQueue: string): TemporalHandle {
+  const connection = Connection.lazy({ address, connectTimeout: '10s', channelArgs: RECONNECT_BACKOFF });
   const client = new Client({ connection, namespace });
   return { connection, client, namespace, taskQueue };
 }

@@ -18,6 +18,7 @@ import { ApiError } from '../http/errors';
 import type { Metrics } from '../http/metrics';
 import { logger } from '../logger';
 import type { TemporalHandle } from './client';
+import type { WorkflowIds } from './workflow-ids';
 
 /** The 503 a feature answers when Temporal cannot be reached; `detail` says why. */
 export type Unavailable = (detail?: string) => ApiError;
@@ -94,11 +95,15 @@ export class TemporalGateway {
   private probeTimer: NodeJS.Timeout | null = null;
   private closed = false;
 
+  /** Builds every workflow id of this install (its prefix). */
+  readonly ids: WorkflowIds;
+
   constructor(
     readonly handle: TemporalHandle | null,
     private readonly metrics: Metrics | null,
-    private readonly opts: { callTimeoutMs: number; probeIntervalMs?: number },
+    private readonly opts: { callTimeoutMs: number; probeIntervalMs?: number; ids: WorkflowIds },
   ) {
+    this.ids = opts.ids;
     if (metrics) {
       const self = this;
       // One per registry: an app built again on the same metrics (tests) takes the gauge over.
@@ -161,10 +166,10 @@ export class TemporalGateway {
     }
   }
 
-  /** Starts a workflow by its function; the type name is the function's name. */
-  async start<T extends Workflow>(workflow: T, opts: StartOptions<T>, unavailable: Unavailable): Promise<WorkflowHandle<T>> {
-    const handle = await this.call(unavailable, (c) => c.workflow.start(workflow, this.startOptions(this.handle!, opts)));
-    this.metrics?.workflowsStarted.inc({ workflow_type: workflow.name });
+  /** Starts a workflow by its function (the type name is the function's name) or by its type name. */
+  async start<T extends Workflow>(workflow: T | string, opts: StartOptions<T>, unavailable: Unavailable, timeoutMs?: number): Promise<WorkflowHandle<T>> {
+    const handle = await this.call(unavailable, (c) => c.workflow.start<T>(workflow, this.startOptions(this.handle!, opts)), timeoutMs);
+    this.metrics?.workflowsStarted.inc({ workflow_type: typeof workflow === 'string' ? workflow : workflow.name });
     return handle;
   }
 

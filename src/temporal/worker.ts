@@ -79,12 +79,22 @@ export function workerBounds(
  * 30 s; it polled again each time once the server was back), but a Worker whose run() ends
  * with an error (a poll error its core gives up on) never polls again: so a run that ends
  * without shutdown() is followed by a new NativeConnection and Worker, with backoff
- * (WORKER_RESTART), each attempt logged, until shutdown(). The first start is not retried: a
- * wrong address or namespace stops the process's start, as before.
+ * (WORKER_RESTART), each attempt logged, until shutdown(). The first start is not retried
+ * (a wrong address or namespace stops the start) unless `retryFirstStart`: worker processes
+ * then wait for Temporal, logging each try.
  *
  * Per process: with N worker replicas each one restarts its own worker.
  */
-export async function startWorker(opts: { address: string; namespace: string; taskQueue: string; db: Db; config: Config; storage?: ObjectStorage }): Promise<RunningWorker> {
+export async function startWorker(opts: {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  db: Db;
+  config: Config;
+  storage?: ObjectStorage;
+  /** The first start too is tried again with backoff (worker processes: Temporal may come up after them); it then runs in the background. */
+  retryFirstStart?: boolean;
+}): Promise<RunningWorker> {
   installRuntime();
   // The process's shared file storage; when not given, one built from the config, closed when the worker stops.
   const storage = opts.storage ?? createObjectStorage(opts.config);
@@ -112,12 +122,14 @@ export async function startWorker(opts: { address: string; namespace: string; ta
     }
   };
 
-  let current: { connection: NativeConnection; worker: Worker };
-  try {
-    current = await create();
-  } catch (err) {
-    if (own) storage.close();
-    throw err;
+  let current: { connection: NativeConnection; worker: Worker } | null = null;
+  if (!opts.retryFirstStart) {
+    try {
+      current = await create();
+    } catch (err) {
+      if (own) storage.close();
+      throw err;
+    }
   }
   let stopping = false;
   let stop!: () => void;
@@ -134,18 +146,23 @@ export async function startWorker(opts: { address: string; namespace: string; ta
   async function supervise(): Promise<void> {
     let delay = WORKER_RESTART.firstMs;
     for (;;) {
-      const startedAt = Date.now();
-      await runOnce(current);
-      if (stopping) return;
-      if (Date.now() - startedAt >= WORKER_RESTART.healthyRunMs) delay = WORKER_RESTART.firstMs;
+      const first = current === null;
+      if (current) {
+        const startedAt = Date.now();
+        await runOnce(current);
+        if (stopping) return;
+        if (Date.now() - startedAt >= WORKER_RESTART.healthyRunMs) delay = WORKER_RESTART.firstMs;
+      }
       for (let attempt = 1; ; attempt++) {
-        logger.warn({ attempt, delayMs: delay, address: opts.address }, 'temporal worker restarting');
-        await sleep(delay);
-        delay = Math.min(delay * 2, WORKER_RESTART.maxMs);
+        if (!first || attempt > 1) {
+          logger.warn({ attempt, delayMs: delay, address: opts.address }, first ? 'temporal worker cannot start yet; trying again' : 'temporal worker restarting');
+          await sleep(delay);
+          delay = Math.min(delay * 2, WORKER_RESTART.maxMs);
+        }
         if (stopping) return;
         const pending = create();
         const next = await Promise.race([pending, stopped]).catch((err: Error) => {
-          logger.warn({ attempt, err: err.message }, 'temporal worker could not reconnect');
+          logger.warn({ attempt, err: err.message }, 'temporal worker could not connect');
           return undefined;
         });
         if (next === null) {
@@ -169,16 +186,16 @@ export async function startWorker(opts: { address: string; namespace: string; ta
           break;
         }
       }
-      logger.info({ taskQueue: opts.taskQueue }, 'temporal worker running again');
+      logger.info({ taskQueue: opts.taskQueue }, first ? 'temporal worker running' : 'temporal worker running again');
     }
   }
-  logger.info({ taskQueue: opts.taskQueue, namespace: opts.namespace }, 'temporal worker running');
+  if (current) logger.info({ taskQueue: opts.taskQueue, namespace: opts.namespace }, 'temporal worker running');
   return {
     done,
     async shutdown() {
       stopping = true;
       stop();
-      if (current.worker.getState() === 'RUNNING') current.worker.shutdown();
+      if (current && current.worker.getState() === 'RUNNING') current.worker.shutdown();
       await done;
     },
   };

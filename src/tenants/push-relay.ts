@@ -1,13 +1,11 @@
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
-import pg from 'pg';
 import type { Db } from '../db/knex';
+import { listen } from '../db/listen';
 import { logger } from '../logger';
 import { ApiError } from '../http/errors';
-import type { TemporalHandle } from '../temporal/client';
-import { TemporalGateway } from '../temporal/gateway';
+import type { TemporalGateway } from '../temporal/gateway';
 import { SA_SITE_ID } from '../../workflows/search-attributes';
 import { tenantPush } from '../../workflows/tenants';
-import { mainDatabaseUrl } from './hosts';
 
 export const TENANT_PUSH_CHANNEL = 'hostflow_tenant_push';
 
@@ -19,19 +17,17 @@ export interface PushRelay {
 
 /**
  * The relay of the tenant push outbox: tenants with queued push jobs (queued by the database
- * triggers of migration 20261126000004) get their tenantPush workflow (tenant-push-<uid>;
+ * triggers of migration 20261126000004) get their tenantPush workflow (<prefix>-tenant-push-<uid>;
  * a running one is joined). Woken by NOTIFY on commit, and a sweep every `intervalMs`
  * catches what a lost connection missed. Every worker process runs one; the workflow id
- * makes their starts one.
+ * makes their starts one. `temporal`: a gateway of the process's own (a background job's
+ * longer deadline; a failed pass is tried again by the next).
  */
-export function startTenantPushRelay(opts: { db: Db; temporal: TemporalHandle; intervalMs?: number }): PushRelay {
-  const { db } = opts;
-  // A background job: a longer deadline than the API's, and a failed pass is tried again by the next.
-  const temporal = new TemporalGateway(opts.temporal, null, { callTimeoutMs: 10_000 });
+export function startTenantPushRelay(opts: { db: Db; temporal: TemporalGateway; intervalMs?: number }): PushRelay {
+  const { db, temporal } = opts;
   const unavailable = (detail?: string) => new ApiError(503, 'temporal_unavailable', `tenant push relay: ${detail ?? 'Temporal unreachable'}`);
   const log = logger.child({ component: 'tenant-push-relay' });
   let stopped = false;
-  let listener: pg.Client | null = null;
   let running: Promise<number[]> | null = null;
   let again = false;
 
@@ -44,7 +40,7 @@ export function startTenantPushRelay(opts: { db: Db; temporal: TemporalHandle; i
       await temporal.start(
         tenantPush,
         {
-          workflowId: `tenant-push-${t.uid}`,
+          workflowId: await temporal.ids.build('tenant-push', t.uid),
           args: [{ tenantId: Number(t.id), siteId: Number(t.site_id) }],
           conflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
           memo: { site_id: Number(t.site_id), tenant_uid: t.uid },
@@ -78,31 +74,11 @@ export function startTenantPushRelay(opts: { db: Db; temporal: TemporalHandle; i
     return running;
   };
   const wake = () => {
+    if (stopped) return;
     sweep().catch((err) => log.warn({ err }, 'tenant push sweep failed; the next one retries'));
   };
 
-  const listen = async () => {
-    if (stopped) return;
-    const client = new pg.Client({ connectionString: mainDatabaseUrl(db), application_name: 'hostflow-tenant-push-relay' });
-    client.on('notification', wake);
-    client.on('error', (err) => {
-      log.warn({ err }, 'tenant push listener lost; reconnecting');
-      listener = null;
-      client.end().catch(() => undefined);
-      if (!stopped) setTimeout(() => void listen().catch(() => undefined), 1000).unref();
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${TENANT_PUSH_CHANNEL}`);
-      listener = client;
-      wake();
-    } catch (err) {
-      log.warn({ err }, 'tenant push listener could not connect; retrying');
-      await client.end().catch(() => undefined);
-      if (!stopped) setTimeout(() => void listen().catch(() => undefined), 2000).unref();
-    }
-  };
-  void listen();
+  const listener = listen(db, TENANT_PUSH_CHANNEL, wake, { name: 'tenant-push-relay' });
   const timer = setInterval(wake, opts.intervalMs ?? 30_000);
   timer.unref();
 
@@ -111,10 +87,8 @@ export function startTenantPushRelay(opts: { db: Db; temporal: TemporalHandle; i
     async stop() {
       stopped = true;
       clearInterval(timer);
-      temporal.close();
+      await listener.stop();
       await running?.catch(() => undefined);
-      await listener?.end().catch(() => undefined);
-      listener = null;
     },
   };
 }

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { WorkflowFailedError, WorkflowIdConflictPolicy } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
@@ -7,6 +7,7 @@ import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors'
 import type { Logger } from '../logger';
 import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
 import type { TemporalGateway } from '../temporal/gateway';
+import { enqueueStart, startPending, WorkflowStarts, type OutboxStart } from '../temporal/starts';
 import { tenantBootstrap, tenantTeardown, tenantVerifyWorkflow, type TenantWorkflowInput, type TenantWorkflowResult } from '../../workflows/tenants';
 import { SA_SITE_ID } from '../../workflows/search-attributes';
 import { tenantHosts } from './hosts';
@@ -21,10 +22,6 @@ export interface TenantOutcome {
   status: 200 | 202;
   body: (TenantStatus & { message: string }) | { site_id: number; deleted: true; state: 'torn_down'; message: string };
   poll: boolean;
-}
-
-function workflowId(op: Operation, t: Pick<TenantRow, 'uid'>): string {
-  return `tenant-${op}-${t.uid}`;
 }
 
 function temporalUnavailable(detail?: string): ApiError {
@@ -66,45 +63,72 @@ export class TenantService {
     return tenantStatus(t);
   }
 
-  /** Moves the entry from one of `from` to `to` (with a new workflow id); null when it was not in `from`. */
-  private async transition(t: TenantRow, from: TenantState[], to: TenantState, op: Operation): Promise<TenantRow | null> {
-    const [row] = await this.db('tenants')
-      .where({ id: t.id })
-      .whereIn('state', from)
-      .update({ state: to, workflow_id: workflowId(op, t), error: null, step: null, date_modified: this.db.fn.now() })
-      .returning('*');
-    return (row as TenantRow) ?? null;
+  /** The outbox entry of an operation's workflow (its id is the one stored on the row). */
+  private startOf(op: Operation, t: Pick<TenantRow, 'id' | 'site_id' | 'uid'>, workflowId: string): OutboxStart<(typeof TENANT_WORKFLOWS)[Operation]> {
+    const input: TenantWorkflowInput = { tenantId: Number(t.id), siteId: Number(t.site_id) };
+    return {
+      workflow: TENANT_WORKFLOWS[op],
+      workflowId,
+      args: [input],
+      // A running one is joined; a finished one with this id is run again.
+      conflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      memo: { site_id: Number(t.site_id), tenant_uid: t.uid },
+      searchAttributes: [{ key: SA_SITE_ID, value: Number(t.site_id) }],
+      summary: `${SUMMARY[op]}, site ${t.site_id}`,
+    };
   }
 
-  private async start(op: Operation, t: TenantRow, log: Logger): Promise<void> {
-    const input: TenantWorkflowInput = { tenantId: Number(t.id), siteId: Number(t.site_id) };
+  /**
+   * Moves the entry from one of `from` to `to`, with a new workflow id and its start written in
+   * the same transaction (the outbox); null when it was not in `from`.
+   */
+  private async transition(t: TenantRow, from: TenantState[], to: TenantState, op: Operation, extra: Partial<TenantRow> = {}): Promise<{ row: TenantRow; startId: number } | null> {
+    const workflowId = await this.temporal.ids.build(`tenant-${op}`, t.uid);
+    return this.db.transaction(async (trx) => {
+      const [row] = await trx('tenants')
+        .where({ id: t.id })
+        .whereIn('state', from)
+        .update({ state: to, workflow_id: workflowId, error: null, step: null, date_modified: trx.fn.now(), ...extra })
+        .returning('*');
+      if (!row) return null;
+      return { row: row as TenantRow, startId: await enqueueStart(trx, this.startOf(op, row as TenantRow, workflowId)) };
+    });
+  }
+
+  /** Starts the written entry now (the fast path); one not started here is left to the start relay. True: started here. */
+  private async startNow(startId: number, log: Logger): Promise<boolean> {
+    const [outcome] = await new WorkflowStarts(this.db, this.temporal).startNow([startId], temporalUnavailable);
+    if (outcome instanceof Error) log.warn({ err: outcome }, 'tenant workflow not started yet; the start relay tries again');
+    return outcome === 'started';
+  }
+
+  /**
+   * Joins the operation already recorded on the row (its stored workflow id; a start lost
+   * before the outbox existed is made again). Nothing is written, so nothing waits in the
+   * outbox: Temporal unreachable is the 503. A start still waiting in the outbox is left to it.
+   */
+  private async join(op: Operation, t: TenantRow, log: Logger): Promise<boolean> {
+    if (await startPending(this.db, t.workflow_id!)) return false;
     try {
-      await this.temporal.start(
-        TENANT_WORKFLOWS[op],
-        {
-          workflowId: workflowId(op, t),
-          args: [input],
-          // A running one is joined; a finished one with this id is run again.
-          conflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-          memo: { site_id: Number(t.site_id), tenant_uid: t.uid },
-          searchAttributes: [{ key: SA_SITE_ID, value: Number(t.site_id) }],
-          summary: `${SUMMARY[op]}, site ${t.site_id}`,
-        },
-        temporalUnavailable,
-      );
+      await this.temporal.start(TENANT_WORKFLOWS[op], this.startOf(op, t, t.workflow_id!), temporalUnavailable);
+      return true;
     } catch (err) {
       log.warn({ err }, 'tenant workflow start failed');
       throw err;
     }
   }
 
-  /** Waits up to TENANT_WAIT_SECONDS for the workflow; null when it is still running. */
-  private async wait(op: Operation, t: TenantRow): Promise<TenantWorkflowResult | null> {
+  /**
+   * Waits up to TENANT_WAIT_SECONDS for the workflow; null when it is still running, or when
+   * its start waits in the outbox (`started` false: the id's last run may be an earlier one).
+   */
+  private async wait(op: Operation, t: TenantRow, started: boolean): Promise<TenantWorkflowResult | null> {
     const waitMs = this.config.TENANT_WAIT_SECONDS * 1000;
-    if (waitMs <= 0) return null;
+    if (waitMs <= 0 || !started) return null;
     try {
-      return await this.temporal.result<(typeof TENANT_WORKFLOWS)[typeof op]>(workflowId(op, t), waitMs, temporalUnavailable);
+      return await this.temporal.result<(typeof TENANT_WORKFLOWS)[typeof op]>(t.workflow_id!, waitMs, temporalUnavailable);
     } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return null; // its start waits in the outbox
       if (err instanceof WorkflowFailedError) throw new ApiError(500, 'wu_rest_tenant_workflow_failed', `The tenant ${op} workflow failed: ${err.cause?.message ?? err.message}`);
       throw err;
     }
@@ -124,26 +148,24 @@ export class TenantService {
   async bootstrap(siteId: number, requestedHost: string | undefined, log: Logger): Promise<TenantOutcome> {
     await this.siteExists(siteId);
     this.validateHost(requestedHost);
+    this.temporal.check(temporalUnavailable);
     for (let attempt = 0; attempt < 3; attempt++) {
       const t = await liveTenant(this.db, siteId);
       if (!t) {
         const uid = crypto.randomUUID();
-        let created: TenantRow;
+        const workflowId = await this.temporal.ids.build('tenant-bootstrap', uid);
+        let created: { row: TenantRow; startId: number };
         try {
-          [created] = await this.db('tenants')
-            .insert({ uid, site_id: siteId, requested_host: requestedHost ?? null, state: 'bootstrapping', workflow_id: workflowId('bootstrap', { uid }) })
-            .returning('*');
+          created = await this.db.transaction(async (trx) => {
+            const [row] = await trx('tenants').insert({ uid, site_id: siteId, requested_host: requestedHost ?? null, state: 'bootstrapping', workflow_id: workflowId }).returning('*');
+            return { row: row as TenantRow, startId: await enqueueStart(trx, this.startOf('bootstrap', row as TenantRow, workflowId)) };
+          });
         } catch (err) {
           if (isPgError(err, PG_UNIQUE_VIOLATION)) continue; // another caller claimed the site first: join it
           throw err;
         }
-        try {
-          await this.start('bootstrap', created, log);
-        } catch (err) {
-          await this.db('tenants').where({ id: created.id, state: 'bootstrapping' }).delete();
-          throw err;
-        }
-        return this.accepted(created, 'Bootstrap started: poll migration-status (status_url).');
+        await this.startNow(created.startId, log);
+        return this.accepted(created.row, 'Bootstrap started: poll migration-status (status_url).');
       }
       const bound = t.database_host ?? t.requested_host;
       if (requestedHost && bound && requestedHost !== bound) {
@@ -153,23 +175,17 @@ export class TenantService {
         case 'ready':
           return { status: 200, poll: false, body: { ...tenantStatus(t), message: `Site ${siteId} is already isolated and verified; nothing was done.` } };
         case 'bootstrapping':
-          await this.start('bootstrap', t, log); // joins the running workflow (or restarts a lost start)
+          await this.join('bootstrap', t, log);
           return this.accepted(t, 'Bootstrap is already running; joined it.');
         case 'verifying':
         case 'tearing_down':
           throw busy(t, 'bootstrap');
         case 'failed':
         case 'not_ready': {
-          const moved = await this.transition(t, ['failed', 'not_ready'], 'bootstrapping', 'bootstrap');
+          const moved = await this.transition(t, ['failed', 'not_ready'], 'bootstrapping', 'bootstrap', requestedHost && !t.database_host ? { requested_host: requestedHost } : {});
           if (!moved) continue;
-          if (requestedHost && !moved.database_host) await this.db('tenants').where({ id: t.id }).update({ requested_host: requestedHost });
-          try {
-            await this.start('bootstrap', moved, log);
-          } catch (err) {
-            await this.db('tenants').where({ id: t.id, state: 'bootstrapping' }).update({ state: t.state, error: t.error === null ? null : JSON.stringify(t.error) });
-            throw err;
-          }
-          return this.accepted(moved, 'Bootstrap started again: finished steps are skipped, the rest is redone.');
+          await this.startNow(moved.startId, log);
+          return this.accepted(moved.row, 'Bootstrap started again: finished steps are skipped, the rest is redone.');
         }
         default:
           break;
@@ -182,17 +198,15 @@ export class TenantService {
    * The live entry of the site, moved into `to` with a new workflow started, or joined when
    * it is already in `to`. Refused (409) while the other operations run.
    */
-  private async startOrJoin(siteId: number, op: 'verify' | 'teardown', to: TenantState, log: Logger): Promise<TenantRow> {
+  private async startOrJoin(siteId: number, op: 'verify' | 'teardown', to: TenantState, log: Logger): Promise<{ t: TenantRow; started: boolean }> {
+    this.temporal.check(temporalUnavailable);
     for (;;) {
       const t = await liveTenant(this.db, siteId);
       if (!t) {
         await this.siteExists(siteId);
         throw notATenant(siteId);
       }
-      if (t.state === to) {
-        await this.start(op, t, log);
-        return t;
-      }
+      if (t.state === to) return { t, started: await this.join(op, t, log) };
       if (t.state === 'bootstrapping' || t.state === 'verifying' || t.state === 'tearing_down') throw busy(t, op === 'verify' ? 'be verified' : 'be torn down');
       if (op === 'teardown') {
         const inFlight = await this.db('tenant_push_jobs').where({ tenant_id: t.id, status: 'running' }).first('id');
@@ -200,20 +214,14 @@ export class TenantService {
       }
       const moved = await this.transition(t, ['ready', 'not_ready', 'failed'], to, op);
       if (!moved) continue; // changed meanwhile: look again
-      try {
-        await this.start(op, moved, log);
-      } catch (err) {
-        await this.db('tenants').where({ id: t.id, state: to }).update({ state: t.state });
-        throw err;
-      }
-      return moved;
+      return { t: moved.row, started: await this.startNow(moved.startId, log) };
     }
   }
 
   /** POST /tenants/{site_id}/verify */
   async verify(siteId: number, log: Logger): Promise<TenantOutcome> {
-    const t = await this.startOrJoin(siteId, 'verify', 'verifying', log);
-    const result = await this.wait('verify', t);
+    const { t, started } = await this.startOrJoin(siteId, 'verify', 'verifying', log);
+    const result = await this.wait('verify', t, started);
     const now = await this.fresh(t.id);
     if (!result) return this.accepted(now, 'Verification is running: poll migration-status (status_url).');
     return { status: 200, poll: false, body: { ...tenantStatus(now), message: now.state === 'ready' ? 'Verification passed: the tenant is ready.' : 'Verification failed: see checks for what to fix, then verify again.' } };
@@ -221,8 +229,8 @@ export class TenantService {
 
   /** DELETE /tenants/{site_id} */
   async teardown(siteId: number, log: Logger): Promise<TenantOutcome> {
-    const t = await this.startOrJoin(siteId, 'teardown', 'tearing_down', log);
-    const result = await this.wait('teardown', t);
+    const { t, started } = await this.startOrJoin(siteId, 'teardown', 'tearing_down', log);
+    const result = await this.wait('teardown', t, started);
     if (!result) return this.accepted(await this.fresh(t.id), 'Teardown is running: poll migration-status (status_url) until it answers 404.');
     if (result.state !== 'torn_down') {
       throw new ApiError(503, 'wu_rest_tenant_teardown_incomplete', `Teardown stopped at step ${result.step}: ${result.error}. Fix the cause and send DELETE again; finished steps are skipped.`, {

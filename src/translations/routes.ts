@@ -364,7 +364,7 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
   });
   registry.operation(namespace, 'POST', '/translations/jobs/:id/retry', {
     summary: 'Retry a failed job from the step it failed in (an expired one waits for approval again)',
-    description: 'A job in progress whose workflow no longer runs (terminated) is restarted from its current step. Other states: 409 wu_rest_translation_job_not_failed.',
+    description: 'A job in progress whose workflow no longer runs (terminated) is restarted from its current step. Other states, and a job whose pipeline still waits to be started (the workflow start outbox), 409 wu_rest_translation_job_not_failed. The new run is written with the job (it is started at once, or by the start relay once Temporal answers).',
     tags: TAGS,
     body: z.strictObject({}),
     responses: { 200: { description: 'The job, restarted.', schema: refs.job } },

@@ -7,9 +7,10 @@ import { OutboundPolicy, urlRefusal } from '../infra/outbound-http';
 import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import { isoDate, zodParams } from '../http/validation';
-import type { Logger } from '../logger';
+import { logger, type Logger } from '../logger';
 import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
 import type { TemporalGateway } from '../temporal/gateway';
+import { enqueueStart, startPending, WorkflowStarts, type OutboxStart } from '../temporal/starts';
 import { DECISION_REFUSED, translationApproveUpdate, translationPipeline, translationRejectUpdate } from '../../workflows/translationPipeline';
 import { assertParsable, GettextError } from './gettext';
 import { glotpressUrl, WORDPRESS_LOCALES } from './locales';
@@ -21,7 +22,6 @@ import {
   FAILURE_KIND,
   JOB_STATUSES,
   PACKAGE_TYPES,
-  pipelineWorkflowId,
   type DecisionRefusal,
   type JobStatus,
   type PipelineInput,
@@ -354,26 +354,47 @@ export class TranslationService {
     return s;
   }
 
+  /**
+   * Inserts the jobs and their pipelines' starts in one transaction (the workflow start
+   * outbox: a job and its start exist together or not at all), then starts them at once (the
+   * fast path). A start that fails here stays in the outbox: the relay starts it with the same
+   * workflow id (joining a run the failed try may have started), so the job never stays
+   * `importing` without its pipeline, and never gets two.
+   */
   private async startPipelines(
     jobs: { project_id: number; slug: string; type: string; version: string; locale: string; idx: number[] }[],
     out: (PackageStatus | BatchError)[],
     log: Logger,
   ): Promise<void> {
-    const inserted: { id: number; slug: string; type: string; version: string; locale: string; status_changed_at: Date }[] = await this.db('translation_jobs')
-      .insert(
-        jobs.map((j) => ({
-          project_id: j.project_id,
-          slug: j.slug,
-          type: j.type,
-          version: j.version,
-          locale: j.locale,
-          workflow_id: pipelineWorkflowId(j.slug, j.type, j.version, j.locale),
-          logs: JSON.stringify([{ at: new Date().toISOString(), step: 'importing', level: 'info', message: 'First status check: pipeline started.' }]),
-        })),
-      )
-      .onConflict(['slug', 'type', 'version', 'locale'])
-      .ignore()
-      .returning(['id', 'slug', 'type', 'version', 'locale', 'status_changed_at']);
+    try {
+      this.temporal.check(temporalUnavailable);
+    } catch (err) {
+      // Known unreachable (or not configured): nothing is written, each new package answers 503.
+      const body = (err as ApiError).toBody() as BatchError['error'];
+      for (const j of jobs) for (const i of j.idx) out[i] = { index: i, error: body };
+      return;
+    }
+    const withIds = await Promise.all(jobs.map(async (j) => ({ ...j, workflowId: await this.temporal.ids.build('translation', j.slug, j.type, j.version, j.locale) })));
+    const { inserted, startIds } = await this.db.transaction(async (trx) => {
+      const rows: { id: number; slug: string; type: string; version: string; locale: string; workflow_id: string }[] = await trx('translation_jobs')
+        .insert(
+          withIds.map((j) => ({
+            project_id: j.project_id,
+            slug: j.slug,
+            type: j.type,
+            version: j.version,
+            locale: j.locale,
+            workflow_id: j.workflowId,
+            logs: JSON.stringify([{ at: new Date().toISOString(), step: 'importing', level: 'info', message: 'First status check: pipeline started.' }]),
+          })),
+        )
+        .onConflict(['slug', 'type', 'version', 'locale'])
+        .ignore()
+        .returning(['id', 'slug', 'type', 'version', 'locale', 'workflow_id']);
+      const ids: number[] = [];
+      for (const r of rows) ids.push(await enqueueStart(trx, this.pipelineStart(Number(r.id), r.workflow_id, r, undefined, WorkflowIdConflictPolicy.USE_EXISTING)));
+      return { inserted: rows, startIds: ids };
+    });
     const mine = new Map(inserted.map((r) => [`${r.slug}\u0000${r.type}\u0000${r.locale}`, r]));
     // A job another check (on any replica) inserted first: its insert has committed once ours
     // was ignored, so its id can be read and answered too.
@@ -385,46 +406,38 @@ export class TranslationService {
         .select('id', 'slug', 'type', 'locale');
       for (const r of rows) theirs.set(`${r.slug}\u0000${r.type}\u0000${r.locale}`, Number(r.id));
     }
-    await Promise.all(
-      jobs.map(async (j) => {
-        const key = `${j.slug}\u0000${j.type}\u0000${j.locale}`;
-        const row = mine.get(key);
-        let status: PackageStatus | BatchError = {
-          slug: j.slug,
-          type: j.type,
-          locale: j.locale,
-          version: j.version,
-          status: 'importing',
-          source: 'none',
-          remaining_strings: 0,
-          total_strings: 0,
-          translated_strings: 0,
-          retry_after: retryAfterSeconds('importing', new Date()),
-          ...(row ? { job_id: Number(row.id) } : theirs.has(key) ? { job_id: theirs.get(key) } : {}),
-        };
-        if (row) {
-          try {
-            await this.startWorkflow(Number(row.id), j, undefined, WorkflowIdConflictPolicy.USE_EXISTING);
-          } catch (err) {
-            // Nothing half-started stays behind: the next check tries again.
-            log.warn({ err, slug: j.slug, locale: j.locale }, 'translation pipeline could not be started');
-            await this.db('translation_jobs').where({ id: row.id }).delete();
-            const e = err instanceof ApiError ? err : temporalUnavailable((err as Error).message);
-            status = { index: -1, error: e.toBody() as BatchError['error'] };
-          }
-        }
-        for (const i of j.idx) out[i] = 'error' in status ? { ...status, index: i } : status;
-      }),
-    );
+    const outcomes = await new WorkflowStarts(this.db, this.temporal).startNow(startIds, temporalUnavailable);
+    outcomes.forEach((o, k) => {
+      if (o instanceof Error) log.warn({ err: o, jobId: Number(inserted[k].id) }, 'translation pipeline not started yet; the start relay tries again');
+    });
+    for (const j of jobs) {
+      const key = `${j.slug}\u0000${j.type}\u0000${j.locale}`;
+      const row = mine.get(key);
+      const status: PackageStatus = {
+        slug: j.slug,
+        type: j.type,
+        locale: j.locale,
+        version: j.version,
+        status: 'importing',
+        source: 'none',
+        remaining_strings: 0,
+        total_strings: 0,
+        translated_strings: 0,
+        retry_after: retryAfterSeconds('importing', new Date()),
+        ...(row ? { job_id: Number(row.id) } : theirs.has(key) ? { job_id: theirs.get(key) } : {}),
+      };
+      for (const i of j.idx) out[i] = status;
+    }
   }
 
-  private async startWorkflow(
+  /** The outbox entry of a job's pipeline (its workflow id is the one stored on the job). */
+  private pipelineStart(
     jobId: number,
+    workflowId: string,
     j: { slug: string; type: string; version: string; locale: string },
     fromStep: PipelineStep | undefined,
     conflictPolicy: WorkflowIdConflictPolicy,
-  ): Promise<string> {
-    const workflowId = pipelineWorkflowId(j.slug, j.type, j.version, j.locale);
+  ): OutboxStart<typeof translationPipeline> {
     const input: PipelineInput = {
       jobId,
       slug: j.slug,
@@ -436,20 +449,16 @@ export class TranslationService {
       batchesPerRun: this.config.TRANSLATION_BATCHES_PER_RUN,
       ...(fromStep ? { fromStep } : {}),
     };
-    await this.temporal.start(
-      translationPipeline,
-      {
-        workflowId,
-        args: [input],
-        conflictPolicy,
-        // A retry (or a package built again after its job was removed) reuses the id.
-        reusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-        memo: { job_id: jobId, slug: j.slug, type: j.type, version: j.version, locale: j.locale, ...(fromStep ? { from_step: fromStep } : {}) },
-        summary: `Translation pipeline, ${j.type} ${j.slug} ${j.version} ${j.locale} (job ${jobId})${fromStep ? `, retry from ${fromStep}` : ''}`,
-      },
-      temporalUnavailable,
-    );
-    return workflowId;
+    return {
+      workflow: translationPipeline,
+      workflowId,
+      args: [input],
+      conflictPolicy,
+      // A retry (or a package built again after its job was removed) reuses the id.
+      reusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      memo: { job_id: jobId, slug: j.slug, type: j.type, version: j.version, locale: j.locale, ...(fromStep ? { from_step: fromStep } : {}) },
+      summary: `Translation pipeline, ${j.type} ${j.slug} ${j.version} ${j.locale} (job ${jobId})${fromStep ? `, retry from ${fromStep}` : ''}`,
+    };
   }
 
   // ---- jobs --------------------------------------------------------------------------------
@@ -628,6 +637,9 @@ export class TranslationService {
       from = job.failure_step ?? 'importing';
       note = job.status === 'expired' ? 'Retry of an expired job: waiting for approval again.' : `Retry from ${from}.`;
     } else if (IN_FLIGHT.includes(job.status)) {
+      if (await startPending(this.db, job.workflow_id)) {
+        throw conflict('wu_rest_translation_job_not_failed', `This job's pipeline is waiting to be started (the workflow service was unreachable); it starts by itself.`, { job_status: job.status });
+      }
       const state = await this.workflowRunning(job.workflow_id);
       if (state === 'RUNNING') {
         throw conflict('wu_rest_translation_job_not_failed', `Only a failed job can be retried; this one is ${job.status} and its workflow is running.`, { job_status: job.status });
@@ -637,27 +649,27 @@ export class TranslationService {
     } else {
       throw conflict('wu_rest_translation_job_not_failed', `Only a failed job can be retried; this one is ${job.status}.`, { job_status: job.status });
     }
-    const n = await this.db('translation_jobs')
-      .where({ id, status: job.status })
-      .update({
-        status: from,
-        failure_step: null,
-        failure_reason: null,
-        ...(from === 'pending_approval' ? { rejection_reason: null, approved_at: null, approved_by: null } : {}),
-        status_changed_at: this.db.fn.now(),
-        date_modified: this.db.fn.now(),
-        logs: this.logEntry(from, note),
-      });
-    if (n === 0) throw conflict('wu_rest_translation_job_not_failed', 'The job changed meanwhile; try again.');
-    try {
-      // The failed run has finished (or is finishing): a retry replaces it.
-      await this.startWorkflow(id, job, from, WorkflowIdConflictPolicy.TERMINATE_EXISTING);
-    } catch (err) {
-      await this.db('translation_jobs')
-        .where({ id })
-        .update({ status: job.status, failure_step: job.failure_step, failure_reason: job.status === 'failed' || job.status === 'expired' ? 'Retry could not be started: the workflow service is unreachable.' : null });
-      throw err;
-    }
+    this.temporal.check(temporalUnavailable);
+    // The status and the new run's start in one transaction (the outbox); the failed run has
+    // finished (or is finishing): the new run replaces it, under the job's stored workflow id.
+    const startId = await this.db.transaction(async (trx) => {
+      const n = await trx('translation_jobs')
+        .where({ id, status: job.status })
+        .update({
+          status: from,
+          failure_step: null,
+          failure_reason: null,
+          ...(from === 'pending_approval' ? { rejection_reason: null, approved_at: null, approved_by: null } : {}),
+          status_changed_at: trx.fn.now(),
+          date_modified: trx.fn.now(),
+          logs: this.logEntry(from, note),
+        });
+      if (n === 0) throw conflict('wu_rest_translation_job_not_failed', 'The job changed meanwhile; try again.');
+      return enqueueStart(trx, this.pipelineStart(id, job.workflow_id, job, from, WorkflowIdConflictPolicy.TERMINATE_EXISTING));
+    });
+    const [outcome] = await new WorkflowStarts(this.db, this.temporal).startNow([startId], temporalUnavailable);
+    // Not started now: the start relay tries again (the job shows its step meanwhile).
+    if (outcome instanceof Error) logger.warn({ err: outcome, jobId: id }, 'translation retry not started yet; the start relay tries again');
   }
 
   // ---- downloads ---------------------------------------------------------------------------

@@ -83,8 +83,3 @@ export interface DecisionRefusal {
 /** Update ids: one approve and one reject per run of a job, so a retried call never decides twice. */
 export const decisionUpdateId = (decision: Decision['decision'], jobId: number): string => `${decision}-${jobId}`;
 
-/** Workflow id of a package's pipeline (one per slug + type + version + locale). */
-export function pipelineWorkflowId(slug: string, type: string, version: string, locale: string): string {
-  return `translation-${slug}-${type}-${version}-${locale}`;
-}
-

@@ -1,0 +1,70 @@
+import pg from 'pg';
+import { logger } from '../logger';
+import type { Db } from './knex';
+
+export interface Listener {
+  stop(): Promise<void>;
+}
+
+/** The connection string of a Knex instance (a LISTEN needs a connection of its own, outside the pool). */
+export function connectionString(db: Db): string {
+  const conn = (db.client as { config: { connection: unknown } }).config.connection;
+  const url = typeof conn === 'string' ? conn : (conn as { connectionString?: string }).connectionString;
+  if (!url) throw new Error('the database connection has no connection string');
+  return url;
+}
+
+/**
+ * LISTEN on `channel` over a connection of its own: `onNotify` runs for each notification,
+ * and once each time the listener (re)connects, since notifications sent while it was away
+ * are lost. A lost connection is opened again after `retryMs`.
+ */
+export function listen(db: Db, channel: string, onNotify: () => void, opts: { name: string; retryMs?: number }): Listener {
+  if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`not a channel name: ${channel}`);
+  const log = logger.child({ component: opts.name });
+  const retryMs = opts.retryMs ?? 2000;
+  let stopped = false;
+  let client: pg.Client | null = null;
+  let timer: NodeJS.Timeout | undefined;
+
+  const again = () => {
+    if (!stopped) timer = setTimeout(() => void open(), retryMs).unref();
+  };
+  const open = async () => {
+    if (stopped) return;
+    const c = new pg.Client({ connectionString: connectionString(db), application_name: `hostflow-${opts.name}` });
+    c.on('notification', () => onNotify());
+    c.on('error', (err) => {
+      if (client !== c) return;
+      log.warn({ err }, 'listener connection lost; reconnecting');
+      client = null;
+      c.end().catch(() => undefined);
+      again();
+    });
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${channel}`);
+      if (stopped) {
+        await c.end().catch(() => undefined);
+        return;
+      }
+      client = c;
+      onNotify();
+    } catch (err) {
+      log.warn({ err }, 'listener could not connect; retrying');
+      await c.end().catch(() => undefined);
+      again();
+    }
+  };
+  void open();
+
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      const c = client;
+      client = null;
+      await c?.end().catch(() => undefined);
+    },
+  };
+}
