@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from './config';
 import { logger, setLogLevel } from './logger';
 import { onShutdown, openDb, prepareDatabase, startHttp } from './runtime';
 import { connectTemporal } from './temporal/client';
+import { taskQueues } from './temporal/task-queues';
 
 const steps: (() => Promise<unknown>)[] = [];
 const shutdown = onShutdown(steps);
@@ -16,7 +17,7 @@ async function main() {
   const db = openDb(config.DATABASE_URL, config);
   steps.push(() => db.destroy());
   const settings = await prepareDatabase(db, config);
-  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, taskQueues(config).bulk);
   steps.push(() => temporal.connection.close());
   const http = await startHttp(config, db, settings, temporal);
   steps.push(() => http.close());

@@ -12,6 +12,7 @@ import { findTemporalBinary, startTemporalDevServer, TEMPORAL_MISSING } from './
 import { logger, setLogLevel } from './logger';
 import { onShutdown, openDb, prepareDatabase, resolveDatabase, startHttp } from './runtime';
 import { connectTemporal } from './temporal/client';
+import { taskQueues } from './temporal/task-queues';
 import { startWorker } from './temporal/worker';
 import { startTenantPushRelay } from './tenants/push-relay';
 
@@ -57,7 +58,7 @@ async function main() {
   steps.push(() => db.destroy());
   const settings = await prepareDatabase(db, config);
 
-  const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, taskQueues(config).bulk);
   steps.push(() => temporal.connection.close());
   // One file storage for the worker and the API of this process.
   const storage = createObjectStorage(config);

@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from './config';
 import { logger, setLogLevel } from './logger';
 import { onShutdown, openDb } from './runtime';
 import { connectTemporal } from './temporal/client';
+import { taskQueues } from './temporal/task-queues';
 import { startWorker } from './temporal/worker';
 import { startTenantPushRelay } from './tenants/push-relay';
 
@@ -23,7 +24,7 @@ async function main() {
   const worker = await startWorker({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config });
   steps.push(() => worker.shutdown());
   // The tenant push outbox relay runs beside the worker (every replica; the workflow id dedups).
-  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, taskQueues(config).bulk);
   steps.push(() => temporal.connection.close());
   const relay = startTenantPushRelay({ db, temporal });
   steps.push(() => relay.stop());

@@ -1,11 +1,15 @@
 import { Client, Connection } from '@temporalio/client';
 import { ApiError } from '../http/errors';
+import { bulkQueueOf, type TaskQueues } from './task-queues';
 
 export interface TemporalHandle {
   connection: Connection;
   client: Client;
   namespace: string;
+  /** The interactive queue (TEMPORAL_TASK_QUEUE): /readyz counts its pollers. */
   taskQueue: string;
+  /** Both queues; a start goes to its workflow type's (src/temporal/task-queues.ts). */
+  taskQueues: TaskQueues;
 }
 
 /**
@@ -15,10 +19,11 @@ export interface TemporalHandle {
  */
 export const RECONNECT_BACKOFF = { 'grpc.initial_reconnect_backoff_ms': 500, 'grpc.max_reconnect_backoff_ms': 5000 };
 
-export async function connectTemporal(address: string, namespace: string, taskQueue: string): Promise<TemporalHandle> {
+/** `bulkTaskQueue`: TEMPORAL_BULK_TASK_QUEUE (default `<taskQueue>-bulk`). */
+export async function connectTemporal(address: string, namespace: string, taskQueue: string, bulkTaskQueue = bulkQueueOf(taskQueue)): Promise<TemporalHandle> {
   const connection = await Connection.connect({ address, connectTimeout: '10s', channelArgs: RECONNECT_BACKOFF });
   const client = new Client({ connection, namespace });
-  return { connection, client, namespace, taskQueue };
+  return { connection, client, namespace, taskQueue, taskQueues: { interactive: taskQueue, bulk: bulkTaskQueue } };
 }
 
 /**

@@ -17,6 +17,7 @@ import { ApiError } from '../http/errors';
 import type { Metrics } from '../http/metrics';
 import { logger } from '../logger';
 import type { TemporalHandle } from './client';
+import { taskQueueFor } from './task-queues';
 
 /** The 503 a feature answers when Temporal cannot be reached; `detail` says why. */
 export type Unavailable = (detail?: string) => ApiError;
@@ -149,7 +150,7 @@ export class TemporalGateway {
 
   /** Starts a workflow by its function; the type name is the function's name. */
   async start<T extends Workflow>(workflow: T, opts: StartOptions<T>, unavailable: Unavailable): Promise<WorkflowHandle<T>> {
-    const handle = await this.call(unavailable, (c) => c.workflow.start(workflow, this.startOptions(this.handle!, opts)));
+    const handle = await this.call(unavailable, (c) => c.workflow.start(workflow, this.startOptions(this.handle!, workflow.name, opts)));
     this.metrics?.workflowsStarted.inc({ workflow_type: workflow.name });
     return handle;
   }
@@ -210,9 +211,9 @@ export class TemporalGateway {
     this.probeTimer = null;
   }
 
-  private startOptions<T extends Workflow>(t: TemporalHandle, o: StartOptions<T>): WorkflowStartOptions<T> {
+  private startOptions<T extends Workflow>(t: TemporalHandle, workflowType: string, o: StartOptions<T>): WorkflowStartOptions<T> {
     return {
-      taskQueue: t.taskQueue,
+      taskQueue: taskQueueFor(workflowType, t.taskQueues),
       workflowId: o.workflowId,
       args: o.args,
       staticSummary: o.summary,
