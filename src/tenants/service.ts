@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { WorkflowFailedError, WorkflowIdConflictPolicy } from '@temporalio/client';
+import { ApplicationFailure, WorkflowFailedError, WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
@@ -7,7 +7,7 @@ import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors'
 import type { Logger } from '../logger';
 import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
 import type { TemporalGateway } from '../temporal/gateway';
-import { tenantBootstrap, tenantTeardown, tenantVerifyWorkflow, type TenantWorkflowInput, type TenantWorkflowResult } from '../../workflows/tenants';
+import { TENANT_OPERATION_FAILED, tenantBootstrap, tenantTeardown, tenantVerifyWorkflow, type TenantWorkflowInput, type TenantWorkflowResult } from '../../workflows/tenants';
 import { SA_SITE_ID } from '../../workflows/search-attributes';
 import { tenantHosts } from './hosts';
 import { liveTenant, tenantStatus, type TenantRow, type TenantState, type TenantStatus } from './store';
@@ -98,13 +98,20 @@ export class TenantService {
     }
   }
 
-  /** Waits up to TENANT_WAIT_SECONDS for the workflow; null when it is still running. */
+  /**
+   * Waits up to TENANT_WAIT_SECONDS for the workflow; null when it is still running. A run that
+   * failed after recording its outcome (TenantOperationFailed) answers that outcome, as a run of
+   * older code that completed with it does; any other failure is the 500.
+   */
   private async wait(op: Operation, t: TenantRow): Promise<TenantWorkflowResult | null> {
     const waitMs = this.config.TENANT_WAIT_SECONDS * 1000;
     if (waitMs <= 0) return null;
     try {
       return await this.temporal.result<(typeof TENANT_WORKFLOWS)[typeof op]>(workflowId(op, t), waitMs, temporalUnavailable);
     } catch (err) {
+      if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === TENANT_OPERATION_FAILED && err.cause.details?.[0]) {
+        return err.cause.details[0] as TenantWorkflowResult;
+      }
       if (err instanceof WorkflowFailedError) throw new ApiError(500, 'wu_rest_tenant_workflow_failed', `The tenant ${op} workflow failed: ${err.cause?.message ?? err.message}`);
       throw err;
     }
