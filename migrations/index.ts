@@ -17,6 +17,7 @@ import * as m20261130000030 from './20261130000030_rate_limits';
 import * as m20261201000010 from './20261201000010_translation_expired';
 import * as m20261202000010 from './20261202000010_idempotency_keys';
 import * as m20261202000020 from './20261202000020_payment_gateway_ids';
+import * as m20261203000020 from './20261203000020_translation_provider_failures';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -41,6 +42,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261201000010_translation_expired': m20261201000010,
   '20261202000010_idempotency_keys': m20261202000010,
   '20261202000020_payment_gateway_ids': m20261202000020,
+  '20261203000020_translation_provider_failures': m20261203000020,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
