@@ -23,7 +23,8 @@ export const TENANT_PATCHES = {
 /** The failure type of a tenant run that gave up; its details[0] is the TenantWorkflowResult. */
 export const TENANT_OPERATION_FAILED = 'TenantOperationFailed';
 
-// Activities heartbeat every few seconds: a dead worker is noticed after heartbeatTimeout.
+// Activities heartbeat from real progress (a batch pushed, a file moved, a check done): a dead or
+// stuck worker is noticed after heartbeatTimeout, and the step is retried (idempotent).
 const steps = proxyActivities<TenantActivities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '10 seconds',
