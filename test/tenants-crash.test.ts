@@ -108,11 +108,11 @@ describe('tenant workflows survive a worker crash', () => {
     expect(failed.body.error.message).toMatch(/TENANT_CREDENTIALS_KEY is not set on the worker/);
     // The run ends Failed (not Completed) once the registry recorded why.
     const bootstrapRun = ctx.temporal.client.workflow.getHandle((await ctx.db('tenants').where({ site_id: site.siteId }).first('workflow_id')).workflow_id);
-    expect((await bootstrapRun.describe()).status.name).toBe('FAILED');
     expect(((await bootstrapRun.result().catch((e: unknown) => e)) as WorkflowFailedError).cause).toMatchObject({
       type: 'TenantOperationFailed',
       details: [{ state: 'failed', step: 'database', error: expect.stringMatching(/TENANT_CREDENTIALS_KEY is not set/) }],
     });
+    expect((await bootstrapRun.describe()).status.name).toBe('FAILED');
     // Nothing of the site moved yet.
     expect(await shared(site.siteId)).toHaveLength(2);
     // Verify of a failed tenant says what is missing.
@@ -123,6 +123,7 @@ describe('tenant workflows survive a worker crash', () => {
     expect(checked.body.checks.no_legacy.message).toMatch(/does not exist on .*Run bootstrap/);
     // Checks that ran and failed are an outcome, not a failed run.
     const verifyRun = ctx.temporal.client.workflow.getHandle((await ctx.db('tenants').where({ site_id: site.siteId }).first('workflow_id')).workflow_id);
+    expect(await verifyRun.result()).toEqual({ state: 'not_ready' });
     expect((await verifyRun.describe()).status.name).toBe('COMPLETED');
 
     await worker.shutdown();

@@ -205,8 +205,8 @@ describe('translation pipeline (Temporal workflow)', () => {
     expect(c.body).toMatchObject({ status: 'failed', failure_step: 'processing', remaining_strings: 10 });
     // The run is Failed (operators filter on it), its failure the job's recorded outcome.
     const run = ctx.temporal.client.workflow.getHandle(failed.workflow_id);
-    expect((await run.describe()).status.name).toBe('FAILED');
     const err = await run.result().catch((e: unknown) => e);
+    expect((await run.describe()).status.name).toBe('FAILED');
     expect(err).toBeInstanceOf(WorkflowFailedError);
     expect((err as WorkflowFailedError).cause).toMatchObject({
       type: 'TranslationFailed',
@@ -333,6 +333,7 @@ describe('translation pipeline (Temporal workflow)', () => {
         ['1', '4'],
       ]);
       const run = ctx.temporal.client.workflow.getHandle(failed.workflow_id);
+      expect(await run.result().catch((e: unknown) => e)).toBeInstanceOf(WorkflowFailedError);
       expect((await run.describe()).status.name).toBe('FAILED');
 
       // Retried with a fresh budget: the last batch (the fake's 8th request, answered whole) succeeds.
