@@ -69,6 +69,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
       : { files: storage, prefix: `tenants/${path.posix.basename(filesystemRoot)}/` };
 
   async function load(tenantId: number, step?: string): Promise<TenantRow> {
+    progress(step ? { step } : undefined);
     if (step) await db('tenants').where({ id: tenantId }).update({ step, date_modified: db.fn.now() });
     const row = await db('tenants').where({ id: tenantId }).first();
     if (!row) throw ApplicationFailure.nonRetryable(`tenant ${tenantId} is not in the registry`, 'TenantGone');
@@ -104,6 +105,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
     // Jobs queued from here on are picked up by the next run: only those seen before the read count as done.
     const jobs = jobIds ?? (await db('tenant_push_jobs').where({ tenant_id: t.id, kind: 'users' }).whereIn('status', ['queued', 'running', 'failed']).pluck('id'));
     const users = await expectedUsers(t.site_id);
+    progress({ step: 'users', expected: users.length });
     await withClient(hostOf(t), t.database_name!, (c) => syncUsers(c, users));
     if (jobs.length) await db('tenant_push_jobs').whereIn('id', jobs).update({ status: 'done', rows_pushed: users.length, last_error: null, date_modified: db.fn.now() });
     return { users: users.length };
@@ -115,7 +117,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
     return out;
   }
 
-  return heartbeating({
+  return reportingProgress({
     /** Step 1: bind the registry entry to a database host, names, a folder and a host name. */
     async tenantRegister(tenantId: number): Promise<{ database_host: string; database_name: string }> {
       const all = hosts();
@@ -163,6 +165,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
         await db('tenants').where({ id: tenantId }).whereNull('credentials').update({ credentials: encryptSecret(k, secret, t.uid) });
         t = await load(tenantId);
       }
+      progress({ step: 'database', credentials: 'stored' });
       await createRoleAndDatabase(hostOf(t), t.role_name!, t.database_name!, password(t));
     },
 
@@ -224,6 +227,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
                 // Only what now lives in the tenant database leaves the shared table.
                 await db(table).where({ site_id: t.site_id }).whereIn('id', rows.map((r) => r.id)).delete();
                 pushed += rows.length;
+                progress({ step: 'push', table, pushed });
               }
             },
             login,
@@ -242,7 +246,12 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
     async tenantCreateFilesAndRoute(tenantId: number): Promise<void> {
       const t = await load(tenantId, 'files_and_routing');
       const root = rootOf(t.filesystem_root!);
-      await movePrefix(storage, siteUploadsPrefix(t.site_id), root.files, `${root.prefix}uploads/`);
+      let moved = 0;
+      await movePrefix(storage, siteUploadsPrefix(t.site_id), root.files, `${root.prefix}uploads/`, {
+        signal: cancellation(),
+        onEntry: (key) => progress({ step: 'files_and_routing', moved: ++moved, key }),
+      });
+      progress({ step: 'files_and_routing', moved });
       await db('tenant_routes')
         .insert({ hostname: t.hostname, path: t.path ?? '/', tenant_id: t.id, site_id: t.site_id, database_host: t.database_host, database_name: t.database_name })
         .onConflict(db.raw('(tenant_id)'))
@@ -286,6 +295,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
         results.no_legacy = problems.length ? fail(`${problems.join('. ')}.`) : pass('No data of the site remains in the shared tables, and the tenant schema is complete.');
       }
 
+      progress({ step: 'verification', checked: 'no_legacy' });
       // sovereign_push
       {
         const problems: string[] = [];
@@ -317,6 +327,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
         results.sovereign_push = problems.length ? fail(`${problems.join('. ')}.`) : pass('A write through the tenant role landed in the tenant database and read back; no push work is queued or failing.');
       }
 
+      progress({ step: 'verification', checked: 'sovereign_push' });
       // tenant_users
       {
         const problems: string[] = [];
@@ -350,6 +361,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
         results.tenant_users = problems.length ? fail(`${problems.join('. ')}.`) : pass(`The tenant database holds exactly the ${expected.length} expected user(s), and the administrator logged in.`);
       }
 
+      progress({ step: 'verification', checked: 'tenant_users' });
       const ready = CHECK_NAMES.every((n) => results[n].status === 'passed');
       await db('tenants')
         .where({ id: tenantId })
@@ -388,6 +400,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
           for (let i = 0; i < rows.length; i += PUSH_BATCH) {
             const batch = rows.slice(i, i + PUSH_BATCH).map((r) => ({ ...r, site_id: t.site_id }));
             await db(table).insert(batch).onConflict('id').merge(columns.filter((col) => col !== 'id') as unknown as string[]);
+            progress({ step: 'pull_back', table, rows: i + batch.length });
           }
           total += rows.length;
         }
@@ -404,6 +417,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
       await withAdmin(host, async (c) => {
         if (!(await roleExists(c, t.role_name!))) return;
         await terminateSessions(c, { role: t.role_name! });
+        progress({ step: 'drop_role', sessions: 'ended' });
         if (t.database_name && (await databaseExists(c, t.database_name))) {
           await c.query(`REVOKE ALL ON DATABASE ${ident(t.database_name)} FROM ${ident(t.role_name!)}`);
           await withClient(host, t.database_name, (tc) => tc.query(`DROP OWNED BY ${ident(t.role_name!)}`));
@@ -418,6 +432,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
       if (!t.database_name || !t.database_host) return;
       await withAdmin(hostOf(t), async (c) => {
         await terminateSessions(c, { database: t.database_name! });
+        progress({ step: 'drop_database', sessions: 'ended' });
         await c.query(`DROP DATABASE IF EXISTS ${ident(t.database_name!)} WITH (FORCE)`);
       });
     },
@@ -427,7 +442,12 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
       const t = await load(tenantId, 'remove_files_and_routing');
       if (t.filesystem_root) {
         const root = rootOf(t.filesystem_root);
-        await movePrefix(root.files, `${root.prefix}uploads/`, storage, siteUploadsPrefix(t.site_id));
+        let moved = 0;
+        await movePrefix(root.files, `${root.prefix}uploads/`, storage, siteUploadsPrefix(t.site_id), {
+          signal: cancellation(),
+          onEntry: (key) => progress({ step: 'remove_files_and_routing', moved: ++moved, key }),
+        });
+        progress({ step: 'remove_files_and_routing', moved });
         await deletePrefix(root.files, root.prefix);
       }
       await db('tenant_routes').where({ tenant_id: tenantId }).delete();
@@ -440,27 +460,45 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
   });
 }
 
+/** The running activity's context, or undefined outside a worker (a script, a test calling it directly). */
+function activityContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Every activity heartbeats while it runs, so the workflows can use a short heartbeat
- * timeout: a worker that dies is noticed in seconds and the step is retried elsewhere,
- * while a long step (a big push) is never cut short.
+ * Real progress (a row batch pushed, a file moved, a check done): a heartbeat carrying what was
+ * done, and the point where a cancelled activity stops (throwing the SDK's CancelledFailure):
+ * the workflow cancelled, its worker stopping past its grace time, or the server having timed
+ * the attempt out (a second attempt may already run elsewhere). Steps stop only between units of
+ * work, each of which is whole, so a retry finishes what is left.
+ *
+ * There is no heartbeat on a timer: one would keep an activity stuck in a call alive for its
+ * whole startToCloseTimeout, and tell the server nothing about progress. A step that makes no
+ * progress for the workflow's heartbeatTimeout is timed out and retried (each step is idempotent).
  */
-function heartbeating<T extends Record<string, (...args: any[]) => Promise<unknown>>>(activities: T): T {
+export function progress(detail?: Record<string, unknown>): void {
+  const ctx = activityContext();
+  if (!ctx) return;
+  ctx.cancellationSignal.throwIfAborted();
+  ctx.heartbeat(detail);
+}
+
+/** The cancellation signal of the running activity (none outside a worker). */
+function cancellation(): AbortSignal | undefined {
+  return activityContext()?.cancellationSignal;
+}
+
+/** Every activity reports progress when it starts (the worker took it), and again as it goes. */
+function reportingProgress<T extends Record<string, (...args: any[]) => Promise<unknown>>>(activities: T): T {
   const wrapped: Record<string, (...args: any[]) => Promise<unknown>> = {};
   for (const [name, fn] of Object.entries(activities)) {
     wrapped[name] = async (...args: unknown[]) => {
-      let ctx: Context | undefined;
-      try {
-        ctx = Context.current();
-      } catch {
-        ctx = undefined; // called outside a worker (a script or a test)
-      }
-      const timer = ctx ? setInterval(() => ctx!.heartbeat(), 3_000) : undefined;
-      try {
-        return await fn(...args);
-      } finally {
-        if (timer) clearInterval(timer);
-      }
+      progress({ started: name });
+      return fn(...args);
     };
   }
   return wrapped as T;

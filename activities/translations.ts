@@ -19,6 +19,10 @@ import { sourceLabel, type Decision, type DecisionOutcome, type PipelineStep } f
 /** Error types the workflow tells apart. */
 export const TRANSLATION_INVALID = 'TranslationInvalid';
 export const TRANSLATION_REJECTED_INPUT = 'TranslationInputInvalid';
+/** A batch the provider failed TRANSLATION_AI_MAX_TRIES times (details[0]: that count). */
+export const TRANSLATION_PROVIDER_TRIES_SPENT = 'TranslationProviderTriesSpent';
+/** The job's provider failures reached TRANSLATION_AI_ERROR_BUDGET. */
+export const TRANSLATION_PROVIDER_BUDGET_SPENT = 'TranslationProviderBudgetSpent';
 
 export interface TranslationActivityDeps {
   db: Db;
@@ -30,6 +34,8 @@ export interface TranslationActivityDeps {
     | 'TRANSLATION_AI_MODEL'
     | 'TRANSLATION_AI_API_KEY'
     | 'TRANSLATION_AI_BATCH_SIZE'
+    | 'TRANSLATION_AI_MAX_TRIES'
+    | 'TRANSLATION_AI_ERROR_BUDGET'
     | 'TRANSLATION_AI_TIMEOUT_SECONDS'
     | 'TRANSLATION_FETCH_TIMEOUT_SECONDS'
     | 'OUTBOUND_ALLOWED_HOSTS'
@@ -224,6 +230,12 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
      * One batch: the next untranslated strings (at most TRANSLATION_AI_BATCH_SIZE) to the
      * provider, the answer checked (count, shape, placeholders), the translations stored with
      * the new counts in one transaction. A crashed worker's batch is simply asked again.
+     *
+     * The provider's error budget is kept here, apart from the activity's retries (which also
+     * cover a worker killed or stopped mid-batch, and database trouble): a provider failure
+     * counts against the batch (TRANSLATION_AI_MAX_TRIES) and the job
+     * (TRANSLATION_AI_ERROR_BUDGET), and either spent ends the job non-retryably. A cancelled
+     * batch counts in neither.
      */
     async translationBatch(jobId: number): Promise<{ remaining: number; batch: number }> {
       const j = await job(jobId);
@@ -246,9 +258,30 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
         // provider's failure, so it spends none of the batch's tries; the next worker asks again.
         const cancelled = Context.current().cancellationSignal;
         if (cancelled.aborted) throw cancelled.reason ?? err;
-        const attempt = Context.current().info.attempt;
-        await db('translation_jobs').where({ id: jobId }).update({ logs: db.raw('logs || ?::jsonb', [logLine('processing', `${label}, try ${attempt}: ${(err as Error).message}`, 'warn')]) });
-        if (err instanceof ApplicationFailure) throw ApplicationFailure.create({ message: `${label}: ${err.message}`, type: err.type ?? undefined, nonRetryable: err.nonRetryable ?? undefined });
+        const message = (err as Error).message;
+        const budget = config.TRANSLATION_AI_ERROR_BUDGET;
+        const [spent] = (await db('translation_jobs')
+          .where({ id: jobId })
+          .update({ provider_failures: db.raw('provider_failures + 1'), batch_provider_failures: db.raw('batch_provider_failures + 1') })
+          .returning(['provider_failures', 'batch_provider_failures'])) as { provider_failures: number; batch_provider_failures: number }[];
+        const tries = spent?.batch_provider_failures ?? 1;
+        const total = spent?.provider_failures ?? 1;
+        await db('translation_jobs')
+          .where({ id: jobId })
+          .update({ logs: db.raw('logs || ?::jsonb', [logLine('processing', `${label}, try ${tries} (provider failure ${total} of ${budget} for the job): ${message}`, 'warn')]) });
+        if (err instanceof ApplicationFailure && err.nonRetryable) throw ApplicationFailure.create({ message: `${label}: ${err.message}`, type: err.type ?? undefined, nonRetryable: true });
+        if (total >= budget) {
+          throw ApplicationFailure.create({
+            message: `${label}: the AI provider failed ${total} times in this job, its error budget (TRANSLATION_AI_ERROR_BUDGET=${budget}); the last: ${message}`,
+            type: TRANSLATION_PROVIDER_BUDGET_SPENT,
+            nonRetryable: true,
+            details: [total],
+          });
+        }
+        if (tries >= config.TRANSLATION_AI_MAX_TRIES) {
+          throw ApplicationFailure.create({ message: `${label}: ${message}`, type: TRANSLATION_PROVIDER_TRIES_SPENT, nonRetryable: true, details: [tries] });
+        }
+        if (err instanceof ApplicationFailure) throw ApplicationFailure.create({ message: `${label}: ${err.message}`, type: err.type ?? undefined });
         throw err;
       } finally {
         clearInterval(beat);
@@ -266,6 +299,7 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
             ...c,
             entries: JSON.stringify(current),
             batches_done: row.batches_done + 1,
+            batch_provider_failures: 0,
             date_modified: trx.fn.now(),
             logs: trx.raw('logs || ?::jsonb', [logLine('processing', `${label} translated; ${c.remaining_strings} remaining.`)]),
           });

@@ -25,6 +25,7 @@ import { setLogLevel } from '../src/logger';
 import { prepareDatabase } from '../src/runtime';
 import type { SettingsStore } from '../src/settings/store';
 import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
+import { taskQueues } from '../src/temporal/task-queues';
 import { hashPassword } from '../src/users/password';
 import { buildDist, startApiProcess, startBareProcess, type Child } from './processes';
 
@@ -543,7 +544,7 @@ export async function startBenchEnv(opts: { cleanup: Step[]; log: Log; tag: stri
   cleanup.push(['knex', () => db.destroy()]);
   await migrateLatest(db);
   const settings = await prepareDatabase(db, config);
-  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS!, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS!, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, taskQueues(config).bulk);
   cleanup.push(['temporal connection', () => temporal.connection.close()]);
   return { config, db, settings, temporal, embedded: embedded !== null };
 }

@@ -18,6 +18,7 @@ import * as m20261201000010 from './20261201000010_translation_expired';
 import * as m20261202000010 from './20261202000010_idempotency_keys';
 import * as m20261202000020 from './20261202000020_payment_gateway_ids';
 import * as m20261203000010 from './20261203000010_workflow_starts';
+import * as m20261203000020 from './20261203000020_translation_provider_failures';
 import * as m20261203000030 from './20261203000030_payment_refunds';
 import * as m20261203000040 from './20261203000040_membership_date_ranges';
 import * as m20261203000050 from './20261203000050_product_price_variations';
@@ -46,6 +47,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261202000010_idempotency_keys': m20261202000010,
   '20261202000020_payment_gateway_ids': m20261202000020,
   '20261203000010_workflow_starts': m20261203000010,
+  '20261203000020_translation_provider_failures': m20261203000020,
   '20261203000030_payment_refunds': m20261203000030,
   '20261203000040_membership_date_ranges': m20261203000040,
   '20261203000050_product_price_variations': m20261203000050,

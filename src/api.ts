@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from './config';
 import { logger, setLogLevel } from './logger';
 import { onShutdown, openDb, prepareDatabase, startHttp } from './runtime';
 import { lazyTemporal } from './temporal/client';
+import { taskQueues } from './temporal/task-queues';
 
 const steps: (() => Promise<unknown>)[] = [];
 const shutdown = onShutdown(steps);
@@ -17,7 +18,7 @@ async function main() {
   steps.push(() => db.destroy());
   const settings = await prepareDatabase(db, config);
   // Connected on first use: the API serves (and /readyz says Temporal is unreachable) while Temporal is down.
-  const temporal = lazyTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  const temporal = lazyTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, taskQueues(config).bulk);
   steps.push(() => temporal.connection.close());
   const http = await startHttp(config, db, settings, temporal);
   steps.push(() => http.close());

@@ -75,6 +75,8 @@ const schema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('hostflow'),
+  // Bulk work (translations, tenants) runs on its own queue (src/temporal/task-queues.ts); default `<TEMPORAL_TASK_QUEUE>-bulk`.
+  TEMPORAL_BULK_TASK_QUEUE: z.string().min(1).optional(),
   TEMPORAL_CLI: z.string().min(1).optional(),
   // Put before every workflow id (`<prefix>-translation-…`), so installs sharing a namespace never collide.
   // Unset: a random `h<8 hex>` generated once and kept in the settings table (workflow_id_prefix).
@@ -88,7 +90,17 @@ const schema = z.object({
   // keeps its state in the worker's one V8 context), and how many tasks run at once.
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(100_000).default(500),
   WORKER_MAX_WORKFLOW_TASKS: z.coerce.number().int().min(2).max(1000).default(40),
-  WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
+  // Activities at once per queue: each holds one of the process's DB_POOL_MAX connections while it queries.
+  WORKER_MAX_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(10),
+  WORKER_MAX_BULK_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(5),
+  // The task queues this worker process polls (names, comma-separated); unset: both.
+  WORKER_TASK_QUEUES: z
+    .string()
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .optional(),
+  // The SDK's Prometheus metrics (temporal_*), served by the worker at http://HOST:PORT/metrics; 0 turns them off.
+  WORKER_METRICS_PORT: port.default(9464),
+  WORKER_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   WORKER_MAX_LOCAL_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
   // How long a stopping worker (a deploy) lets its running activities finish before it cancels them.
   WORKER_SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
@@ -161,6 +173,9 @@ const schema = z.object({
   TRANSLATION_AI_API_KEY: z.string().min(1).optional(),
   TRANSLATION_AI_BATCH_SIZE: z.coerce.number().int().min(1).max(500).default(50),
   TRANSLATION_AI_MAX_TRIES: z.coerce.number().int().min(1).max(10).default(3),
+  // Failures of the AI provider a job may have in all (its batches together) before it fails;
+  // a worker stopping or dying mid-batch spends none of it.
+  TRANSLATION_AI_ERROR_BUDGET: z.coerce.number().int().min(1).max(1000).default(10),
   TRANSLATION_AI_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(120),
   TRANSLATION_FETCH_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
   // How long a job waits for approval before it is `expired` (fractions allowed: 0.5 is 12 hours).
@@ -248,6 +263,14 @@ const schema = z.object({
   CHAT_SESSION_CREATE_LIMIT: z.coerce.number().int().min(1).default(20),
   CHAT_SESSION_CREATE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
 }).superRefine((c, ctx) => {
+  if (c.WORKER_TASK_QUEUES) {
+    const known = [c.TEMPORAL_TASK_QUEUE, c.TEMPORAL_BULK_TASK_QUEUE ?? `${c.TEMPORAL_TASK_QUEUE}-bulk`];
+    if (!c.WORKER_TASK_QUEUES.length) ctx.addIssue({ code: 'custom', path: ['WORKER_TASK_QUEUES'], message: `names no queue: give ${known.join(', ')} or one of them` });
+    for (const name of c.WORKER_TASK_QUEUES) {
+      if (!known.includes(name)) ctx.addIssue({ code: 'custom', path: ['WORKER_TASK_QUEUES'], message: `"${name}" is neither the interactive queue (${known[0]}) nor the bulk queue (${known[1]})` });
+    }
+  }
+  if (c.TEMPORAL_BULK_TASK_QUEUE === c.TEMPORAL_TASK_QUEUE) ctx.addIssue({ code: 'custom', path: ['TEMPORAL_BULK_TASK_QUEUE'], message: 'must differ from TEMPORAL_TASK_QUEUE' });
   if (c.STORAGE_DRIVER === 's3' && !c.S3_BUCKET) ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when STORAGE_DRIVER=s3' });
   if (!!c.S3_ACCESS_KEY_ID !== !!c.S3_SECRET_ACCESS_KEY) {
     const missing = c.S3_ACCESS_KEY_ID ? 'S3_SECRET_ACCESS_KEY' : 'S3_ACCESS_KEY_ID';

@@ -12,6 +12,7 @@ import { findTemporalBinary, startTemporalDevServer, TEMPORAL_MISSING } from './
 import { logger, setLogLevel } from './logger';
 import { onShutdown, openDb, prepareDatabase, resolveDatabase, startHttp, startRelays } from './runtime';
 import { lazyTemporal } from './temporal/client';
+import { taskQueues } from './temporal/task-queues';
 import { startWorker } from './temporal/worker';
 
 const steps: (() => Promise<unknown>)[] = [];
@@ -57,7 +58,7 @@ async function main() {
   const settings = await prepareDatabase(db, config);
 
   // Connected on first use: with an external TEMPORAL_ADDRESS that is down, the API still starts.
-  const temporal = lazyTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  const temporal = lazyTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, taskQueues(config).bulk);
   steps.push(() => temporal.connection.close());
   // One file storage for the worker and the API of this process.
   const storage = createObjectStorage(config);

@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from './config';
 import { logger, setLogLevel } from './logger';
 import { onShutdown, openDb, startRelays } from './runtime';
 import { lazyTemporal } from './temporal/client';
+import { taskQueues } from './temporal/task-queues';
 import { startWorker } from './temporal/worker';
 
 const steps: (() => Promise<unknown>)[] = [];
@@ -20,7 +21,7 @@ async function main() {
   const db = openDb(config.DATABASE_URL, config);
   steps.push(() => db.destroy());
   // The outbox relays run beside the worker (every replica), and work while Temporal is down (they retry).
-  const temporal = lazyTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  const temporal = lazyTemporal(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, taskQueues(config).bulk);
   steps.push(() => temporal.connection.close());
   const relays = startRelays(db, temporal, config);
   steps.push(() => relays.stop());

@@ -12,6 +12,7 @@ import { revokePublicConnect } from '../src/infra/embedded-postgres';
 import { prepareDatabase } from '../src/runtime';
 import { SettingsStore } from '../src/settings/store';
 import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
+import { taskQueues } from '../src/temporal/task-queues';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
 import { buildOpenApiDocument } from '../src/openapi/document';
 import { ContractChecker } from './contract';
@@ -71,11 +72,12 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     // Every test talks from 127.0.0.1 and many start chat sessions anonymously: the per-address
     // creation limit is tested on its own (chat-limits.test.ts) with a low value.
     CHAT_SESSION_CREATE_LIMIT: '1000000',
+    WORKER_METRICS_PORT: process.env.WORKER_METRICS_PORT ?? '0',
     ...env,
   });
   const db = createDb(dbUrl, 5);
   const settings = await prepareDatabase(db, config);
-  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS!, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  const temporal = await connectTemporal(config.TEMPORAL_ADDRESS!, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, taskQueues(config).bulk);
   const metrics = new Metrics(db);
   let document: Record<string, unknown> | undefined;
   const contract = new ContractChecker(() => (document ??= buildOpenApiDocument(app.locals.registry, { version: 'test' })));

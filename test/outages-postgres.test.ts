@@ -22,6 +22,7 @@ import { notifyChatEvent } from '../src/chat/realtime';
 import { buildOpenApiDocument } from '../src/openapi/document';
 import { prepareDatabase } from '../src/runtime';
 import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
+import { taskQueues } from '../src/temporal/task-queues';
 import { CHAT } from './chat-helpers';
 import { ContractChecker } from './contract';
 import { API_KEY, API_SECRET, BASE } from './helpers';
@@ -85,10 +86,11 @@ describe('external PostgreSQL restarted: 503 while it is down, back within 5 s, 
       WU_API_SECRET: API_SECRET,
       LOG_LEVEL: process.env.OUTAGES_LOG_LEVEL ?? 'silent',
       CHAT_SESSION_CREATE_LIMIT: '1000000',
+      WORKER_METRICS_PORT: '0',
     });
     db = createDb(url, 5);
     const settings = await prepareDatabase(db, config);
-    temporal = await connectTemporal(config.TEMPORAL_ADDRESS!, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+    temporal = await connectTemporal(config.TEMPORAL_ADDRESS!, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, taskQueues(config).bulk);
     let document: Record<string, unknown> | undefined;
     contract = new ContractChecker(() => (document ??= buildOpenApiDocument(app.locals.registry, { version: 'test' })));
     app = createApp({ config, db, settings, temporal, metrics: new Metrics(db), observeResponse: (r) => contract.check(r) });

@@ -14,6 +14,7 @@ import { RegistrationStore } from '../src/register/store';
 import type { RegistrationRequest } from '../src/register/types';
 import { canonicalJson, sha256Hex } from '../src/register/validate';
 import { verifyPassword } from '../src/users/password';
+import { taskQueues } from '../src/temporal/task-queues';
 import type { RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, decodedJson, type TestContext, startTestWorker } from './helpers';
 
@@ -630,7 +631,7 @@ describe('/register (one transaction, early answer)', () => {
 
   test('Temporal down (nothing listening): 503 within 2 s, no stack, nothing written; the same key later registers once', async () => {
     const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: '1s' });
-    const temporal = { connection, client: new Client({ connection }), namespace: 'default', taskQueue: ctx.config.TEMPORAL_TASK_QUEUE };
+    const temporal = { connection, client: new Client({ connection }), namespace: 'default', taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, taskQueues: taskQueues(ctx.config) };
     const key = `down-${tag()}`;
     const b = body();
     const before = await counts();

@@ -10,6 +10,7 @@ import { Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { workflowBundle } from '../src/temporal/worker';
 import * as workflows from '../workflows';
+import { TENANT_PATCHES } from '../workflows/tenants';
 import { PATCHES } from '../workflows/translationPipeline';
 
 const DIR = path.join(__dirname, 'histories');
@@ -34,9 +35,11 @@ describe('replay of recorded workflow histories', () => {
     for (const type of types) expect({ type, completed: files.includes(`${type}-completed.json`) }).toEqual({ type, completed: true });
   });
 
-  test.each(Object.values(PATCHES))('patch %s: runs from before it (no marker) and after it (its marker) are both replayed', (patch) => {
+  // Each patch with the histories of the workflow types it is in (file name prefix).
+  const patches = [...Object.values(PATCHES).map((patch) => ({ patch, types: 'translationPipeline-' })), ...Object.values(TENANT_PATCHES).map((patch) => ({ patch, types: 'tenant' }))];
+  test.each(patches)('patch $patch: runs from before it (no marker) and after it (its marker) are both replayed', ({ patch, types }) => {
     const marked = files
-      .filter((f) => f.startsWith('translationPipeline-'))
+      .filter((f) => f.startsWith(types))
       .map((f) => patchesOf(load(f).history).some((data) => data.includes(`"${patch}"`)));
     expect({ patch, withMarker: marked.filter(Boolean).length > 0, without: marked.filter((m) => !m).length > 0 }).toEqual({ patch, withMarker: true, without: true });
   });

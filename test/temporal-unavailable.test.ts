@@ -5,6 +5,7 @@ import request from 'supertest';
 import { createApp, type AppWithRegistry } from '../src/http/app';
 import { findTemporalBinary, freePort, startTemporalDevServer, type DevServer } from '../src/infra/temporal-server';
 import { connectTemporal, lazyTemporal, type TemporalHandle } from '../src/temporal/client';
+import { taskQueues } from '../src/temporal/task-queues';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
 import { WORDPRESS_LOCALES } from '../src/translations/locales';
 import { CHAT, makeAgent } from './chat-helpers';
@@ -168,7 +169,7 @@ describe('Temporal away: routes that start workflows fail fast, CRUD is unaffect
     const handle = () => refused[refused.length - 1];
     beforeEach(async () => {
       const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: '1s' });
-      refused.push({ connection, client: new Client({ connection }), namespace: 'default', taskQueue: ctx.config.TEMPORAL_TASK_QUEUE });
+      refused.push({ connection, client: new Client({ connection }), namespace: 'default', taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, taskQueues: taskQueues(ctx.config) });
     });
     afterAll(async () => {
       for (const app of apps) app.locals.temporal.close();

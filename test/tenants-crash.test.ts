@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import { WorkflowFailedError } from '@temporalio/client';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { waitFor } from './estate-helpers';
@@ -105,6 +106,13 @@ describe('tenant workflows survive a worker crash', () => {
     expect(failed.body).toMatchObject({ state: 'failed', ready: false, step: 'database' });
     expect(failed.body.error).toMatchObject({ operation: 'bootstrap', step: 'database' });
     expect(failed.body.error.message).toMatch(/TENANT_CREDENTIALS_KEY is not set on the worker/);
+    // The run ends Failed (not Completed) once the registry recorded why.
+    const bootstrapRun = ctx.temporal.client.workflow.getHandle((await ctx.db('tenants').where({ site_id: site.siteId }).first('workflow_id')).workflow_id);
+    expect(((await bootstrapRun.result().catch((e: unknown) => e)) as WorkflowFailedError).cause).toMatchObject({
+      type: 'TenantOperationFailed',
+      details: [{ state: 'failed', step: 'database', error: expect.stringMatching(/TENANT_CREDENTIALS_KEY is not set/) }],
+    });
+    expect((await bootstrapRun.describe()).status.name).toBe('FAILED');
     // Nothing of the site moved yet.
     expect(await shared(site.siteId)).toHaveLength(2);
     // Verify of a failed tenant says what is missing.
@@ -113,6 +121,10 @@ describe('tenant workflows survive a worker crash', () => {
     const checked = await settled(ctx, site.siteId, 'verifying');
     expect(checked.body.state).toBe('not_ready');
     expect(checked.body.checks.no_legacy.message).toMatch(/does not exist on .*Run bootstrap/);
+    // Checks that ran and failed are an outcome, not a failed run.
+    const verifyRun = ctx.temporal.client.workflow.getHandle((await ctx.db('tenants').where({ site_id: site.siteId }).first('workflow_id')).workflow_id);
+    expect(await verifyRun.result()).toEqual({ state: 'not_ready' });
+    expect((await verifyRun.describe()).status.name).toBe('COMPLETED');
 
     await worker.shutdown();
     worker = await startTestWorker(ctx);

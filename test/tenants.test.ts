@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { WorkflowFailedError } from '@temporalio/client';
 import { decryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
 import { WorkflowStarts } from '../src/temporal/starts';
 import type { RunningWorker } from '../src/temporal/worker';
@@ -346,6 +347,32 @@ describe('isolated tenants', () => {
     expect(await new WorkflowStarts(ctx.db, ctx.app.locals.temporal).attempt(entry.id)).toBe('started');
     const done = await waitFor(async () => (await status(ctx, A.siteId)).body, (b) => b.state !== 'verifying', 30_000);
     expect(done).toMatchObject({ state: 'ready', ready: true });
+  });
+
+  test('a teardown step that gives up: 503 teardown_incomplete with the step, the run Failed; DELETE again finishes later', async () => {
+    const before = await tenantRow(B.siteId);
+    await ctx.db('tenants').where({ id: before.id }).update({ database_host: 'nowhere' });
+    try {
+      const res = await ctx.http.delete(`${BASE}/tenants/${B.siteId}`).set(auth());
+      expect(res.status).toBe(503);
+      expect(res.body).toMatchObject({ code: 'wu_rest_tenant_teardown_incomplete', data: { step: 'pull_back' } });
+      expect(res.body.message).toMatch(/^Teardown stopped at step pull_back: database host "nowhere" is not configured/);
+      const row = await tenantRow(B.siteId);
+      expect(row).toMatchObject({ state: 'tearing_down', error: { operation: 'teardown', step: 'pull_back' } });
+      // Operators find it among the Failed runs, with the recorded outcome as its failure.
+      const handle = ctx.temporal.client.workflow.getHandle(row.workflow_id);
+      expect((await handle.describe()).status.name).toBe('FAILED');
+      const err = await handle.result().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(WorkflowFailedError);
+      expect((err as WorkflowFailedError).cause).toMatchObject({
+        type: 'TenantOperationFailed',
+        nonRetryable: true,
+        message: expect.stringMatching(/^Tenant teardown failed at step pull_back: database host "nowhere"/),
+        details: [{ state: 'tearing_down', step: 'pull_back', error: expect.stringMatching(/not configured/) }],
+      });
+    } finally {
+      await ctx.db('tenants').where({ id: before.id }).update({ database_host: before.database_host });
+    }
   });
 
   test('teardown leaves no database, role, folder or route, and gives the data back', async () => {

@@ -21,6 +21,8 @@ export interface FakeAi {
     corrupt?: (text: string, locale: string) => boolean;
     /** Answers one translation too few this many more times. */
     dropOneTimes?: number;
+    /** For this locale, answers one translation too few on every other request (the 1st, 3rd, …): each batch fails once, then succeeds. */
+    failEveryOther?: string;
     /** Waits this long before answering. */
     delayMs?: number;
     /** Answers 401 and echoes the Authorization header back (as some providers quote the key). */
@@ -65,6 +67,7 @@ export async function startFakeAi(expectedKey: string): Promise<FakeAi> {
         if (s.plural === undefined) return fix(fakeTranslation(locale, s.text));
         return Array.from({ length: nplurals }, (_, i) => fix(fakeTranslation(locale, i === 0 ? s.text : s.plural!, i)));
       });
+      if (fake.mode.failEveryOther === locale && fake.requests.filter((r) => r.locale === locale).length % 2 === 1) translations = translations.slice(1);
       if (fake.mode.dropOneTimes && fake.mode.dropOneTimes > 0) {
         fake.mode.dropOneTimes -= 1;
         translations = translations.slice(1);

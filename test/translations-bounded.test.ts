@@ -3,6 +3,7 @@ import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker
 import gettextParser from 'gettext-parser';
 import { createActivities } from '../activities';
 import { createTranslationActivities } from '../activities/translations';
+import { taskQueues } from '../src/temporal/task-queues';
 import { workflowBundle, type RunningWorker } from '../src/temporal/worker';
 import { PATCHES } from '../workflows/translationPipeline';
 import { BASE, decodedJson, type TestContext, startTestWorker } from './helpers';
@@ -225,7 +226,7 @@ describe('a job waiting for approval survives a changed workflow (patched())', (
     const oldWorker = await Worker.create({
       connection,
       namespace: ctx.config.TEMPORAL_NAMESPACE,
-      taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
+      taskQueue: taskQueues(ctx.config).bulk,
       workflowBundle: await bundleWorkflowCode({ workflowsPath: require.resolve('./fixtures/translationPipeline-v1'), logger: { info() {}, debug() {}, trace() {}, log() {}, warn() {}, error() {} } }),
       activities: createActivities({ db: ctx.db, config: ctx.config, storage: ctx.app.locals.storage }),
     });

@@ -78,5 +78,7 @@ describe('translation pipeline survives a worker crash during processing', () =>
     const history = await ctx.temporal.client.workflow.getHandle(ready.workflow_id).fetchHistory();
     const attempts = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt ?? 1);
     expect(Math.max(...attempts)).toBeGreaterThan(1);
+    // The batch timed out with its dead worker: no failure of the provider, none of its error budget spent.
+    expect(await ctx.db('translation_jobs').where({ id: jobId }).first('provider_failures')).toEqual({ provider_failures: 0 });
   }, 150_000);
 });

@@ -41,7 +41,7 @@ describe('translation decisions are updates', () => {
     const w = await Worker.create({
       connection,
       namespace: ctx.config.TEMPORAL_NAMESPACE,
-      taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
+      taskQueue: ctx.temporal.taskQueues.bulk, // translation pipelines run on the bulk queue
       workflowBundle: await workflowBundle(),
       activities: {
         ...activities,

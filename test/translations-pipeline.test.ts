@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { WorkflowFailedError } from '@temporalio/client';
 import gettextParser from 'gettext-parser';
 import type { RunningWorker } from '../src/temporal/worker';
 import { pluralForms } from '../src/translations/locales';
@@ -36,6 +37,7 @@ describe('translation pipeline (Temporal workflow)', () => {
       TRANSLATION_AI_API_KEY: KEY,
       TRANSLATION_AI_BATCH_SIZE: '3',
       TRANSLATION_AI_MAX_TRIES: '3',
+      TRANSLATION_AI_ERROR_BUDGET: '4',
       TRANSLATION_GLOTPRESS_URL_TEMPLATE: gp.template,
       // The fakes listen on loopback, which server-side fetches refuse unless allowed.
       OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
@@ -201,6 +203,17 @@ describe('translation pipeline (Temporal workflow)', () => {
     expect(failed.logs.filter((l: any) => l.level === 'warn')).toHaveLength(3);
     const c = await check(SLUG, 'es_ES');
     expect(c.body).toMatchObject({ status: 'failed', failure_step: 'processing', remaining_strings: 10 });
+    // The run is Failed (operators filter on it), its failure the job's recorded outcome.
+    const run = ctx.temporal.client.workflow.getHandle(failed.workflow_id);
+    const err = await run.result().catch((e: unknown) => e);
+    expect((await run.describe()).status.name).toBe('FAILED');
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    expect((err as WorkflowFailedError).cause).toMatchObject({
+      type: 'TranslationFailed',
+      nonRetryable: true,
+      message: failed.failure_reason,
+      details: [{ status: 'failed', step: 'processing', reason: failed.failure_reason }],
+    });
 
     ai.mode.corrupt = undefined;
     const retried = await post(`/translations/jobs/${id}/retry`);
@@ -296,6 +309,41 @@ describe('translation pipeline (Temporal workflow)', () => {
     const ready = await waitForJob(ctx, id, status('ready'));
     expect(ready.logs.some((l: any) => l.level === 'warn' && /answered 2 translations for 3 strings/.test(l.message))).toBe(true);
     expect(ai.requests.filter((r) => r.locale === 'it_IT')).toHaveLength(5); // 4 batches + 1 retry
+  });
+
+  test("the provider's error budget is per job: each batch failing once spends it at the 4th (TRANSLATION_AI_ERROR_BUDGET=4); retry gives a fresh one", async () => {
+    ai.mode.failEveryOther = 'cs_CZ';
+    try {
+      const first = await check(SLUG, 'cs_CZ');
+      const id = first.body.job_id;
+      await waitForJob(ctx, id, status('pending_approval'));
+      await post(`/translations/jobs/${id}/approve`);
+      const failed = await waitForJob(ctx, id, status('failed'));
+      // Batches 1-3 failed once each and then succeeded; batch 4's first failure was the 4th.
+      expect(failed).toMatchObject({ failure_step: 'processing', failure_kind: 'translation', batches_done: 3 });
+      expect(failed.failure_reason).toMatch(
+        /^Translation failed: batch 4 \(1 strings\): the AI provider failed 4 times in this job, its error budget \(TRANSLATION_AI_ERROR_BUDGET=4\); the last: .*answered 0 translations for 1 strings/,
+      );
+      expect(ai.requests.filter((r) => r.locale === 'cs_CZ')).toHaveLength(7);
+      expect(await ctx.db('translation_jobs').where({ id }).first('provider_failures', 'batch_provider_failures')).toEqual({ provider_failures: 4, batch_provider_failures: 1 });
+      expect(failed.logs.filter((l: any) => l.level === 'warn').map((l: any) => /try (\d+) \(provider failure (\d+) of 4 for the job\)/.exec(l.message)?.slice(1))).toEqual([
+        ['1', '1'],
+        ['1', '2'],
+        ['1', '3'],
+        ['1', '4'],
+      ]);
+      const run = ctx.temporal.client.workflow.getHandle(failed.workflow_id);
+      expect(await run.result().catch((e: unknown) => e)).toBeInstanceOf(WorkflowFailedError);
+      expect((await run.describe()).status.name).toBe('FAILED');
+
+      // Retried with a fresh budget: the last batch (the fake's 8th request, answered whole) succeeds.
+      expect((await post(`/translations/jobs/${id}/retry`)).body.status).toBe('processing');
+      const ready = await waitForJob(ctx, id, status('ready'));
+      expect(ready.remaining_strings).toBe(0);
+      expect(await ctx.db('translation_jobs').where({ id }).first('provider_failures', 'batch_provider_failures')).toEqual({ provider_failures: 0, batch_provider_failures: 0 });
+    } finally {
+      ai.mode.failEveryOther = undefined;
+    }
   });
 
   test('bulk approval of all pending jobs, and a new version starts new packages while the old pack stays', async () => {

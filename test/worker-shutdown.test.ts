@@ -46,5 +46,7 @@ describe.each([
     const job = await waitForJob(ctx, check.body.job_id, status('ready'), 90_000);
     expect(job.remaining_strings).toBe(0);
     expect(ai.requests.filter((r) => r.locale === 'de_DE').length).toBe(asked);
+    // A batch cancelled by the stopping worker is not the provider's failure: none of its error budget spent.
+    expect(await ctx.db('translation_jobs').where({ id: check.body.job_id }).first('provider_failures', 'batch_provider_failures')).toEqual({ provider_failures: 0, batch_provider_failures: 0 });
   }, 120_000);
 });

@@ -9,6 +9,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { chatFollowUp, closedSignal, assignedSignal } from '../workflows/chatFollowUp';
 import { domainCheck } from '../workflows/domainCheck';
 import { register, REGISTER_FAILURES } from '../workflows/register';
+import { TENANT_OPERATION_FAILED, tenantTeardown, tenantVerifyWorkflow } from '../workflows/tenants';
 import { createTimeSkippingEnv, withWorker } from './workflow-env';
 
 jest.setTimeout(120_000);
@@ -204,5 +205,41 @@ describe('domainCheck', () => {
         expect(calls.some((c) => c[0] === 'checkDomainCertificate')).toBe(false);
       },
     );
+  });
+});
+
+describe('tenant workflows: a run that gives up', () => {
+  const ok = async () => undefined;
+  const teardown = { tenantPullBack: async () => ({ rows: 0 }), tenantDropRole: ok, tenantDropDatabase: ok, tenantRemoveFilesAndRoute: ok, tenantMarkTornDown: ok, tenantMarkFailed: ok };
+
+  test('records the step and reason first, then fails as TenantOperationFailed carrying the result', async () => {
+    await withWorker(
+      env,
+      {
+        ...teardown,
+        tenantDropDatabase: async () => {
+          throw ApplicationFailure.nonRetryable('database host "x" is not configured', 'TenantConfigError');
+        },
+      },
+      async (taskQueue, calls) => {
+        const err = await env.client.workflow.execute(tenantTeardown, { taskQueue, workflowId: wid('teardown'), args: [{ tenantId: 5, siteId: 6 }] }).catch((e: unknown) => e);
+        expect(failureType(err)).toBe(TENANT_OPERATION_FAILED);
+        expect((err as WorkflowFailedError).cause).toMatchObject({
+          message: 'Tenant teardown failed at step drop_database: database host "x" is not configured',
+          nonRetryable: true,
+          details: [{ state: 'tearing_down', step: 'drop_database', error: 'database host "x" is not configured' }],
+        });
+        expect(calls.map((c) => c[0])).toEqual(['tenantPullBack', 'tenantDropRole', 'tenantDropDatabase', 'tenantMarkFailed']);
+        expect(calls[3]).toEqual(['tenantMarkFailed', { tenantId: 5, operation: 'teardown', step: 'drop_database', message: 'database host "x" is not configured' }]);
+      },
+    );
+  });
+
+  test('verification that ran and found failing checks completes (an outcome, not a failure)', async () => {
+    await withWorker(env, { tenantChecksRunning: ok, tenantVerify: async () => ({ ready: false, results: {} }), tenantMarkFailed: ok }, async (taskQueue, calls) => {
+      const r = await env.client.workflow.execute(tenantVerifyWorkflow, { taskQueue, workflowId: wid('verify'), args: [{ tenantId: 5, siteId: 6 }] });
+      expect(r).toEqual({ state: 'not_ready' });
+      expect(calls.map((c) => c[0])).toEqual(['tenantChecksRunning', 'tenantVerify']);
+    });
   });
 });

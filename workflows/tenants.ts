@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities } from '@temporalio/workflow';
 import type { TenantActivities } from '../activities/tenants';
 
 /**
@@ -8,7 +8,23 @@ import type { TenantActivities } from '../activities/tenants';
  * the step it was in; a run that failed is started again from the top and skips what is
  * already done.
  */
-// Activities heartbeat every few seconds: a dead worker is noticed after heartbeatTimeout.
+/**
+ * Changes shipped through patched() (README "Shipping a workflow change"): runs started by older
+ * code replay without them.
+ */
+export const TENANT_PATCHES = {
+  /**
+   * A run whose step gave up ends Failed (ApplicationFailure TenantOperationFailed, its details
+   * the result below) after the registry recorded it, instead of Completed with state failed.
+   */
+  failRuns: 'tenant-fail-runs',
+} as const;
+
+/** The failure type of a tenant run that gave up; its details[0] is the TenantWorkflowResult. */
+export const TENANT_OPERATION_FAILED = 'TenantOperationFailed';
+
+// Activities heartbeat from real progress (a batch pushed, a file moved, a check done): a dead or
+// stuck worker is noticed after heartbeatTimeout, and the step is retried (idempotent).
 const steps = proxyActivities<TenantActivities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '10 seconds',
@@ -47,7 +63,8 @@ type Step = [name: string, run: (tenantId: number) => Promise<unknown>];
 
 /**
  * Runs the steps in order. A step that gives up (its retries spent, or a non-retryable
- * failure) ends the run: the registry entry records the operation, the step and why.
+ * failure) ends the run: the registry entry records the operation, the step and why, then the
+ * run fails (TENANT_PATCHES.failRuns) so that operators find it among the Failed ones.
  */
 async function runSteps(operation: 'bootstrap' | 'verify' | 'teardown', tenantId: number, list: Step[]): Promise<{ failed?: TenantWorkflowResult; last?: unknown }> {
   let last: unknown;
@@ -57,7 +74,11 @@ async function runSteps(operation: 'bootstrap' | 'verify' | 'teardown', tenantId
     } catch (err) {
       const message = reason(err);
       await bookkeeping.tenantMarkFailed({ tenantId, operation, step, message });
-      return { failed: { state: operation === 'teardown' ? 'tearing_down' : operation === 'bootstrap' ? 'failed' : 'not_ready', step, error: message } };
+      const failed: TenantWorkflowResult = { state: operation === 'teardown' ? 'tearing_down' : operation === 'bootstrap' ? 'failed' : 'not_ready', step, error: message };
+      if (patched(TENANT_PATCHES.failRuns)) {
+        throw ApplicationFailure.create({ message: `Tenant ${operation} failed at step ${step}: ${message}`, type: TENANT_OPERATION_FAILED, nonRetryable: true, details: [failed] });
+      }
+      return { failed };
     }
   }
   return { last };

@@ -55,7 +55,25 @@ export const PATCHES = {
    * signals only (their handlers stay).
    */
   decisionUpdates: 'translation-decision-updates',
+  /**
+   * A job that failed (a step gave up) ends its run Failed (ApplicationFailure TranslationFailed,
+   * its details the PipelineResult) after the job recorded it. Rejected and expired jobs are
+   * decisions, not failures: their runs still complete.
+   */
+  failRuns: 'translation-fail-runs',
+  /**
+   * The AI provider's error budget is kept by the batch activity (TRANSLATION_AI_MAX_TRIES per
+   * batch, TRANSLATION_AI_ERROR_BUDGET per job); the activity's own retries cover infrastructure
+   * (a worker killed or stopped mid-batch, database trouble) and no longer spend the provider's tries.
+   */
+  providerBudget: 'translation-provider-budget',
 } as const;
+
+/** Tries of a batch for infrastructure trouble, on top of the provider's (PATCHES.providerBudget). */
+const INFRASTRUCTURE_TRIES = 10;
+
+/** The failure type of a run whose job failed; its details[0] is the PipelineResult. */
+export const TRANSLATION_FAILED = 'TranslationFailed';
 
 /** For inputs of runs started before these fields existed (TRANSLATION_APPROVAL_TIMEOUT_DAYS, TRANSLATION_BATCHES_PER_RUN). */
 const DEFAULT_APPROVAL_TIMEOUT_SECONDS = 30 * 86_400;
@@ -77,11 +95,16 @@ function refused(state: DecisionRefusal['state'], message: string): ApplicationF
   return ApplicationFailure.create({ message, type: DECISION_REFUSED, nonRetryable: true, details: [refusal] });
 }
 
-function reasonOf(err: unknown, step: PipelineStep, aiMaxTries: number): string {
+/** `attempts`: the batch activity's maximumAttempts, which a retryable failure used up. */
+function reasonOf(err: unknown, step: PipelineStep, aiMaxTries: number, attempts: number): string {
   let cause: unknown = err;
   if (cause instanceof ActivityFailure && cause.cause) cause = cause.cause;
   const message = cause instanceof Error ? cause.message : String(cause);
   const retryable = cause instanceof ApplicationFailure ? !cause.nonRetryable : true;
+  if (step === 'processing' && cause instanceof ApplicationFailure && cause.type === 'TranslationProviderTriesSpent') {
+    return `Translation failed after ${Number(cause.details?.[0] ?? aiMaxTries)} tries: ${message}`;
+  }
+  if (step === 'processing' && retryable && attempts !== aiMaxTries) return `Translation failed after ${attempts} attempts (the provider's tries not spent): ${message}`;
   if (step === 'processing') return `Translation failed${retryable ? ` after ${aiMaxTries} tries` : ''}: ${message}`;
   if (step === 'packaging') return `Packaging failed: ${message}`;
   return `Validation failed: ${message}`;
@@ -156,17 +179,24 @@ export async function translationPipeline(input: PipelineInput): Promise<Pipelin
 
   // One batch per activity: its result is stored before the next starts, so a worker that dies
   // mid-batch costs that batch only. The heartbeat notices a dead worker within 15 s.
-  const batches = proxyActivities<TranslationActivities>({
-    startToCloseTimeout: '15 minutes',
-    heartbeatTimeout: '15 seconds',
-    retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: input.aiMaxTries, nonRetryableErrorTypes: ['TranslationProviderRejected'] },
-  });
+  let batchAttempts = input.aiMaxTries;
+  const batchesWith = (maximumAttempts: number) =>
+    proxyActivities<TranslationActivities>({
+      startToCloseTimeout: '15 minutes',
+      heartbeatTimeout: '15 seconds',
+      retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts, nonRetryableErrorTypes: ['TranslationProviderRejected'] },
+    });
+  /** A failed job's result, when its run is to end Failed (PATCHES.failRuns): thrown once the handlers are done. */
+  let failure: PipelineResult | null = null;
 
   let step: PipelineStep = STEPS[Math.max(from, 0)];
   const result = await run();
   // An update still deciding (e.g. one the approval timeout overtook) answers before the run ends.
   approval = 'past';
   if (!allHandlersFinished()) await condition(allHandlersFinished);
+  // (Set inside run(): TypeScript cannot see it from here.)
+  const failed = failure as PipelineResult | null;
+  if (failed) throw ApplicationFailure.create({ message: failed.reason, type: TRANSLATION_FAILED, nonRetryable: true, details: [failed] });
   return result;
 
   async function run(): Promise<PipelineResult> {
@@ -208,6 +238,8 @@ export async function translationPipeline(input: PipelineInput): Promise<Pipelin
         const start = await steps.translationStartProcessing(jobId);
         let remaining = start.remaining;
         const bounded = patched(PATCHES.continueAsNew);
+        if (start.provider && remaining > 0 && patched(PATCHES.providerBudget)) batchAttempts = input.aiMaxTries + INFRASTRUCTURE_TRIES;
+        const batches = batchesWith(batchAttempts);
         const perRun = input.batchesPerRun ?? DEFAULT_BATCHES_PER_RUN;
         for (let done = 0; start.provider && remaining > 0; done++) {
           if (bounded && (done >= perRun || workflowInfo().continueAsNewSuggested)) {
@@ -225,9 +257,11 @@ export async function translationPipeline(input: PipelineInput): Promise<Pipelin
     } catch (err) {
       if (err instanceof ContinueAsNew) throw err;
       approval = 'past';
-      const reason = reasonOf(err, step, input.aiMaxTries);
+      const reason = reasonOf(err, step, input.aiMaxTries, batchAttempts);
       await record.translationFail(jobId, step, reason);
-      return { status: 'failed', step, reason };
+      const result: PipelineResult = { status: 'failed', step, reason };
+      if (patched(PATCHES.failRuns)) failure = result;
+      return result;
     }
   }
 }

@@ -418,38 +418,105 @@ export async function copyPrefix(storage: ObjectStorage, from: string, to: strin
   for (const key of await storage.list(from)) await storage.copy(key, to + key.slice(from.length));
 }
 
+export interface MoveOptions {
+  /** Checked before each entry: an aborted move stops there (throwing the signal's reason), every entry whole in one place. */
+  signal?: AbortSignal;
+  /** Called after each entry moved (its key under `from`): progress, e.g. an activity's heartbeat. */
+  onEntry?: (key: string) => void;
+}
+
 /**
  * Moves the folder `from` of one storage into the folder `to` of another of the same driver
- * (an entry already in `to` is replaced), then removes `from`. Safe to repeat after a failure:
- * what was moved is not under `from` any more, what was not is moved again. Local: renames
- * (copies across file systems), `to` created even when there is nothing to move; s3: copies
- * then deletes.
+ * (an entry already in `to` is replaced), entry by entry, then removes what is left of `from`
+ * (empty folders only). An entry is never in neither place, and nothing under `to` is deleted
+ * first, so the move is safe to repeat after a failure and safe when a second attempt runs beside
+ * the first (an activity retried while its first attempt still runs): what one moved is not
+ * under `from` for the other any more, and is skipped. Local: each file renamed into place
+ * (atomic; across file systems copied to a temporary name beside its target, renamed into
+ * place, then the source removed), `to` created even when there is nothing to move; s3: each
+ * object copied, then deleted. An object added under `from` during the move is moved by it or
+ * left there, never deleted unmoved.
  */
-export async function movePrefix(source: ObjectStorage, from: string, target: ObjectStorage, to: string): Promise<void> {
+export async function movePrefix(source: ObjectStorage, from: string, target: ObjectStorage, to: string, opts: MoveOptions = {}): Promise<void> {
   checkPrefix(from);
   checkPrefix(to);
   if (source instanceof LocalObjectStorage && target instanceof LocalObjectStorage) {
     const src = source.pathOf(from.slice(0, -1));
     const dst = target.pathOf(to.slice(0, -1));
     await fs.promises.mkdir(dst, { recursive: true, mode: 0o750 });
-    if (!fs.existsSync(src)) return;
-    for (const entry of await fs.promises.readdir(src)) {
-      const into = path.join(dst, entry);
-      await fs.promises.rm(into, { recursive: true, force: true });
-      try {
-        await fs.promises.rename(path.join(src, entry), into);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
-        await fs.promises.cp(path.join(src, entry), into, { recursive: true });
-        await fs.promises.rm(path.join(src, entry), { recursive: true, force: true });
-      }
-    }
-    await fs.promises.rm(src, { recursive: true, force: true });
+    await moveTree(src, dst, from, opts);
+    await removeEmptyFolders(src);
     return;
   }
   if (source !== target) throw new Error('movePrefix: both sides must be one storage (s3) or local folders');
-  for (const key of await source.list(from)) await source.copy(key, to + key.slice(from.length));
-  await deletePrefix(source, from);
+  for (const key of await source.list(from)) {
+    opts.signal?.throwIfAborted();
+    try {
+      await source.copy(key, to + key.slice(from.length));
+    } catch (err) {
+      if (err instanceof ObjectNotFound) continue; // moved by another attempt meanwhile
+      throw err;
+    }
+    await source.delete(key);
+    opts.onEntry?.(key);
+  }
+}
+
+/** The files under `src` moved to the same paths under `dst`, one at a time (see movePrefix). */
+async function moveTree(src: string, dst: string, prefix: string, opts: MoveOptions): Promise<void> {
+  let entries: fs.Dirent[];
+  try {
+    entries = await fs.promises.readdir(src, { withFileTypes: true });
+  } catch (err) {
+    if (isMissing(err)) return; // nothing (left) to move
+    throw err;
+  }
+  for (const entry of entries) {
+    opts.signal?.throwIfAborted();
+    const from = path.join(src, entry.name);
+    const into = path.join(dst, entry.name);
+    if (entry.isDirectory()) {
+      await fs.promises.mkdir(into, { recursive: true, mode: 0o750 });
+      await moveTree(from, into, `${prefix}${entry.name}/`, opts);
+      continue;
+    }
+    if (TEMP_NAME.test(entry.name)) continue; // a write in progress (or left by a crash), not an object
+    try {
+      await fs.promises.rename(from, into);
+    } catch (err) {
+      if (isMissing(err)) continue; // moved by another attempt meanwhile
+      if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+      const temp = `${into}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`;
+      try {
+        await fs.promises.copyFile(from, temp);
+        await fs.promises.rename(temp, into);
+      } catch (copyErr) {
+        await fs.promises.rm(temp, { force: true });
+        if (isMissing(copyErr)) continue;
+        throw copyErr;
+      }
+      await fs.promises.rm(from, { force: true });
+    }
+    opts.onEntry?.(`${prefix}${entry.name}`);
+  }
+}
+
+/** Removes `dir` and the folders under it that are empty; a folder with anything left in it stays. */
+async function removeEmptyFolders(dir: string): Promise<void> {
+  let entries: fs.Dirent[];
+  try {
+    entries = await fs.promises.readdir(dir, { withFileTypes: true });
+  } catch (err) {
+    if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return;
+    throw err;
+  }
+  for (const e of entries) if (e.isDirectory()) await removeEmptyFolders(path.join(dir, e.name));
+  try {
+    await fs.promises.rmdir(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && !isMissing(err)) throw err;
+  }
 }
 
 /** The storage the configuration names. Built once per process (API and worker) and passed down. */

@@ -1,11 +1,15 @@
 import { Client, Connection } from '@temporalio/client';
 import { ApiError } from '../http/errors';
+import { bulkQueueOf, type TaskQueues } from './task-queues';
 
 export interface TemporalHandle {
   connection: Connection;
   client: Client;
   namespace: string;
+  /** The interactive queue (TEMPORAL_TASK_QUEUE): /readyz counts its pollers. */
   taskQueue: string;
+  /** Both queues; a start goes to its workflow type's (src/temporal/task-queues.ts). */
+  taskQueues: TaskQueues;
 }
 
 /**
@@ -15,11 +19,11 @@ export interface TemporalHandle {
  */
 export const RECONNECT_BACKOFF = { 'grpc.initial_reconnect_backoff_ms': 500, 'grpc.max_reconnect_backoff_ms': 5000 };
 
-/** Connected now: fails when the server cannot be reached (tests, tools). */
-export async function connectTemporal(address: string, namespace: string, taskQueue: string): Promise<TemporalHandle> {
+/** Connected now: fails when the server cannot be reached (tests, tools). `bulkTaskQueue`: TEMPORAL_BULK_TASK_QUEUE (default `<taskQueue>-bulk`). */
+export async function connectTemporal(address: string, namespace: string, taskQueue: string, bulkTaskQueue = bulkQueueOf(taskQueue)): Promise<TemporalHandle> {
   const connection = await Connection.connect({ address, connectTimeout: '10s', channelArgs: RECONNECT_BACKOFF });
   const client = new Client({ connection, namespace });
-  return { connection, client, namespace, taskQueue };
+  return { connection, client, namespace, taskQueue, taskQueues: { interactive: taskQueue, bulk: bulkTaskQueue } };
 }
 
 /**
@@ -27,10 +31,10 @@ export async function connectTemporal(address: string, namespace: string, taskQu
  * calls (and /readyz) find out, the gateway's circuit answers 503 meanwhile, and the channel
  * connects once the server is there.
  */
-export function lazyTemporal(address: string, namespace: string, taskQueue: string): TemporalHandle {
+export function lazyTemporal(address: string, namespace: string, taskQueue: string, bulkTaskQueue = bulkQueueOf(taskQueue)): TemporalHandle {
   const connection = Connection.lazy({ address, connectTimeout: '10s', channelArgs: RECONNECT_BACKOFF });
   const client = new Client({ connection, namespace });
-  return { connection, client, namespace, taskQueue };
+  return { connection, client, namespace, taskQueue, taskQueues: { interactive: taskQueue, bulk: bulkTaskQueue } };
 }
 
 /**

@@ -18,6 +18,7 @@ import { ApiError } from '../http/errors';
 import type { Metrics } from '../http/metrics';
 import { logger } from '../logger';
 import type { TemporalHandle } from './client';
+import { taskQueueFor } from './task-queues';
 import type { WorkflowIds } from './workflow-ids';
 
 /** The 503 a feature answers when Temporal cannot be reached; `detail` says why. */
@@ -168,8 +169,9 @@ export class TemporalGateway {
 
   /** Starts a workflow by its function (the type name is the function's name) or by its type name. */
   async start<T extends Workflow>(workflow: T | string, opts: StartOptions<T>, unavailable: Unavailable, timeoutMs?: number): Promise<WorkflowHandle<T>> {
-    const handle = await this.call(unavailable, (c) => c.workflow.start<T>(workflow, this.startOptions(this.handle!, opts)), timeoutMs);
-    this.metrics?.workflowsStarted.inc({ workflow_type: typeof workflow === 'string' ? workflow : workflow.name });
+    const type = typeof workflow === 'string' ? workflow : workflow.name;
+    const handle = await this.call(unavailable, (c) => c.workflow.start<T>(workflow, this.startOptions(this.handle!, type, opts)), timeoutMs);
+    this.metrics?.workflowsStarted.inc({ workflow_type: type });
     return handle;
   }
 
@@ -264,9 +266,9 @@ export class TemporalGateway {
     this.probeTimer = null;
   }
 
-  private startOptions<T extends Workflow>(t: TemporalHandle, o: StartOptions<T>): WorkflowStartOptions<T> {
+  private startOptions<T extends Workflow>(t: TemporalHandle, workflowType: string, o: StartOptions<T>): WorkflowStartOptions<T> {
     return {
-      taskQueue: t.taskQueue,
+      taskQueue: taskQueueFor(workflowType, t.taskQueues),
       workflowId: o.workflowId,
       args: o.args,
       staticSummary: o.summary,

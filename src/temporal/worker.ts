@@ -5,6 +5,7 @@ import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { createObjectStorage, type ObjectStorage } from '../infra/object-storage';
 import { logger } from '../logger';
+import { bulkQueueOf, workerTaskQueues, type TaskQueueKind } from './task-queues';
 
 export interface RunningWorker {
   /** Resolves when the worker has stopped for good (shutdown()); a failed worker is restarted, not ended. */
@@ -23,17 +24,42 @@ export function workflowsPath(): string {
 }
 
 let runtimeInstalled = false;
-/** The SDK's own log lines go through our logger, at warn and above unless LOG_LEVEL asks for more. */
-function installRuntime(): void {
+/** Where the SDK's Prometheus exporter listens (WORKER_METRICS_HOST:WORKER_METRICS_PORT), or null (port 0: off). */
+export function metricsBindAddress(config: Pick<Config, 'WORKER_METRICS_HOST' | 'WORKER_METRICS_PORT'>): string | null {
+  if (!config.WORKER_METRICS_PORT) return null;
+  const host = config.WORKER_METRICS_HOST.includes(':') ? `[${config.WORKER_METRICS_HOST}]` : config.WORKER_METRICS_HOST;
+  return `${host}:${config.WORKER_METRICS_PORT}`;
+}
+
+/**
+ * The SDK's runtime, once per process (Runtime.install refuses a second call, and the first
+ * NativeConnection or Worker makes a default one): its log lines go through our logger, at
+ * warn and above unless LOG_LEVEL asks for more, and, given a config whose
+ * WORKER_METRICS_PORT is not 0, its metrics (temporal_*: task slots, poll and schedule-to-start
+ * latencies, activity and workflow outcomes, sticky cache) are served for Prometheus at
+ * http://WORKER_METRICS_HOST:WORKER_METRICS_PORT/metrics. The first call decides: a process
+ * that bundles or replays workflows before it starts a worker (the replay test) has no metrics.
+ */
+function installRuntime(config?: Pick<Config, 'WORKER_METRICS_HOST' | 'WORKER_METRICS_PORT'>): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level: LogLevel = logger.levelVal <= 20 ? 'DEBUG' : 'WARN';
-  Runtime.install({
-    logger: new DefaultLogger(level, (entry) => {
-      const fn = entry.level === 'ERROR' ? 'error' : entry.level === 'WARN' ? 'warn' : 'debug';
-      logger[fn]({ component: 'temporal-sdk', ...entry.meta }, entry.message);
-    }),
-  });
+  const bindAddress = config ? metricsBindAddress(config) : null;
+  try {
+    Runtime.install({
+      logger: new DefaultLogger(level, (entry) => {
+        const fn = entry.level === 'ERROR' ? 'error' : entry.level === 'WARN' ? 'warn' : 'debug';
+        logger[fn]({ component: 'temporal-sdk', ...entry.meta }, entry.message);
+      }),
+      ...(bindAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress } } } } : {}),
+    });
+  } catch (err) {
+    runtimeInstalled = false;
+    // The port taken: say which setting, not only the SDK's "Address already in use".
+    if (bindAddress) throw new Error(`worker metrics (WORKER_METRICS_HOST:WORKER_METRICS_PORT = ${bindAddress}): ${(err as Error).message}; choose another port, or 0 to turn them off`);
+    throw err;
+  }
+  if (bindAddress) logger.info({ bindAddress }, 'temporal worker metrics served at /metrics');
 }
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
@@ -54,10 +80,15 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
  * here so it stays so): each cached workflow costs its own state, not a context of its own.
  * Past WORKER_MAX_CACHED_WORKFLOWS the least recently used is evicted and replayed from its
  * history when its next task comes. Activities share the process's database pool
- * (DB_POOL_MAX), so more of them at once than that only wait for a connection.
+ * (DB_POOL_MAX), so more of them at once than that only wait for a connection. One Worker per
+ * task queue (src/temporal/task-queues.ts): the cache and the workflow task slots are per queue.
  */
 export function workerBounds(
-  config: Pick<Config, 'WORKER_MAX_CACHED_WORKFLOWS' | 'WORKER_MAX_WORKFLOW_TASKS' | 'WORKER_MAX_ACTIVITIES' | 'WORKER_MAX_LOCAL_ACTIVITIES' | 'WORKER_SHUTDOWN_GRACE_SECONDS'>,
+  config: Pick<
+    Config,
+    'WORKER_MAX_CACHED_WORKFLOWS' | 'WORKER_MAX_WORKFLOW_TASKS' | 'WORKER_MAX_ACTIVITIES' | 'WORKER_MAX_BULK_ACTIVITIES' | 'WORKER_MAX_LOCAL_ACTIVITIES' | 'WORKER_SHUTDOWN_GRACE_SECONDS'
+  >,
+  kind: TaskQueueKind = 'interactive',
 ) {
   return {
     reuseV8Context: true,
@@ -68,7 +99,9 @@ export function workerBounds(
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
     // The SDK refuses fewer than 2 workflow task slots with a cache.
     maxConcurrentWorkflowTaskExecutions: config.WORKER_MAX_WORKFLOW_TASKS,
-    maxConcurrentActivityTaskExecutions: config.WORKER_MAX_ACTIVITIES,
+    // Per queue: the interactive queue's activities are short database steps, the bulk queue's
+    // long ones (a push, an AI batch) hold a connection for longer, so fewer of them run at once.
+    maxConcurrentActivityTaskExecutions: kind === 'bulk' ? config.WORKER_MAX_BULK_ACTIVITIES : config.WORKER_MAX_ACTIVITIES,
     maxConcurrentLocalActivityExecutions: config.WORKER_MAX_LOCAL_ACTIVITIES,
   };
 }
@@ -79,32 +112,34 @@ export function workerBounds(
  * 30 s; it polled again each time once the server was back), but a Worker whose run() ends
  * with an error (a poll error its core gives up on) never polls again: so a run that ends
  * without shutdown() is followed by a new NativeConnection and Worker, with backoff
- * (WORKER_RESTART), each attempt logged, until shutdown(). The first start is not retried
- * (a wrong address or namespace stops the start) unless `retryFirstStart`: worker processes
- * then wait for Temporal, logging each try.
+ * (WORKER_RESTART), each attempt logged, until shutdown(). The first start is retried only
+ * with `retryFirstStart` (worker processes, which may start before Temporal); otherwise a wrong
+ * address or namespace stops the process's start.
  *
  * Per process: with N worker replicas each one restarts its own worker.
  */
-export async function startWorker(opts: {
+async function superviseQueue(opts: {
   address: string;
   namespace: string;
   taskQueue: string;
-  db: Db;
+  kind: TaskQueueKind;
   config: Config;
-  storage?: ObjectStorage;
+  workflowBundle: WorkflowBundleWithSourceMap;
+  activities: ReturnType<typeof createActivities>;
   /** The first start too is tried again with backoff (worker processes: Temporal may come up after them); it then runs in the background. */
   retryFirstStart?: boolean;
 }): Promise<RunningWorker> {
-  installRuntime();
-  // The process's shared file storage; when not given, one built from the config, closed when the worker stops.
-  const storage = opts.storage ?? createObjectStorage(opts.config);
-  const own = !opts.storage;
-  const workflowBundleCode = await workflowBundle();
-  const activities = createActivities({ db: opts.db, config: opts.config, storage });
   const create = async () => {
     const connection = await NativeConnection.connect({ address: opts.address });
     try {
-      const worker = await Worker.create({ connection, namespace: opts.namespace, taskQueue: opts.taskQueue, workflowBundle: workflowBundleCode, activities, ...workerBounds(opts.config) });
+      const worker = await Worker.create({
+        connection,
+        namespace: opts.namespace,
+        taskQueue: opts.taskQueue,
+        workflowBundle: opts.workflowBundle,
+        activities: opts.activities,
+        ...workerBounds(opts.config, opts.kind),
+      });
       return { connection, worker };
     } catch (err) {
       await connection.close().catch(() => undefined);
@@ -122,27 +157,13 @@ export async function startWorker(opts: {
     }
   };
 
-  let current: { connection: NativeConnection; worker: Worker } | null = null;
-  if (!opts.retryFirstStart) {
-    try {
-      current = await create();
-    } catch (err) {
-      if (own) storage.close();
-      throw err;
-    }
-  }
+  let current: { connection: NativeConnection; worker: Worker } | null = opts.retryFirstStart ? null : await create();
   let stopping = false;
   let stop!: () => void;
   const stopped = new Promise<null>((resolve) => (stop = () => resolve(null)));
   const sleep = (ms: number) => Promise.race([new Promise<void>((r) => setTimeout(r, ms).unref()), stopped]);
 
-  const done = (async () => {
-    try {
-      await supervise();
-    } finally {
-      if (own) storage.close();
-    }
-  })();
+  const done = supervise();
   async function supervise(): Promise<void> {
     let delay = WORKER_RESTART.firstMs;
     for (;;) {
@@ -189,13 +210,58 @@ export async function startWorker(opts: {
       logger.info({ taskQueue: opts.taskQueue }, first ? 'temporal worker running' : 'temporal worker running again');
     }
   }
-  if (current) logger.info({ taskQueue: opts.taskQueue, namespace: opts.namespace }, 'temporal worker running');
+  if (current) logger.info({ taskQueue: opts.taskQueue, kind: opts.kind, namespace: opts.namespace }, 'temporal worker running');
   return {
     done,
     async shutdown() {
       stopping = true;
       stop();
       if (current && current.worker.getState() === 'RUNNING') current.worker.shutdown();
+      await done;
+    },
+  };
+}
+
+/**
+ * The process's workers: one per task queue it polls (WORKER_TASK_QUEUES; unset: the
+ * interactive queue `taskQueue` and the bulk queue, TEMPORAL_BULK_TASK_QUEUE or
+ * `<taskQueue>-bulk`), each restarting by itself as above, sharing the activities (one database
+ * pool, one file storage) and the workflow bundle.
+ */
+export async function startWorker(opts: {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  db: Db;
+  config: Config;
+  storage?: ObjectStorage;
+  /** The first start too is tried again with backoff (worker processes: Temporal may come up after them); it then runs in the background. */
+  retryFirstStart?: boolean;
+}): Promise<RunningWorker> {
+  installRuntime(opts.config);
+  const queues = workerTaskQueues(opts.config, { interactive: opts.taskQueue, bulk: opts.config.TEMPORAL_BULK_TASK_QUEUE ?? bulkQueueOf(opts.taskQueue) });
+  // The process's shared file storage; when not given, one built from the config, closed when the workers stop.
+  const storage = opts.storage ?? createObjectStorage(opts.config);
+  const own = !opts.storage;
+  const started: RunningWorker[] = [];
+  try {
+    const bundleCode = await workflowBundle();
+    const activities = createActivities({ db: opts.db, config: opts.config, storage });
+    for (const q of queues) {
+      started.push(await superviseQueue({ address: opts.address, namespace: opts.namespace, taskQueue: q.name, kind: q.kind, config: opts.config, workflowBundle: bundleCode, activities, retryFirstStart: opts.retryFirstStart }));
+    }
+  } catch (err) {
+    await Promise.all(started.map((w) => w.shutdown()));
+    if (own) storage.close();
+    throw err;
+  }
+  const done = Promise.all(started.map((w) => w.done)).then(() => {
+    if (own) storage.close();
+  });
+  return {
+    done,
+    async shutdown() {
+      await Promise.all(started.map((w) => w.shutdown()));
       await done;
     },
   };

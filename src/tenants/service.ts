@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { ApplicationFailure, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
@@ -8,7 +8,7 @@ import type { Logger } from '../logger';
 import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
 import type { TemporalGateway } from '../temporal/gateway';
 import { enqueueStart, startPending, WorkflowStarts, type OutboxStart } from '../temporal/starts';
-import { tenantBootstrap, tenantTeardown, tenantVerifyWorkflow, type TenantWorkflowInput, type TenantWorkflowResult } from '../../workflows/tenants';
+import { TENANT_OPERATION_FAILED, tenantBootstrap, tenantTeardown, tenantVerifyWorkflow, type TenantWorkflowInput, type TenantWorkflowResult } from '../../workflows/tenants';
 import { SA_SITE_ID } from '../../workflows/search-attributes';
 import { tenantHosts } from './hosts';
 import { liveTenant, tenantStatus, type TenantRow, type TenantState, type TenantStatus } from './store';
@@ -120,7 +120,9 @@ export class TenantService {
 
   /**
    * Waits up to TENANT_WAIT_SECONDS for the workflow; null when it is still running, or when
-   * its start waits in the outbox (`started` false: the id's last run may be an earlier one).
+   * its start waits in the outbox (`started` false: the id's last run may be an earlier one). A
+   * run that failed after recording its outcome (TenantOperationFailed) answers that outcome, as
+   * a run of older code that completed with it does; any other failure is the 500.
    */
   private async wait(op: Operation, t: TenantRow, started: boolean): Promise<TenantWorkflowResult | null> {
     const waitMs = this.config.TENANT_WAIT_SECONDS * 1000;
@@ -129,6 +131,9 @@ export class TenantService {
       return await this.temporal.result<(typeof TENANT_WORKFLOWS)[typeof op]>(t.workflow_id!, waitMs, temporalUnavailable);
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return null; // its start waits in the outbox
+      if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === TENANT_OPERATION_FAILED && err.cause.details?.[0]) {
+        return err.cause.details[0] as TenantWorkflowResult;
+      }
       if (err instanceof WorkflowFailedError) throw new ApiError(500, 'wu_rest_tenant_workflow_failed', `The tenant ${op} workflow failed: ${err.cause?.message ?? err.message}`);
       throw err;
     }

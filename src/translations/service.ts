@@ -659,6 +659,9 @@ export class TranslationService {
           status: from,
           failure_step: null,
           failure_reason: null,
+          // A retry gives the AI provider a fresh error budget (TRANSLATION_AI_ERROR_BUDGET).
+          provider_failures: 0,
+          batch_provider_failures: 0,
           ...(from === 'pending_approval' ? { rejection_reason: null, approved_at: null, approved_by: null } : {}),
           status_changed_at: trx.fn.now(),
           date_modified: trx.fn.now(),
