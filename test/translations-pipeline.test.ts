@@ -282,10 +282,11 @@ describe('translation pipeline (Temporal workflow)', () => {
   test('a job whose workflow was terminated by an operator is restarted by retry from its step; a running one is not', async () => {
     const first = await check(SLUG, 'fi');
     const id = first.body.job_id;
-    await waitForJob(ctx, id, status('pending_approval'));
+    const parked = await waitForJob(ctx, id, status('pending_approval'));
     const running = await post(`/translations/jobs/${id}/retry`);
     expect(running.body).toMatchObject({ code: 'wu_rest_translation_job_not_failed', data: { status: 409, job_status: 'pending_approval' } });
-    const handle = ctx.temporal.client.workflow.getHandle(`translation-${SLUG}-plugin-1.0.0-fi`);
+    expect(parked.workflow_id).toMatch(new RegExp(`-translation-${SLUG}-plugin-1\\.0\\.0-fi$`));
+    const handle = ctx.temporal.client.workflow.getHandle(parked.workflow_id);
     await handle.terminate('operator test');
     // Still shown pending, but nothing would ever move it: approving says so (and changes nothing).
     expect((await post(`/translations/jobs/${id}/approve`)).body).toMatchObject({ code: 'wu_rest_translation_workflow_not_running', data: { status: 409 } });
