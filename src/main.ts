@@ -65,7 +65,9 @@ async function main() {
   steps.push(async () => storage.close());
   const relays = startRelays(db, temporal, config);
   steps.push(() => relays.stop());
-  const worker = await startWorker({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config, storage, retryFirstStart: true });
+  // The dev server started above is there: the worker polls before "hostflow is up" is printed.
+  // An external TEMPORAL_ADDRESS may be down: the worker then keeps trying in the background.
+  const worker = await startWorker({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config, storage, retryFirstStart: uiUrl === null });
   steps.push(() => worker.shutdown());
   const http = await startHttp(config, db, settings, temporal, undefined, storage);
   steps.push(() => http.close());

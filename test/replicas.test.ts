@@ -454,7 +454,9 @@ describe('replicas: 2 API and 2 worker processes on one database, task queue and
     // Who ran what: the identity of each workflow task and activity in every history of the task queue.
     const ran = { workflowTasks: new Map<number, number>(), activities: new Map<number, number>() };
     const bump = (m: Map<number, number>, identity: string | null | undefined) => identity && m.set(pidOf(identity), (m.get(pidOf(identity)) ?? 0) + 1);
-    for await (const wf of ctx.temporal.client.workflow.list({ query: `TaskQueue = "${ctx.config.TEMPORAL_TASK_QUEUE}"` })) {
+    // Both task queues of the install: interactive (register, chat) and bulk (translations, tenants).
+    const queues = ctx.temporal.taskQueues;
+    for await (const wf of ctx.temporal.client.workflow.list({ query: `TaskQueue = "${queues.interactive}" OR TaskQueue = "${queues.bulk}"` })) {
       const history = await ctx.temporal.client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
       for (const e of history.events ?? []) {
         bump(ran.workflowTasks, e.workflowTaskStartedEventAttributes?.identity);
@@ -466,7 +468,7 @@ describe('replicas: 2 API and 2 worker processes on one database, task queue and
       expect(ran.workflowTasks.get(w.child.pid!)).toBeGreaterThan(0);
       expect(ran.activities.get(w.child.pid!)).toBeGreaterThan(0);
     }
-    // Nobody else worked this task queue.
+    // Nobody else worked these task queues.
     expect([...ran.workflowTasks.keys(), ...ran.activities.keys()].every((pid) => workers.some((w) => w.child.pid === pid))).toBe(true);
 
     expect(answers.length).toBeGreaterThan(100);
