@@ -6,6 +6,7 @@ import { listen, type Listener } from '../db/listen';
 import { ApiError } from '../http/errors';
 import { logger } from '../logger';
 import type { StartOptions, TemporalGateway } from './gateway';
+import { singleFlight } from '../infra/single-flight';
 
 /** Notified (by a trigger of migration 20261203000010) when a start is written. */
 export const WORKFLOW_STARTS_CHANNEL = 'hostflow_workflow_starts';
@@ -190,8 +191,6 @@ export function startWorkflowRelay(opts: { db: Db; temporal: TemporalGateway; in
   const log = logger.child({ component: 'workflow-start-relay' });
   const intervalMs = opts.intervalMs ?? 10_000;
   let stopped = false;
-  let running: Promise<number[]> | null = null;
-  let again = false;
   let dueTimer: NodeJS.Timeout | undefined;
 
   const pass = async (): Promise<number[]> => {
@@ -221,25 +220,8 @@ export function startWorkflowRelay(opts: { db: Db; temporal: TemporalGateway; in
   };
 
   // One pass at a time; a wake-up during a pass runs one more pass after it.
-  const sweep = async (): Promise<number[]> => {
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      try {
-        let out = await pass();
-        while (again && !stopped) {
-          again = false;
-          out = out.concat(await pass());
-        }
-        return out;
-      } finally {
-        running = null;
-      }
-    })();
-    return running;
-  };
+  const flight = singleFlight(pass, () => stopped);
+  const sweep = flight.run;
   function wake(): void {
     if (stopped) return;
     sweep().catch((err) => log.warn({ err }, 'workflow start sweep failed; the next one retries'));
@@ -256,7 +238,7 @@ export function startWorkflowRelay(opts: { db: Db; temporal: TemporalGateway; in
       clearInterval(timer);
       clearTimeout(dueTimer);
       await listener.stop();
-      await running?.catch(() => undefined);
+      await flight.settled();
     },
   };
 }

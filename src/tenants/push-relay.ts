@@ -6,6 +6,7 @@ import { ApiError } from '../http/errors';
 import type { TemporalGateway } from '../temporal/gateway';
 import { SA_SITE_ID } from '../../workflows/search-attributes';
 import { tenantPush } from '../../workflows/tenants';
+import { singleFlight } from '../infra/single-flight';
 
 export const TENANT_PUSH_CHANNEL = 'hostflow_tenant_push';
 
@@ -28,8 +29,6 @@ export function startTenantPushRelay(opts: { db: Db; temporal: TemporalGateway; 
   const unavailable = (detail?: string) => new ApiError(503, 'temporal_unavailable', `tenant push relay: ${detail ?? 'Temporal unreachable'}`);
   const log = logger.child({ component: 'tenant-push-relay' });
   let stopped = false;
-  let running: Promise<number[]> | null = null;
-  let again = false;
 
   const pass = async (): Promise<number[]> => {
     const due: { id: number; uid: string; site_id: number }[] = await db('tenants as t')
@@ -54,25 +53,8 @@ export function startTenantPushRelay(opts: { db: Db; temporal: TemporalGateway; 
   };
 
   // One pass at a time; a wake-up during a pass runs one more pass after it.
-  const sweep = async (): Promise<number[]> => {
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      try {
-        let out = await pass();
-        while (again && !stopped) {
-          again = false;
-          out = await pass();
-        }
-        return out;
-      } finally {
-        running = null;
-      }
-    })();
-    return running;
-  };
+  const flight = singleFlight(pass, () => stopped);
+  const sweep = flight.run;
   const wake = () => {
     if (stopped) return;
     sweep().catch((err) => log.warn({ err }, 'tenant push sweep failed; the next one retries'));
@@ -88,7 +70,7 @@ export function startTenantPushRelay(opts: { db: Db; temporal: TemporalGateway; 
       stopped = true;
       clearInterval(timer);
       await listener.stop();
-      await running?.catch(() => undefined);
+      await flight.settled();
     },
   };
 }
