@@ -8,6 +8,7 @@ import {
   patched,
   proxyActivities,
   setHandler,
+  setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { TranslationActivities } from '../activities/translations';
@@ -141,3 +142,9 @@ export async function translationPipeline(input: PipelineInput): Promise<Pipelin
     return { status: 'failed', step, reason };
   }
 }
+
+// Worker versioning (README "Shipping a workflow change"): a job waits for its approval for up to
+// TRANSLATION_APPROVAL_TIMEOUT_DAYS, so it moves to the current worker version at its next workflow
+// task (AUTO_UPGRADE) and the new code must replay its history: every change to what it does goes
+// behind patched().
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, translationPipeline);

@@ -1,26 +1,32 @@
-import path from 'node:path';
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { createObjectStorage, type ObjectStorage } from '../infra/object-storage';
 import { logger } from '../logger';
+import { loadWorkerBundle, type WorkerBundle } from './bundle';
+import { promoteVersion, workerDeploymentOptions, type DeploymentVersion, type PromoteOutcome } from './versioning';
 
 export interface RunningWorker {
   /** Resolves when the worker has stopped for good (shutdown()); a failed worker is restarted, not ended. */
   done: Promise<void>;
   shutdown(): Promise<void>;
+  /** The workflow bundle's SHA-256 (src/temporal/bundle.ts). */
+  buildId: string;
+  /** The worker deployment version it registers as; null with WORKER_VERSIONING=false. */
+  version: DeploymentVersion | null;
+  /** What became of WORKER_VERSIONING_SET_CURRENT (null without versioning); startWorker waits for it up to PROMOTE_START_WAIT_MS. */
+  promoted: Promise<PromoteOutcome> | null;
 }
+
+/** How long startWorker waits for its version to become current before it returns (it goes on trying after). */
+export const PROMOTE_START_WAIT_MS = 30_000;
 
 /**
  * Restart backoff of a worker that failed: 0.5 s, doubling up to 10 s, back to 0.5 s after a
  * run that lasted a minute.
  */
 export const WORKER_RESTART = { firstMs: 500, maxMs: 10_000, healthyRunMs: 60_000 };
-
-export function workflowsPath(): string {
-  return require.resolve(path.join(__dirname, '..', '..', 'workflows'));
-}
 
 let runtimeInstalled = false;
 /** The SDK's own log lines go through our logger, at warn and above unless LOG_LEVEL asks for more. */
@@ -36,15 +42,20 @@ function installRuntime(): void {
   });
 }
 
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
-/** The workflow bundle is built once per process. */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+let bundle: Promise<WorkerBundle> | undefined;
+/**
+ * The workflow bundle this process's workers run, and its build id, loaded once per process:
+ * the prebuilt one of `npm run build` when run from dist/, bundled now from the sources otherwise.
+ */
+export function workerBundle(): Promise<WorkerBundle> {
   installRuntime();
-  bundle ??= bundleWorkflowCode({
-    workflowsPath: workflowsPath(),
-    logger: { info: () => undefined, debug: () => undefined, trace: () => undefined, log: () => undefined, warn: (m, meta) => logger.warn(meta ?? {}, m), error: (m, meta) => logger.error(meta ?? {}, m) },
-  });
+  bundle ??= loadWorkerBundle();
   return bundle;
+}
+
+/** The bundle as the SDK takes it (a worker's or a replayer's `workflowBundle`). */
+export async function workflowBundle(): Promise<WorkflowBundleOption> {
+  return (await workerBundle()).option;
 }
 
 /**
@@ -84,17 +95,35 @@ export function workerBounds(
  *
  * Per process: with N worker replicas each one restarts its own worker.
  */
-export async function startWorker(opts: { address: string; namespace: string; taskQueue: string; db: Db; config: Config; storage?: ObjectStorage }): Promise<RunningWorker> {
+export async function startWorker(opts: {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  db: Db;
+  config: Config;
+  storage?: ObjectStorage;
+  /** The workflow code to run; default the process's (workerBundle()). */
+  bundle?: WorkerBundle;
+}): Promise<RunningWorker> {
   installRuntime();
+  const code = opts.bundle ?? (await workerBundle());
+  const version: DeploymentVersion | null = opts.config.WORKER_VERSIONING ? { deploymentName: opts.config.TEMPORAL_DEPLOYMENT_NAME, buildId: code.buildId } : null;
   // The process's shared file storage; when not given, one built from the config, closed when the worker stops.
   const storage = opts.storage ?? createObjectStorage(opts.config);
   const own = !opts.storage;
-  const workflowBundleCode = await workflowBundle();
   const activities = createActivities({ db: opts.db, config: opts.config, storage });
   const create = async () => {
     const connection = await NativeConnection.connect({ address: opts.address });
     try {
-      const worker = await Worker.create({ connection, namespace: opts.namespace, taskQueue: opts.taskQueue, workflowBundle: workflowBundleCode, activities, ...workerBounds(opts.config) });
+      const worker = await Worker.create({
+        connection,
+        namespace: opts.namespace,
+        taskQueue: opts.taskQueue,
+        workflowBundle: code.option,
+        activities,
+        ...(version && { workerDeploymentOptions: workerDeploymentOptions(version) }),
+        ...workerBounds(opts.config),
+      });
       return { connection, worker };
     } catch (err) {
       await connection.close().catch(() => undefined);
@@ -172,8 +201,20 @@ export async function startWorker(opts: { address: string; namespace: string; ta
       logger.info({ taskQueue: opts.taskQueue }, 'temporal worker running again');
     }
   }
-  logger.info({ taskQueue: opts.taskQueue, namespace: opts.namespace }, 'temporal worker running');
+  // Once polling, the version is known to the server and can become current (a restarted
+  // worker keeps its version: this runs once per process start).
+  const promoted = version
+    ? promoteVersion({ connection: () => current.connection, namespace: opts.namespace, version, mode: opts.config.WORKER_VERSIONING_SET_CURRENT, stopped })
+    : null;
+  if (promoted) {
+    const waited = await Promise.race([promoted, new Promise<null>((r) => setTimeout(() => r(null), PROMOTE_START_WAIT_MS).unref())]);
+    if (!waited) logger.warn({ version: `${version!.deploymentName}.${version!.buildId}` }, 'worker version not current yet; still trying');
+  }
+  logger.info({ taskQueue: opts.taskQueue, namespace: opts.namespace, buildId: code.buildId, bundle: code.origin, versioning: version !== null }, 'temporal worker running');
   return {
+    buildId: code.buildId,
+    version,
+    promoted,
     done,
     async shutdown() {
       stopping = true;
