@@ -27,7 +27,7 @@ export function workerDeploymentOptions(version: DeploymentVersion): WorkerDeplo
 export const PROMOTE_RETRY = { firstMs: 250, maxMs: 5000, callTimeoutMs: 5000 };
 
 export type PromoteOutcome =
-  /** The version is current: made so now (previous: the build id that was current, if any), or already was (previous: its own). */
+  /** The version is current and the deployment's task queues know it: made so now (previous: the build id that was current, if any), or already was (previous: its own). */
   | { state: 'current'; previous: string | null }
   /** Left as it was, as the mode asks: another version is current (`if-unset`), or `never`. */
   | { state: 'left'; current: string | null }
@@ -35,14 +35,18 @@ export type PromoteOutcome =
   | { state: 'stopped' };
 
 const NOT_FOUND = 5;
+/** temporal.api.enums.v1.RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS */
+const ROUTING_UPDATE_IN_PROGRESS = 1;
 
 /**
  * Makes `version` the deployment's current version as `mode` says, trying again (PROMOTE_RETRY)
  * until it is done or `stopped` resolves: the server knows a version only once one of its
  * workers has polled (NOT_FOUND before), and refuses a version that does not yet poll every
  * task queue the current one polls (FAILED_PRECONDITION), so a worker started at the same
- * moment as its siblings simply waits for them. `if-unset` reads the deployment first and
- * passes its conflict token, so that two first workers of different versions cannot both win.
+ * moment as its siblings simply waits for them. Done once the server has told the task queues
+ * (routingConfigUpdateState no longer IN_PROGRESS). Every attempt reads the deployment first and
+ * passes its conflict token, so that with `if-unset` two first workers of different versions
+ * cannot both win.
  */
 export async function promoteVersion(opts: {
   connection: () => NativeConnection;
@@ -62,6 +66,8 @@ export async function promoteVersion(opts: {
   void opts.stopped.then(() => (stopped = true));
   const sleep = (ms: number) => Promise.race([new Promise<void>((r) => setTimeout(r, ms).unref()), opts.stopped]);
   let delay = PROMOTE_RETRY.firstMs;
+  // Set when this worker made the version current: the build id current before.
+  let made: { previous: string | null } | undefined;
   for (let attempt = 1; !stopped; attempt++) {
     try {
       const connection = opts.connection();
@@ -70,8 +76,20 @@ export async function promoteVersion(opts: {
       const info = described.workerDeploymentInfo;
       const current = info?.routingConfig?.currentDeploymentVersion?.buildId || null;
       if (current === version.buildId) {
-        logger.info({ version: name }, 'worker version is current');
-        return { state: 'current', previous: current };
+        // The server tells the deployment's task queues in the background (measured: about a
+        // second); until it has, their tasks still go to the version before.
+        if (info?.routingConfigUpdateState !== ROUTING_UPDATE_IN_PROGRESS) {
+          if (made) logger.info({ version: name, previous: made.previous && `${version.deploymentName}.${made.previous}` }, 'worker version made current');
+          else logger.info({ version: name }, 'worker version is current');
+          return { state: 'current', previous: made ? made.previous : current };
+        }
+        await sleep(PROMOTE_RETRY.firstMs);
+        continue;
+      }
+      if (made) {
+        // Another worker made its own version current meanwhile (WORKER_VERSIONING_SET_CURRENT=always on both).
+        logger.warn({ version: name, current: current && `${version.deploymentName}.${current}` }, 'worker version was made current, then another one was');
+        return { state: 'left', current };
       }
       if (mode === 'if-unset' && current !== null) {
         logger.info({ version: name, current: `${version.deploymentName}.${current}` }, 'worker version registered, not made current: the deployment has a current version (WORKER_VERSIONING_SET_CURRENT=if-unset)');
@@ -88,8 +106,8 @@ export async function promoteVersion(opts: {
             identity: opts.identity ?? `hostflow-worker@${process.pid}`,
           }),
         );
-        logger.info({ version: name, previous: current && `${version.deploymentName}.${current}` }, 'worker version made current');
-        return { state: 'current', previous: current };
+        made = { previous: current };
+        continue;
       }
     } catch (err) {
       // NOT_FOUND: no worker of the deployment has polled yet (it is being registered).
