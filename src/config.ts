@@ -104,6 +104,16 @@ const schema = z.object({
   WORKER_MAX_LOCAL_ACTIVITIES: z.coerce.number().int().min(1).max(1000).default(50),
   // How long a stopping worker (a deploy) lets its running activities finish before it cancels them.
   WORKER_SHUTDOWN_GRACE_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
+  // Worker versioning (src/temporal/versioning.ts): workers register as version <build id> (the
+  // workflow bundle's SHA-256) of the worker deployment TEMPORAL_DEPLOYMENT_NAME; `always`: a
+  // worker that starts makes its version the current one, `if-unset`: only when the deployment
+  // has none, `never`: the deploy pipeline does (`temporal worker deployment set-current-version`).
+  WORKER_VERSIONING: bool.default(true),
+  TEMPORAL_DEPLOYMENT_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,200}$/, 'must be 1-200 letters, digits, "-" or "_", e.g. hostflow')
+    .default('hostflow'),
+  WORKER_VERSIONING_SET_CURRENT: z.enum(['always', 'if-unset', 'never']).default('always'),
 
   WU_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
   WU_API_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),

@@ -24,6 +24,18 @@ describe('configuration', () => {
     }
   });
 
+  test('worker versioning: on by default, deployment hostflow, a starting worker makes its version current; bad values named', () => {
+    expect(loadConfig({})).toMatchObject({ WORKER_VERSIONING: true, TEMPORAL_DEPLOYMENT_NAME: 'hostflow', WORKER_VERSIONING_SET_CURRENT: 'always' });
+    expect(loadConfig({ WORKER_VERSIONING: 'false', TEMPORAL_DEPLOYMENT_NAME: 'hostflow-eu_1', WORKER_VERSIONING_SET_CURRENT: 'if-unset' })).toMatchObject({
+      WORKER_VERSIONING: false,
+      TEMPORAL_DEPLOYMENT_NAME: 'hostflow-eu_1',
+      WORKER_VERSIONING_SET_CURRENT: 'if-unset',
+    });
+    // The version's name is <deployment>.<build id>: no dot in the deployment's.
+    expect(() => loadConfig({ TEMPORAL_DEPLOYMENT_NAME: 'hostflow.eu' })).toThrow('TEMPORAL_DEPLOYMENT_NAME="hostflow.eu": must be 1-200 letters, digits');
+    expect(() => loadConfig({ WORKER_VERSIONING_SET_CURRENT: 'sometimes' })).toThrow('WORKER_VERSIONING_SET_CURRENT="sometimes"');
+  });
+
   test('empty strings count as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '' }).PORT).toBe(8080);
   });

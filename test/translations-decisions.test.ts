@@ -6,7 +6,8 @@ import { createActivities } from '../activities';
 import type { TemporalHandle } from '../src/temporal/client';
 import { WorkflowIds } from '../src/temporal/workflow-ids';
 import { TemporalGateway, UPDATE_TRIES } from '../src/temporal/gateway';
-import { workflowBundle } from '../src/temporal/worker';
+import { workerBundle } from '../src/temporal/worker';
+import { promoteVersion, workerDeploymentOptions } from '../src/temporal/versioning';
 import { TranslationService } from '../src/translations/service';
 import { approveSignal, DECISION_REFUSED, PATCHES, translationApproveUpdate, translationRejectUpdate } from '../workflows/translationPipeline';
 import { BASE, decodedJson, type TestContext } from './helpers';
@@ -35,14 +36,18 @@ describe('translation decisions are updates', () => {
   beforeAll(async () => {
     run = await startAiContext(KEY, { TRANSLATION_AI_BATCH_SIZE: '5' });
     ({ ctx } = run);
-    await workflowBundle(); // installs the SDK runtime (our logger) before any worker
+    const code = await workerBundle(); // installs the SDK runtime (our logger) before any worker
+    // The workflows state their versioning behaviour, which only a versioned worker may run: a
+    // deployment of this file's own, made current once the worker polls.
+    const version = { deploymentName: `decisions-${process.pid}`, buildId: code.buildId };
     const connection = await NativeConnection.connect({ address: ctx.config.TEMPORAL_ADDRESS! });
     const activities = createActivities({ db: ctx.db, config: ctx.config, storage: ctx.app.locals.storage });
     const w = await Worker.create({
       connection,
       namespace: ctx.config.TEMPORAL_NAMESPACE,
       taskQueue: ctx.temporal.taskQueues.bulk, // translation pipelines run on the bulk queue
-      workflowBundle: await workflowBundle(),
+      workflowBundle: code.option,
+      workerDeploymentOptions: workerDeploymentOptions(version),
       activities: {
         ...activities,
         translationFail: async (...args: Parameters<typeof activities.translationFail>) => {
@@ -52,6 +57,7 @@ describe('translation decisions are updates', () => {
       },
     });
     worker = { worker: w, done: w.run().finally(() => connection.close()) };
+    await promoteVersion({ connection: () => connection, namespace: ctx.config.TEMPORAL_NAMESPACE, version, mode: 'always', stopped: worker.done });
     const created = await post('/translations/projects', { slug: SLUG, type: 'plugin', name: 'Decisions', version: '1.0', pot: samplePot(10), glotpress_url_template: null });
     expect(created.status).toBe(200);
   });

@@ -1,4 +1,4 @@
-import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities, setWorkflowOptions } from '@temporalio/workflow';
 
 type BenchActivities = { benchNoopActivity(): Promise<void> };
 
@@ -28,3 +28,9 @@ export async function benchLocal(): Promise<number> {
   await local.benchNoopActivity();
   return 1;
 }
+
+// Worker versioning (README "Shipping a workflow change"): a bench run lasts seconds, so it
+// finishes on the worker version it started on (PINNED): it never meets code it did not start
+// with, and the old version's workers stay until its runs are done.
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, benchNoop);
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, benchLocal);

@@ -1,4 +1,4 @@
-import { condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, defineSignal, proxyActivities, setHandler, setWorkflowOptions } from '@temporalio/workflow';
 import type { ChatActivities, FallbackOutcome } from '../activities/chat';
 
 const { chatFallBackToTicket } = proxyActivities<ChatActivities>({
@@ -39,3 +39,8 @@ export async function chatFollowUp(input: ChatFollowUpInput): Promise<ChatFollow
   const r = await chatFallBackToTicket({ sessionId: input.sessionId });
   return { outcome: r.outcome, ticketId: r.ticketId };
 }
+
+// Worker versioning (README "Shipping a workflow change"): a follow-up waits up to 7 days, so it
+// moves to the current worker version at its next workflow task (AUTO_UPGRADE) and the new code
+// must replay its history: every change to what it does goes behind patched().
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, chatFollowUp);

@@ -1,4 +1,4 @@
-import { log, proxyActivities, sleep } from '@temporalio/workflow';
+import { log, proxyActivities, setWorkflowOptions, sleep } from '@temporalio/workflow';
 import type { CheckStepInput, CheckStepResult, DomainActivities } from '../activities/domains';
 
 // Activity retries only cover infrastructure trouble (database down); the check tries are
@@ -46,3 +46,8 @@ export async function domainCheck(input: DomainCheckInput): Promise<DomainCheckR
   const stage = ssl.result.outcome === 'passed' ? 'done' : ssl.result.outcome === 'failed' ? 'ssl-failed' : 'stopped';
   return { stage, dnsTries: dns.attempts, sslTries: ssl.attempts, lastError: ssl.result.error };
 }
+
+// Worker versioning (README "Shipping a workflow change"): a check retries for hours to days, so it
+// moves to the current worker version at its next workflow task (AUTO_UPGRADE) and the new code
+// must replay its history: every change to what it does goes behind patched().
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, domainCheck);

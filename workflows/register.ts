@@ -3,6 +3,7 @@ import {
   CancellationScope,
   proxyActivities,
   proxyLocalActivities,
+  setWorkflowOptions,
 } from '@temporalio/workflow';
 import type { RegisterActivities } from '../activities/register';
 import type { CommitOutcome, RegistrationIds } from '../src/register/types';
@@ -109,3 +110,8 @@ async function afterTheAnswer(registrationId: number): Promise<void> {
     throw fail(REGISTER_FAILURES.provisioningFailed, `Provisioning of registration ${registrationId} failed and was undone; see registrations.provisioning_error.`);
   }
 }
+
+// Worker versioning (README "Shipping a workflow change"): a run lasts seconds to minutes, so it
+// finishes on the worker version it started on (PINNED): it never meets code it did not start
+// with, and the old version's workers stay until its runs are done.
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, register);

@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, patched, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import type { TenantActivities } from '../activities/tenants';
 
 /**
@@ -132,3 +132,11 @@ export async function tenantPush(input: TenantWorkflowInput): Promise<{ synced: 
   }
   return { synced: true };
 }
+
+// Worker versioning (README "Shipping a workflow change"): a run lasts seconds to minutes, so it
+// finishes on the worker version it started on (PINNED): it never meets code it did not start
+// with, and the old version's workers stay until its runs are done.
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, tenantBootstrap);
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, tenantVerifyWorkflow);
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, tenantTeardown);
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, tenantPush);

@@ -10,6 +10,7 @@ import {
   patched,
   proxyActivities,
   setHandler,
+  setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { TranslationActivities } from '../activities/translations';
@@ -265,3 +266,9 @@ export async function translationPipeline(input: PipelineInput): Promise<Pipelin
     }
   }
 }
+
+// Worker versioning (README "Shipping a workflow change"): a job waits for its approval for up to
+// TRANSLATION_APPROVAL_TIMEOUT_DAYS, so it moves to the current worker version at its next workflow
+// task (AUTO_UPGRADE) and the new code must replay its history: every change to what it does goes
+// behind patched().
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, translationPipeline);

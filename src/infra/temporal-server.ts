@@ -107,6 +107,13 @@ export async function startTemporalDevServer(opts: {
     'frontend.enableServerVersionCheck=false',
     '--dynamic-config-value',
     'frontend.enableExecuteMultiOperation=true',
+    // Worker versioning (src/temporal/versioning.ts): the server lets one worker deployment
+    // version poll at most 100 task queues (1,000 per deployment). Every test context has a task
+    // queue of its own and the same build id, so a test run's version polls hundreds.
+    '--dynamic-config-value',
+    'matching.maxTaskQueuesInDeploymentVersion=100000',
+    '--dynamic-config-value',
+    'matching.maxTaskQueuesInDeployment=100000',
   ];
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
   if (opts.uiPort) args.push('--ui-ip', '127.0.0.1', '--ui-port', String(opts.uiPort));

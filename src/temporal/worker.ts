@@ -1,27 +1,41 @@
-import path from 'node:path';
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { createObjectStorage, type ObjectStorage } from '../infra/object-storage';
 import { logger } from '../logger';
+import { loadWorkerBundle, type WorkerBundle } from './bundle';
 import { bulkQueueOf, workerTaskQueues, type TaskQueueKind } from './task-queues';
+import { promoteVersion, workerDeploymentOptions, type DeploymentVersion, type PromoteOutcome } from './versioning';
 
 export interface RunningWorker {
   /** Resolves when the worker has stopped for good (shutdown()); a failed worker is restarted, not ended. */
   done: Promise<void>;
   shutdown(): Promise<void>;
+  /** The workflow bundle's SHA-256 (src/temporal/bundle.ts). */
+  buildId: string;
+  /** The worker deployment version it registers as; null with WORKER_VERSIONING=false. */
+  version: DeploymentVersion | null;
+  /** What became of WORKER_VERSIONING_SET_CURRENT (null without versioning); startWorker waits for it up to PROMOTE_START_WAIT_MS. */
+  promoted: Promise<PromoteOutcome> | null;
 }
+
+/** One task queue's supervised SDK Worker. */
+interface QueueWorker {
+  done: Promise<void>;
+  shutdown(): Promise<void>;
+  /** The connection of the Worker running now (throws while none is). */
+  connection(): NativeConnection;
+}
+
+/** How long startWorker waits for its version to become current before it returns (it goes on trying after). */
+export const PROMOTE_START_WAIT_MS = 30_000;
 
 /**
  * Restart backoff of a worker that failed: 0.5 s, doubling up to 10 s, back to 0.5 s after a
  * run that lasted a minute.
  */
 export const WORKER_RESTART = { firstMs: 500, maxMs: 10_000, healthyRunMs: 60_000 };
-
-export function workflowsPath(): string {
-  return require.resolve(path.join(__dirname, '..', '..', 'workflows'));
-}
 
 let runtimeInstalled = false;
 /** Where the SDK's Prometheus exporter listens (WORKER_METRICS_HOST:WORKER_METRICS_PORT), or null (port 0: off). */
@@ -62,15 +76,20 @@ function installRuntime(config?: Pick<Config, 'WORKER_METRICS_HOST' | 'WORKER_ME
   if (bindAddress) logger.info({ bindAddress }, 'temporal worker metrics served at /metrics');
 }
 
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
-/** The workflow bundle is built once per process. */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+let bundle: Promise<WorkerBundle> | undefined;
+/**
+ * The workflow bundle this process's workers run, and its build id, loaded once per process:
+ * the prebuilt one of `npm run build` when run from dist/, bundled now from the sources otherwise.
+ */
+export function workerBundle(): Promise<WorkerBundle> {
   installRuntime();
-  bundle ??= bundleWorkflowCode({
-    workflowsPath: workflowsPath(),
-    logger: { info: () => undefined, debug: () => undefined, trace: () => undefined, log: () => undefined, warn: (m, meta) => logger.warn(meta ?? {}, m), error: (m, meta) => logger.error(meta ?? {}, m) },
-  });
+  bundle ??= loadWorkerBundle();
   return bundle;
+}
+
+/** The bundle as the SDK takes it (a worker's or a replayer's `workflowBundle`). */
+export async function workflowBundle(): Promise<WorkflowBundleOption> {
+  return (await workerBundle()).option;
 }
 
 /**
@@ -124,11 +143,13 @@ async function superviseQueue(opts: {
   taskQueue: string;
   kind: TaskQueueKind;
   config: Config;
-  workflowBundle: WorkflowBundleWithSourceMap;
+  workflowBundle: WorkflowBundleOption;
+  /** The worker deployment version the Worker registers as, or null (WORKER_VERSIONING=false). */
+  version: DeploymentVersion | null;
   activities: ReturnType<typeof createActivities>;
   /** The first start too is tried again with backoff (worker processes: Temporal may come up after them); it then runs in the background. */
   retryFirstStart?: boolean;
-}): Promise<RunningWorker> {
+}): Promise<QueueWorker> {
   const create = async () => {
     const connection = await NativeConnection.connect({ address: opts.address });
     try {
@@ -138,6 +159,7 @@ async function superviseQueue(opts: {
         taskQueue: opts.taskQueue,
         workflowBundle: opts.workflowBundle,
         activities: opts.activities,
+        ...(opts.version && { workerDeploymentOptions: workerDeploymentOptions(opts.version) }),
         ...workerBounds(opts.config, opts.kind),
       });
       return { connection, worker };
@@ -219,6 +241,10 @@ async function superviseQueue(opts: {
       if (current && current.worker.getState() === 'RUNNING') current.worker.shutdown();
       await done;
     },
+    connection() {
+      if (!current) throw new Error('the worker has not connected yet');
+      return current.connection;
+    },
   };
 }
 
@@ -237,18 +263,23 @@ export async function startWorker(opts: {
   storage?: ObjectStorage;
   /** The first start too is tried again with backoff (worker processes: Temporal may come up after them); it then runs in the background. */
   retryFirstStart?: boolean;
+  /** The workflow code to run; default the process's (workerBundle()). */
+  bundle?: WorkerBundle;
 }): Promise<RunningWorker> {
   installRuntime(opts.config);
   const queues = workerTaskQueues(opts.config, { interactive: opts.taskQueue, bulk: opts.config.TEMPORAL_BULK_TASK_QUEUE ?? bulkQueueOf(opts.taskQueue) });
   // The process's shared file storage; when not given, one built from the config, closed when the workers stop.
   const storage = opts.storage ?? createObjectStorage(opts.config);
   const own = !opts.storage;
-  const started: RunningWorker[] = [];
+  const code = opts.bundle ?? (await workerBundle());
+  const version: DeploymentVersion | null = opts.config.WORKER_VERSIONING ? { deploymentName: opts.config.TEMPORAL_DEPLOYMENT_NAME, buildId: code.buildId } : null;
+  const started: QueueWorker[] = [];
   try {
-    const bundleCode = await workflowBundle();
     const activities = createActivities({ db: opts.db, config: opts.config, storage });
     for (const q of queues) {
-      started.push(await superviseQueue({ address: opts.address, namespace: opts.namespace, taskQueue: q.name, kind: q.kind, config: opts.config, workflowBundle: bundleCode, activities, retryFirstStart: opts.retryFirstStart }));
+      started.push(
+        await superviseQueue({ address: opts.address, namespace: opts.namespace, taskQueue: q.name, kind: q.kind, config: opts.config, workflowBundle: code.option, version, activities, retryFirstStart: opts.retryFirstStart }),
+      );
     }
   } catch (err) {
     await Promise.all(started.map((w) => w.shutdown()));
@@ -258,9 +289,26 @@ export async function startWorker(opts: {
   const done = Promise.all(started.map((w) => w.done)).then(() => {
     if (own) storage.close();
   });
+  // Once its workers poll (every queue of the process: the server refuses a version that does
+  // not poll every queue the current one polls), the version can become current. A restarted
+  // worker keeps its version: this runs once per process start.
+  let stop!: () => void;
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  const promoted = version
+    ? promoteVersion({ connection: () => started[0].connection(), namespace: opts.namespace, version, mode: opts.config.WORKER_VERSIONING_SET_CURRENT, stopped })
+    : null;
+  if (promoted) {
+    const waited = await Promise.race([promoted, new Promise<null>((r) => setTimeout(() => r(null), PROMOTE_START_WAIT_MS).unref())]);
+    if (!waited) logger.warn({ version: `${version!.deploymentName}.${version!.buildId}` }, 'worker version not current yet; still trying');
+  }
+  logger.info({ queues: queues.map((q) => q.name), namespace: opts.namespace, buildId: code.buildId, bundle: code.origin, versioning: version !== null }, 'temporal workers running');
   return {
     done,
+    buildId: code.buildId,
+    version,
+    promoted,
     async shutdown() {
+      stop();
       await Promise.all(started.map((w) => w.shutdown()));
       await done;
     },
