@@ -1,7 +1,7 @@
-import type { Db } from '../src/db/knex';
 import { notifyChatEvent } from '../src/chat/realtime';
 import { insertMessage, type SessionRow } from '../src/chat/sessions';
 import { createTicketForSession } from '../src/chat/tickets';
+import type { Db } from '../src/db/knex';
 
 export interface FallbackOutcome {
   /** ticket: converted now; not_waiting: an agent took it or it ended meanwhile; gone: deleted. */

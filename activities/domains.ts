@@ -1,9 +1,9 @@
-import fs from 'node:fs';
 import { Resolver } from 'node:dns/promises';
+import fs from 'node:fs';
 import tls from 'node:tls';
 import type { Db } from '../src/db/knex';
-import { checkedLookup, OutboundPolicy } from '../src/infra/outbound-http';
 import { canonicalIp, MappingTarget, recordText, requiredRecord, type DnsRecord } from '../src/domains/target';
+import { checkedLookup, OutboundPolicy } from '../src/infra/outbound-http';
 import { SettingsStore } from '../src/settings/store';
 
 export interface DomainActivityDeps {

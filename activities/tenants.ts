@@ -5,9 +5,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
 import { deletePrefix, LocalObjectStorage, movePrefix, type ObjectStorage } from '../src/infra/object-storage';
+import { siteUploadsPrefix } from '../src/sites/store';
 import { decryptSecret, encryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
 import { tenantHosts, type TenantDbHost } from '../src/tenants/hosts';
-import { siteUploadsPrefix } from '../src/sites/store';
+import { CHECK_NAMES, type CheckName, type CheckResult, type TenantRow } from '../src/tenants/store';
 import {
   authenticateWithLoginKey,
   createRoleAndDatabase,
@@ -26,7 +27,6 @@ import {
   withClient,
   type TenantUser,
 } from '../src/tenants/tenant-db';
-import { CHECK_NAMES, type CheckName, type CheckResult, type TenantRow } from '../src/tenants/store';
 
 /**
  * The side effects of the tenant workflows (workflows/tenants.ts). Every activity is

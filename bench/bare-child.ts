@@ -3,8 +3,8 @@
  * bench/<BARE_MODULE>, awaits its export BARE_EXPORT(process.env) (which listens on PORT), says
  * "bare listening", and closes on SIGTERM.
  */
-import path from 'node:path';
 import type http from 'node:http';
+import path from 'node:path';
 
 type Start = (env: NodeJS.ProcessEnv) => Promise<http.Server>;
 

@@ -18,8 +18,8 @@
  * app's default) can be set to try other runs.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import os from 'node:os';
+import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { setLogLevel } from '../src/logger';

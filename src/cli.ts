@@ -21,9 +21,9 @@ import type { Db } from './db/knex';
 import { migrateLatest } from './db/migrate';
 import { ApiError } from './http/errors';
 import { setLogLevel } from './logger';
+import { RegistrationStore } from './register/store';
 import { openDb, resolveDatabase } from './runtime';
 import { validateSettings } from './settings/routes';
-import { RegistrationStore } from './register/store';
 import { generateApiKey, generateApiSecret, SettingsStore } from './settings/store';
 
 const USAGE = `Usage: npm run cli -- <command>

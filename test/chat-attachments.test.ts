@@ -8,8 +8,8 @@ import sharp from 'sharp';
 import { AttachmentStorage, receiveFile, Thumbnailer } from '../src/chat/attachments';
 import { ApiError } from '../src/http/errors';
 import { LocalObjectStorage } from '../src/infra/object-storage';
-import { createTestContext, type TestContext } from './helpers';
 import { bearer, CHAT, expectError, makeAgent, makeSession } from './chat-helpers';
+import { createTestContext, type TestContext } from './helpers';
 import { blankPng, deflateZeros, interlacedBomb, pngFile, probe } from './image-builders';
 
 /** Attachments: multipart upload, size limit, type from the bytes, thumbnails, download rules, path traversal. */

@@ -1,6 +1,6 @@
 import { runCli } from '../src/cli';
-import { createTestContext, type TestContext } from './helpers';
 import { bearer, CHAT, expectError, uniqueEmail } from './chat-helpers';
+import { createTestContext, type TestContext } from './helpers';
 
 /**
  * `npm run cli -- agents ...` and `chat identity-hash` (the same stores as the admin routes),

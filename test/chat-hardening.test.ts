@@ -1,12 +1,12 @@
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import { fillPlaceholders } from '../src/chat/canned';
 import { loadConfig, ConfigError } from '../src/config';
 import { trimmedAtLeast } from '../src/http/validation';
-import { fillPlaceholders } from '../src/chat/canned';
-import { createTestContext, type TestContext } from './helpers';
 import { bearer, CHAT, expectError, makeAgent, makeSession } from './chat-helpers';
 import { inlineRefs } from './contract';
 import { makeCustomer } from './estate-helpers';
+import { createTestContext, type TestContext } from './helpers';
 
 /**
  * Issue 12, the support chat: placeholders that reach object internals, session tokens that

@@ -1,6 +1,6 @@
+import { sniff } from '../src/chat/attachments';
 import { hoursState, localTime, type BusinessHours } from '../src/chat/availability';
 import { fillPlaceholders } from '../src/chat/canned';
-import { sniff } from '../src/chat/attachments';
 
 /** Pure rules of the chat: business hours in a time zone, placeholders, type sniffing. */
 describe('support chat rules', () => {

@@ -1,7 +1,7 @@
-import { MemoryAddressLimiter } from '../src/http/limits';
 import { loadConfig } from '../src/config';
-import { createTestContext, type TestContext } from './helpers';
+import { MemoryAddressLimiter } from '../src/http/limits';
 import { bearer, CHAT, expectError, makeAgent } from './chat-helpers';
+import { createTestContext, type TestContext } from './helpers';
 
 /** Anonymous (non-agent) chat session creation is limited per client address. */
 describe('support chat: session creation limit', () => {

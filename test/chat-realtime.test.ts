@@ -1,14 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import request from 'supertest';
 import WebSocket from 'ws';
 import { createApp, type AppWithRegistry } from '../src/http/app';
 import type { RunningWorker } from '../src/temporal/worker';
-import { API_KEY, API_SECRET, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { bearer, CHAT, makeAgent, makeSession } from './chat-helpers';
 import { waitFor, workflowStatus } from './estate-helpers';
+import { API_KEY, API_SECRET, createTestContext, type TestContext, startTestWorker } from './helpers';
 
 /**
  * The realtime channel (WebSocket + PostgreSQL LISTEN/NOTIFY, across two app instances as two

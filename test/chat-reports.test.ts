@@ -1,5 +1,5 @@
-import { createTestContext, type TestContext } from './helpers';
 import { bearer, CHAT, expectError, makeAgent } from './chat-helpers';
+import { createTestContext, type TestContext } from './helpers';
 
 /** /chat/agent/reports on known data: every figure checked exactly. */
 describe('support chat: reports', () => {

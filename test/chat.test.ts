@@ -1,7 +1,7 @@
-import { createTestContext, type TestContext } from './helpers';
+import { SA_CUSTOMER_ID } from '../src/temporal/search-attributes';
 import { bearer, CHAT, expectError, makeAgent, makeSession, uniqueEmail } from './chat-helpers';
 import { makeCustomer } from './estate-helpers';
-import { SA_CUSTOMER_ID } from '../workflows/search-attributes';
+import { createTestContext, type TestContext } from './helpers';
 
 /**
  * The support chat routes: callers (public, customer session token, agent token, API

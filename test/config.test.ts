@@ -1,11 +1,11 @@
 import crypto from 'node:crypto';
 import { ConfigError, loadConfig } from '../src/config';
-import { decryptSecret, encryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
-import { parseTenantHosts } from '../src/tenants/hosts';
-import { scramVerifier } from '../src/tenants/tenant-db';
 import { constantTimeEqual } from '../src/http/auth';
 import { MemoryAddressLimiter } from '../src/http/limits';
 import { defaultPublicBase, hostAllowed } from '../src/http/public-url';
+import { decryptSecret, encryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
+import { parseTenantHosts } from '../src/tenants/hosts';
+import { scramVerifier } from '../src/tenants/tenant-db';
 
 describe('configuration', () => {
   test('defaults', () => {

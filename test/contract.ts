@@ -3,9 +3,9 @@
  * the OpenAPI document (its status must be documented for the operation, its body must match
  * the documented schema). Violations are collected and fail the test file at close().
  */
+import type { ValidateFunction } from 'ajv';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import type { ValidateFunction } from 'ajv';
 import { openApiPath } from '../src/openapi/document';
 import { PROJECTION_MARKER } from '../src/openapi/projections';
 

@@ -1,12 +1,12 @@
 import dgram from 'node:dgram';
 import type { AddressInfo } from 'node:net';
-import type { RunningWorker } from '../src/temporal/worker';
 import { checkCertificate, checkDnsRecord } from '../activities/domains';
 import { OutboundPolicy } from '../src/infra/outbound-http';
-import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
+import { SA_SITE_ID } from '../src/temporal/search-attributes';
+import type { RunningWorker } from '../src/temporal/worker';
 import { offsetDomainIds, waitFor, workflowStatus } from './estate-helpers';
+import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { startDnsServer, startTlsServer, type DnsServer, type TlsServer } from './loopback-servers';
-import { SA_SITE_ID } from '../workflows/search-attributes';
 
 /**
  * The domain-check workflow end to end: a real worker, our own DNS server and TLS server on

@@ -2,8 +2,8 @@ import request from 'supertest';
 import { createApp } from '../src/http/app';
 import { Metrics } from '../src/http/metrics';
 import { WorkflowStarts } from '../src/temporal/starts';
-import { BASE, createTestContext, type TestContext } from './helpers';
 import { makeCustomer, offsetDomainIds, workflowStatus } from './estate-helpers';
+import { BASE, createTestContext, type TestContext } from './helpers';
 
 describe('domains', () => {
   let ctx: TestContext;

@@ -1,20 +1,20 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
+import type { Express } from 'express';
 import pg from 'pg';
 import request from 'supertest';
-import type { Express } from 'express';
 import { loadConfig, type Config } from '../src/config';
 import { createDb, type Db } from '../src/db/knex';
 import { createApp, type AppWithRegistry } from '../src/http/app';
 import { answerClientError } from '../src/http/client-error';
 import { Metrics } from '../src/http/metrics';
 import { revokePublicConnect } from '../src/infra/embedded-postgres';
+import { buildOpenApiDocument } from '../src/openapi/document';
 import { prepareDatabase } from '../src/runtime';
 import { SettingsStore } from '../src/settings/store';
 import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
 import { taskQueues } from '../src/temporal/task-queues';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { buildOpenApiDocument } from '../src/openapi/document';
 import { ContractChecker } from './contract';
 
 export const API_KEY = 'hf_test_key_0123456789abcdef';

@@ -6,8 +6,8 @@ import path from 'node:path';
 import knexFactory from 'knex';
 import type { Db } from '../src/db/knex';
 import { addressKey, RateLimits } from '../src/http/limits';
-import { API_KEY, BASE, createReplica, createTestContext, type Replica, type TestContext } from './helpers';
 import { bearer, CHAT, expectError, makeAgent, makeSession } from './chat-helpers';
+import { API_KEY, BASE, createReplica, createTestContext, type Replica, type TestContext } from './helpers';
 
 const basic = (key: string, secret: string) => `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`;
 const from = (address: string) => ({ 'X-Forwarded-For': address });

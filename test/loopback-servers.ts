@@ -5,10 +5,10 @@
 import { execFileSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
-import type { AddressInfo } from 'node:net';
 
 const TYPE_A = 1;
 

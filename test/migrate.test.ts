@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import pg from 'pg';
+import { migrationSource } from '../migrations';
 import { createDb, type Db } from '../src/db/knex';
 import { migrateLatest } from '../src/db/migrate';
-import { migrationSource } from '../migrations';
 
 /** Migrations run by several processes at once (N replicas starting together). */
 describe('migrations from several processes', () => {

@@ -7,15 +7,15 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import pg from 'pg';
 import request from 'supertest';
 import { runCli } from '../src/cli';
-import { freePort } from '../src/infra/temporal-server';
 import { createApp } from '../src/http/app';
+import { freePort } from '../src/infra/temporal-server';
 import { RegistrationRecords } from '../src/register/records';
 import { RegistrationStore } from '../src/register/store';
 import type { RegistrationRequest } from '../src/register/types';
 import { canonicalJson, sha256Hex } from '../src/register/validate';
-import { verifyPassword } from '../src/users/password';
 import { taskQueues } from '../src/temporal/task-queues';
 import type { RunningWorker } from '../src/temporal/worker';
+import { verifyPassword } from '../src/users/password';
 import { BASE, createTestContext, decodedJson, type TestContext, startTestWorker } from './helpers';
 
 /**

@@ -37,7 +37,7 @@ describe('singleFlight (the relays\' sweeps)', () => {
       return [passes];
     }, () => stopped);
     const p = flight.run();
-    flight.run();
+    void flight.run();
     stopped = true;
     await expect(p).rejects.toThrow('database gone');
     await flight.settled();

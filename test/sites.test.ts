@@ -1,5 +1,5 @@
-import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 import { makeCustomer, makeMembership, offsetDomainIds, workflowStatus } from './estate-helpers';
+import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 
 describe('sites', () => {
   let ctx: TestContext;

@@ -1,4 +1,3 @@
-import { WorkflowIds } from '../src/temporal/workflow-ids';
 /**
  * Task queues (src/temporal/task-queues.ts): interactive work (register, chat follow-ups, domain
  * checks) on TEMPORAL_TASK_QUEUE, bulk work (translations, tenants) on TEMPORAL_BULK_TASK_QUEUE;
@@ -11,6 +10,7 @@ import { ApiError } from '../src/http/errors';
 import { TemporalGateway } from '../src/temporal/gateway';
 import { taskQueueFor, taskQueues, WORKFLOW_TASK_QUEUES, workerTaskQueues } from '../src/temporal/task-queues';
 import { workerBounds, type RunningWorker } from '../src/temporal/worker';
+import { WorkflowIds } from '../src/temporal/workflow-ids';
 import * as workflows from '../workflows';
 import { createTestContext, startTestWorker, type TestContext } from './helpers';
 import { until } from './worker-process';

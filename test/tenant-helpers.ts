@@ -2,8 +2,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { BASE, type TestContext } from './helpers';
 import { makeCustomer, waitFor } from './estate-helpers';
+import { BASE, type TestContext } from './helpers';
 
 /** Environment for a test file that isolates tenants: its own key, data and tenant folders. */
 export function tenantEnv(extra: Record<string, string> = {}): Record<string, string> {

@@ -2,10 +2,10 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { WorkflowFailedError } from '@temporalio/client';
 import { startWorker, type RunningWorker } from '../src/temporal/worker';
-import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { waitFor } from './estate-helpers';
-import { killWorkerProcess, spawnWorkerProcess } from './worker-process';
+import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { makeSite, onServer, serverHas, settled, status, tenantEnv } from './tenant-helpers';
+import { killWorkerProcess, spawnWorkerProcess } from './worker-process';
 
 /**
  * The worker killed (SIGKILL) in the middle of a bootstrap and of a teardown, then another

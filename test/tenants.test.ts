@@ -1,13 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
-import { decryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
 import { WorkflowStarts } from '../src/temporal/starts';
 import type { RunningWorker } from '../src/temporal/worker';
-import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
-import { waitFor } from './estate-helpers';
-import { makeSite, onServer, serverHas, settled, status, tenantEnv } from './tenant-helpers';
+import { decryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
 import { startTenantPushRelay } from '../src/tenants/push-relay';
+import { waitFor } from './estate-helpers';
+import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
+import { makeSite, onServer, serverHas, settled, status, tenantEnv } from './tenant-helpers';
 
 /**
  * Isolated tenants against the real PostgreSQL server: real databases, roles and grants,

@@ -4,9 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
-import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
 import { status, waitForJob } from './translation-helpers';
 import { samplePot, startFakeAi, type FakeAi } from './translation-servers';
+import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
 
 /**
  * The worker killed (SIGKILL) while the AI translates batch 4 of 10; another worker picks the

@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { openApiPath } from '../src/openapi/document';
 import { startWorkflowRelay } from '../src/temporal/starts';
 import type { RunningWorker } from '../src/temporal/worker';
 import { buildL10nPhp, parsePot, placeholderProblem, placeholders, scriptOf } from '../src/translations/gettext';
 import { glotpressLocale, glotpressUrl, pluralForms, pluralIndex } from '../src/translations/locales';
 import { retryAfterSeconds } from '../src/translations/service';
-import { openApiPath } from '../src/openapi/document';
 import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { status, waitForJob } from './translation-helpers';
 import { samplePot } from './translation-servers';

@@ -1,4 +1,3 @@
-import { WorkflowIds } from '../src/temporal/workflow-ids';
 /**
  * The worker's Prometheus metrics (WORKER_METRICS_PORT / WORKER_METRICS_HOST): the SDK's own
  * temporal_* series, served at /metrics by the worker process. A process of its own: the SDK's
@@ -11,6 +10,7 @@ import { ApiError } from '../src/http/errors';
 import { freePort } from '../src/infra/temporal-server';
 import { TemporalGateway } from '../src/temporal/gateway';
 import { metricsBindAddress } from '../src/temporal/worker';
+import { WorkflowIds } from '../src/temporal/workflow-ids';
 import { benchNoop } from '../workflows';
 import { createTestContext, type TestContext } from './helpers';
 import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';

@@ -3,8 +3,8 @@
  * saga order and compensation, signals against timers, retry counting, and waits of days that
  * pass in skipped time. The end-to-end suites run the same workflows with the real activities.
  */
-import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { chatFollowUp, closedSignal, assignedSignal } from '../workflows/chatFollowUp';
 import { domainCheck } from '../workflows/domainCheck';

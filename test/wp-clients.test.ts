@@ -2,6 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import apiFetch, { type APIFetchMiddleware } from '@wordpress/api-fetch';
 import { answerClientError } from '../src/http/client-error';
+// (wpapi, which has no types, is required below the types written for it: not an import to order.)
+// eslint-disable-next-line import-x/order
 import { API_KEY, API_SECRET, createTestContext, newCustomerBody, type TestContext } from './helpers';
 
 /**

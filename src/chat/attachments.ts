@@ -3,9 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import busboy from 'busboy';
 import type { Request } from 'express';
 import type SharpFunction from 'sharp';
-import busboy from 'busboy';
 import { ApiError, invalidParams } from '../http/errors';
 import type { ObjectStorage } from '../infra/object-storage';
 

@@ -1,10 +1,10 @@
 import crypto from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { assignedSignal, chatFollowUp, closedSignal, type ChatFollowUpInput } from '../../workflows/chatFollowUp';
 import { ApiError } from '../http/errors';
 import { logger } from '../logger';
 import type { TemporalGateway } from '../temporal/gateway';
-import { assignedSignal, chatFollowUp, closedSignal, type ChatFollowUpInput } from '../../workflows/chatFollowUp';
-import { SA_CUSTOMER_ID, SA_SITE_ID } from '../../workflows/search-attributes';
+import { SA_CUSTOMER_ID, SA_SITE_ID } from '../temporal/search-attributes';
 
 // The chat never answers 503 for its follow-up: without Temporal the session becomes a ticket at once.
 const unavailable = (detail?: string) => new ApiError(503, 'wu_rest_temporal_unavailable', `The chat follow-up cannot be started${detail ? `: ${detail}` : ''}`);

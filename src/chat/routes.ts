@@ -2,15 +2,15 @@ import express, { Router, type NextFunction, type Request, type Response } from 
 import { chatNamespace, type Config } from '../config';
 import type { Db } from '../db/knex';
 import { refuseCrossSite } from '../http/cross-site';
+import { sendStoredFile } from '../http/download';
 import { ApiError, invalidParams, notFoundHandler, notFoundItem } from '../http/errors';
 import { afterAuthentication, readBody } from '../http/input';
 import type { RateLimits } from '../http/limits';
-import { sendStoredFile } from '../http/download';
 import { parseListQuery, setPagingHeaders } from '../http/list';
 import type { Metrics } from '../http/metrics';
-import type { RouteRegistry } from '../http/routes';
 import { publicBase } from '../http/public-url';
 import { parseId } from '../http/resource';
+import type { RouteRegistry } from '../http/routes';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import type { ObjectStorage } from '../infra/object-storage';
 import { logger } from '../logger';

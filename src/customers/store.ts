@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
-import { preparedRows, type Db } from '../db/knex';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from '../db/errors';
+import { preparedRows, type Db } from '../db/knex';
 import { conflict, invalidParams } from '../http/errors';
-import { runList, type ListQuery, type ListSpec } from '../http/list';
 import type { FieldSet } from '../http/fields';
+import { runList, type ListQuery, type ListSpec } from '../http/list';
 import type { ReadOptions, ResourceService } from '../http/resource';
 import { isoDate } from '../http/validation';
 import { usersStore } from '../users/store';

@@ -1,7 +1,7 @@
 import pg from 'pg';
-import type { Db } from './knex';
-import { logger } from '../logger';
 import { migrationSource } from '../../migrations';
+import { logger } from '../logger';
+import type { Db } from './knex';
 
 /** How long a process waits for another one's migrations (a large table's index can take minutes). */
 const LOCK_WAIT_MS = 15 * 60_000;

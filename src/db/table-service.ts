@@ -1,14 +1,14 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
-import type { Db } from './knex';
-import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from './errors';
 import { ApiError, conflict, invalidParams } from '../http/errors';
+import type { FieldSet } from '../http/fields';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import { Decimal, minorUnits, moneyOut } from '../http/money';
-import type { ResourceLink } from './resource-link';
-import type { FieldSet } from '../http/fields';
 import type { ReadOptions, ResourceDefinition, ResourceExamples, ResourceService } from '../http/resource';
 import { humanList, isoDate } from '../http/validation';
+import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from './errors';
+import type { Db } from './knex';
+import type { ResourceLink } from './resource-link';
 
 /** How a column travels between the API and the database. */
 export type ColumnKind = 'int' | 'text' | 'bool' | 'money' | 'json' | 'timestamp';

@@ -1,13 +1,13 @@
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { Knex } from 'knex';
+import { domainCheck, type DomainCheckInput } from '../../workflows/domainCheck';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { ApiError } from '../http/errors';
 import { logger } from '../logger';
 import type { TemporalGateway } from '../temporal/gateway';
+import { SA_CUSTOMER_ID, SA_SITE_ID } from '../temporal/search-attributes';
 import { enqueueStart, WorkflowStarts } from '../temporal/starts';
-import { domainCheck, type DomainCheckInput } from '../../workflows/domainCheck';
-import { SA_CUSTOMER_ID, SA_SITE_ID } from '../../workflows/search-attributes';
 
 export function checksUnavailable(detail?: string): ApiError {
   return new ApiError(

@@ -1,8 +1,8 @@
 import type { Db } from '../db/knex';
 import { TableService, type Row, type Trx } from '../db/table-service';
 import { conflict, invalidParams } from '../http/errors';
-import type { ListQuery, ListSpec } from '../http/list';
 import type { FieldSet } from '../http/fields';
+import type { ListQuery, ListSpec } from '../http/list';
 import type { ReadOptions, ResourceService } from '../http/resource';
 import { cancelPendingStarts } from '../temporal/starts';
 import type { DomainChecks } from './checks';

@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
+import { sha256, type SettingsStore } from '../settings/store';
 import { ApiError } from './errors';
 import type { AddressLimiter } from './limits';
-import { sha256, type SettingsStore } from '../settings/store';
 
 const CREDENTIAL_KEYS = ['api_key', 'api_secret', 'api-key', 'api-secret'] as const;
 

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
-import type { Knex } from 'knex';
 import type { Request, Response } from 'express';
+import type { Knex } from 'knex';
 import { readRowCount } from '../db/row-counts';
 import { invalidParams } from './errors';
 import { printable } from './input';

@@ -1,5 +1,5 @@
-import client from 'prom-client';
 import type { Request, RequestHandler, Response } from 'express';
+import client from 'prom-client';
 import { poolStats, type Db } from '../db/knex';
 
 /** Prometheus metrics of one process. Each app instance owns its registry (tests build several). */

@@ -1,9 +1,9 @@
 import type { Router } from 'express';
+import { z } from 'zod';
 import type { Db } from '../db/knex';
 import { tableResource } from '../db/table-service';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
-import { z } from 'zod';
 import { membershipExamples } from './examples';
 import { addonProductRecord, createMembershipSchema, updateMembershipSchema } from './schema';
 import { createMembershipService } from './store';

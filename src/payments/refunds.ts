@@ -1,6 +1,6 @@
+import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
 import type { Db } from '../db/knex';
 import type { Row, TableService } from '../db/table-service';
-import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
 import { ApiError, invalidParams, notFoundItem } from '../http/errors';
 import { Decimal, minorUnits, moneyOut } from '../http/money';
 import { isoDate } from '../http/validation';

@@ -1,10 +1,10 @@
 import type { Router } from 'express';
+import { z } from 'zod';
 import type { Db } from '../db/knex';
 import { tableResource } from '../db/table-service';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { productExamples } from './examples';
-import { z } from 'zod';
 import { createProductSchema, priceVariationRecord, updateProductSchema } from './schema';
 import { createProductService } from './store';
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { MEMBERSHIP_STATUSES } from '../memberships/schema';
 import { currency } from '../http/money';
-import { PAYMENT_STATUSES } from '../payments/schema';
 import { anyOfRequired, BLANK, fields } from '../http/validation';
+import { MEMBERSHIP_STATUSES } from '../memberships/schema';
+import { PAYMENT_STATUSES } from '../payments/schema';
 import { DURATION_UNITS } from '../shared-enums';
 
 const ACCOUNT = ['username', 'email', 'password'] as const;

@@ -1,9 +1,9 @@
 import crypto from 'node:crypto';
+import { CustomerService } from '../customers/store';
 import type { Db } from '../db/knex';
 import { ApiError, invalidParams } from '../http/errors';
 import { safeParseInput, zodParams } from '../http/validation';
 import type { SettingsStore } from '../settings/store';
-import { CustomerService } from '../customers/store';
 import { siteAtAddress, templateProblem } from '../sites/store';
 import { cartPeriod, priceProducts, resolveProducts } from './cart';
 import { registerSchema, type RegisterBody } from './schema';

@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import type { Db } from '../db/knex';
-import type { DomainChecks } from '../domains/checks';
 import { tableResource } from '../db/table-service';
+import type { DomainChecks } from '../domains/checks';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { siteExamples } from './examples';

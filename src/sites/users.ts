@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import { z } from 'zod';
-import type { Db } from '../db/knex';
 import { isPgError, PG_FOREIGN_KEY_VIOLATION } from '../db/errors';
+import type { Db } from '../db/knex';
 import { ApiError, invalidParams, notFoundItem } from '../http/errors';
 import { applyFields, parseView } from '../http/fields';
 import { parseId } from '../http/resource';

@@ -4,9 +4,9 @@ import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
 import { listen, type Listener } from '../db/listen';
 import { ApiError } from '../http/errors';
+import { singleFlight } from '../infra/single-flight';
 import { logger } from '../logger';
 import type { StartOptions, TemporalGateway } from './gateway';
-import { singleFlight } from '../infra/single-flight';
 
 /** Notified (by a trigger of migration 20261203000010) when a start is written. */
 export const WORKFLOW_STARTS_CHANNEL = 'hostflow_workflow_starts';

@@ -1,12 +1,12 @@
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
+import { tenantPush } from '../../workflows/tenants';
 import type { Db } from '../db/knex';
 import { listen } from '../db/listen';
-import { logger } from '../logger';
 import { ApiError } from '../http/errors';
-import type { TemporalGateway } from '../temporal/gateway';
-import { SA_SITE_ID } from '../../workflows/search-attributes';
-import { tenantPush } from '../../workflows/tenants';
 import { singleFlight } from '../infra/single-flight';
+import { logger } from '../logger';
+import type { TemporalGateway } from '../temporal/gateway';
+import { SA_SITE_ID } from '../temporal/search-attributes';
 
 export const TENANT_PUSH_CHANNEL = 'hostflow_tenant_push';
 

@@ -1,15 +1,15 @@
 import crypto from 'node:crypto';
 import { ApplicationFailure, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { TENANT_OPERATION_FAILED, tenantBootstrap, tenantTeardown, tenantVerifyWorkflow, type TenantWorkflowInput, type TenantWorkflowResult } from '../../workflows/tenants';
 import type { Config } from '../config';
-import type { Db } from '../db/knex';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
+import type { Db } from '../db/knex';
 import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors';
 import type { Logger } from '../logger';
 import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
 import type { TemporalGateway } from '../temporal/gateway';
+import { SA_SITE_ID } from '../temporal/search-attributes';
 import { enqueueStart, startPending, WorkflowStarts, type OutboxStart } from '../temporal/starts';
-import { TENANT_OPERATION_FAILED, tenantBootstrap, tenantTeardown, tenantVerifyWorkflow, type TenantWorkflowInput, type TenantWorkflowResult } from '../../workflows/tenants';
-import { SA_SITE_ID } from '../../workflows/search-attributes';
 import { tenantHosts } from './hosts';
 import { liveTenant, tenantStatus, type TenantRow, type TenantState, type TenantStatus } from './store';
 

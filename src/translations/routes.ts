@@ -4,12 +4,12 @@ import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { ACCEPT_RANGES, CONTENT_RANGE, RANGE_NOT_SATISFIABLE, sendStoredFile } from '../http/download';
 import { ApiError, invalidParams, noRoute, notFoundItem } from '../http/errors';
-import type { ObjectStorage } from '../infra/object-storage';
 import { applyFields, parseView, parseWithView } from '../http/fields';
 import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders, type ListQuery } from '../http/list';
 import { publicBase } from '../http/public-url';
 import type { RouteRegistry } from '../http/routes';
 import { bodyObject, parseOrThrow } from '../http/validation';
+import type { ObjectStorage } from '../infra/object-storage';
 import type { TemporalGateway } from '../temporal/gateway';
 import { localeProblem, SLUG_PATTERN, VERSION_PATTERN, WORDPRESS_LOCALES } from './locales';
 import {

@@ -1,21 +1,21 @@
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, type UpdateDefinition } from '@temporalio/common';
+import { DECISION_REFUSED, translationApproveUpdate, translationPipeline, translationRejectUpdate } from '../../workflows/translationPipeline';
 import type { Config } from '../config';
-import { preparedRows, type Db } from '../db/knex';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
-import { OutboundPolicy, urlRefusal } from '../infra/outbound-http';
+import { preparedRows, type Db } from '../db/knex';
 import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import { isoDate, zodParams } from '../http/validation';
+import { OutboundPolicy, urlRefusal } from '../infra/outbound-http';
 import { logger, type Logger } from '../logger';
 import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
 import type { TemporalGateway } from '../temporal/gateway';
 import { enqueueStart, startPending, WorkflowStarts, type OutboxStart } from '../temporal/starts';
-import { DECISION_REFUSED, translationApproveUpdate, translationPipeline, translationRejectUpdate } from '../../workflows/translationPipeline';
+import { CHECK_SQL } from './check-query';
 import { assertParsable, GettextError } from './gettext';
 import { glotpressUrl, WORDPRESS_LOCALES } from './locales';
 import { packageKey } from './package';
-import { CHECK_SQL } from './check-query';
 import { checkSchema, type CheckInput, type CreateProject, type UpdateProject } from './schema';
 import {
   decisionUpdateId,

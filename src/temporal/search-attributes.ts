@@ -1,7 +1,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 /**
- * Search attributes of hostflow's workflows (registered on every dev server by
+ * Search attributes of hostflow's workflows, set by the services that start them (registered on every dev server by
  * src/infra/temporal-server.ts). Ids and product slugs only: no personal data, which the
  * namespace would keep for its retention period, readable by anyone who can read it.
  * A registration is found by e-mail with `npm run cli -- registrations find <email>`.
