@@ -4,6 +4,7 @@ import { WU_NAMESPACE, type Config } from '../config';
 import type { Db } from '../db/knex';
 import { mountCustomers } from '../customers/routes';
 import { mountProducts } from '../products/routes';
+import { mountDiscountCodes } from '../discount-codes/routes';
 import { mountDomains } from '../domains/routes';
 import { mountSites } from '../sites/routes';
 import { mountMemberships } from '../memberships/routes';
@@ -320,6 +321,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   // Resources, each from its own folder.
   mountCustomers(wu, registry, WU_NAMESPACE, db);
   mountProducts(wu, registry, WU_NAMESPACE, db);
+  mountDiscountCodes(wu, registry, WU_NAMESPACE, db);
   mountMemberships(wu, registry, WU_NAMESPACE, db);
   mountPayments(wu, registry, WU_NAMESPACE, db);
   const domains = mountDomains(wu, registry, WU_NAMESPACE, db, gateway, config, settings);
