@@ -1,4 +1,5 @@
 import { customerExamples } from '../src/customers/examples';
+import { discountCodeExamples } from '../src/discount-codes/examples';
 import { domainExamples } from '../src/domains/examples';
 import type { ResourceExamples } from '../src/http/resource';
 import { membershipExamples } from '../src/memberships/examples';
@@ -31,6 +32,7 @@ describe('the OpenAPI examples are what the server answers', () => {
   const resources: [string, ResourceExamples][] = [
     ['customers', customerExamples],
     ['products', productExamples],
+    ['discount-codes', discountCodeExamples],
     ['memberships', membershipExamples],
     ['payments', paymentExamples],
     ['sites', siteExamples],

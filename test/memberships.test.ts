@@ -62,6 +62,7 @@ describe('memberships', () => {
         duration: 1,
         duration_unit: 'month',
         amount: 0,
+        discount_code: null,
         date_activated: null,
         date_trial_end: null,
         date_renewed: null,

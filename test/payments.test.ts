@@ -55,6 +55,7 @@ describe('payments', () => {
         subtotal: 0,
         refund_total: 0,
         discount_total: 0,
+        discount_code: null,
         tax_total: 0,
         total: 0,
         status: 'pending',

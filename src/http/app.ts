@@ -5,6 +5,7 @@ import { mountChat, type ChatHandle } from '../chat/routes';
 import { WU_NAMESPACE, type Config } from '../config';
 import { mountCustomers } from '../customers/routes';
 import type { Db } from '../db/knex';
+import { mountDiscountCodes } from '../discount-codes/routes';
 import { mountDomains } from '../domains/routes';
 import { createObjectStorage, type ObjectStorage } from '../infra/object-storage';
 import { accessLogger, logger, type Logger } from '../logger';
@@ -320,6 +321,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   // Resources, each from its own folder.
   mountCustomers(wu, registry, WU_NAMESPACE, db);
   mountProducts(wu, registry, WU_NAMESPACE, db);
+  mountDiscountCodes(wu, registry, WU_NAMESPACE, db);
   mountMemberships(wu, registry, WU_NAMESPACE, db);
   mountPayments(wu, registry, WU_NAMESPACE, db);
   const domains = mountDomains(wu, registry, WU_NAMESPACE, db, gateway, config, settings);

@@ -27,6 +27,7 @@ export const membershipExamples: ResourceExamples = {
     duration: 1,
     duration_unit: 'month',
     amount: 12.9,
+    discount_code: null,
     date_activated: '2026-11-26T12:18:46.123Z',
     date_trial_end: null,
     date_renewed: null,

@@ -19,6 +19,7 @@ export function mountMemberships(router: Router, registry: RouteRegistry, namesp
       description:
         'plan_id must be a product of type plan; addon_products must name existing products of type package or service, each at most once; customer_id cannot change while a payment of the membership belongs to its customer.',
       createSchema: createMembershipSchema,
+      nullable: ['discount_code'],
       updateSchema: updateMembershipSchema,
       json: { addon_products: z.array(addonProductRecord) },
       links: {

@@ -29,6 +29,7 @@ const membershipFields = {
   duration: fields.int().min(1).max(1000),
   duration_unit: z.enum(DURATION_UNITS),
   amount: money(),
+  discount_code: fields.text(100).nullable().describe('The discount code the membership was sold with; its renewals keep the discount (in amount) when the code applies to renewals. null for none.'),
   date_activated: fields.datetime().nullable(),
   date_trial_end: fields.datetime().nullable(),
   date_renewed: fields.datetime().nullable(),

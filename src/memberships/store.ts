@@ -83,6 +83,7 @@ export function createMembershipService(db: Db): TableService {
       duration: 'int',
       duration_unit: 'text',
       amount: 'money',
+      discount_code: 'text',
       date_activated: 'timestamp',
       date_trial_end: 'timestamp',
       date_renewed: 'timestamp',

@@ -27,6 +27,7 @@ export const paymentExamples: ResourceExamples = {
     subtotal: 17.9,
     refund_total: 0,
     discount_total: 0,
+    discount_code: null,
     tax_total: 0,
     total: 17.9,
     status: 'completed',

@@ -35,6 +35,7 @@ export function mountPayments(router: Router, registry: RouteRegistry, namespace
     description:
       "membership_id must be a membership of the payment's customer; line_items[].product_id must name existing products; parent_id must not be the payment itself. Without subtotal the line items make it, without total subtotal - discount_total + tax_total does; neither may exceed 99999999999.9999. refund_total is the sum of the payment's refunds (POST /payments/{id}/refunds): a write may only repeat it.",
     createSchema: createPaymentSchema,
+    nullable: ['discount_code'],
     updateSchema: updatePaymentSchema,
     json: { line_items: z.array(lineItemRecord) },
     links: {

@@ -33,6 +33,7 @@ const paymentFields = {
   subtotal: money(),
   refund_total: money(),
   discount_total: money(),
+  discount_code: fields.text(100).nullable().describe('The discount code the payment was sold with (as /register records it); null for none.'),
   tax_total: money(),
   total: money(),
   status: z.enum(PAYMENT_STATUSES),

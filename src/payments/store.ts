@@ -106,6 +106,7 @@ export function createPaymentService(db: Db): TableService {
       subtotal: 'money',
       refund_total: 'money',
       discount_total: 'money',
+      discount_code: 'text',
       tax_total: 'money',
       total: 'money',
       status: 'text',

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { appliesToProduct, lineDiscount, type DiscountRow } from '../discount-codes/rules';
 import { ApiError } from '../http/errors';
 import { Decimal, minorUnits } from '../http/money';
 import { addonPrice, exactPrice, periodLabel, pricedFor, type PricedProduct } from '../products/pricing';
@@ -92,11 +93,15 @@ export function priceProducts(
 /**
  * Prices the cart from the products as they are now (inside the records transaction): plan +
  * add-ons, setup fees on the first payment; the membership's `amount` is the recurring part.
+ * A discount code takes its value off each line of a product it applies to (`value`/`type` off
+ * the product's line, `setup_fee_value`/`setup_fee_type` off its setup fee), rounded per line
+ * to the currency's minor unit and never below zero; the renewal amount keeps the discount
+ * when the code applies to renewals.
  */
 export async function priceCart(
   db: Knex | Knex.Transaction,
   cart: RegistrationRequest['cart'],
-  opts: { takeTrial?: () => Promise<boolean> } = {},
+  opts: { takeTrial?: () => Promise<boolean>; discount?: DiscountRow } = {},
 ): Promise<PricedCart> {
   const ids = [cart.plan_id, ...cart.addon_ids];
   const { products, plan, problem } = await resolveProducts(db, ids, cart.currency);
@@ -108,27 +113,39 @@ export async function priceCart(
   const offered = Number(plan.trial_duration) > 0 ? { duration: Number(plan.trial_duration), unit: String(plan.trial_duration_unit) } : null;
   const trial = offered && opts.takeTrial && (await opts.takeTrial()) ? offered : null;
   const items: LineItemOut[] = [];
+  const digits = minorUnits(cart.currency);
+  const d = opts.discount;
   let amount = new Decimal(0);
   let initial = new Decimal(0);
+  let discountTotal = new Decimal(0);
+  /** The line's description with what the code takes off it. */
+  const discounted = (description: string, off: Decimal) => (off.gt(0) ? `${description}; discount ${d!.code}: -${off.toFixed()}` : description);
   for (const p of products) {
     const price = prices.get(p)!;
     const fee = new Decimal(p.setup_fee);
     const id = Number(p.id);
+    const applies = d !== undefined && appliesToProduct(d, id);
     // The line says what it charges: the membership's period, once, or nothing yet (a trial:
     // the recurring products are first charged when it ends; setup fees and one-time products now).
     const trialing = trial !== null && Boolean(p.recurring);
     const label = periodLabel(period.duration, period.unit);
+    const charged = trialing ? new Decimal(0) : price;
+    const off = applies ? lineDiscount(charged, d.value, d.type, digits) : new Decimal(0);
     items.push({
       name: p.name,
       quantity: 1,
-      unit_price: trialing ? '0' : price.toFixed(),
+      unit_price: charged.toFixed(),
       product_id: id,
-      description: trialing ? `free trial of ${periodLabel(trial.duration, trial.unit)}, then ${price.toFixed()} ${cart.currency} per ${label}` : p.recurring ? label : 'one-time',
+      description: discounted(trialing ? `free trial of ${periodLabel(trial.duration, trial.unit)}, then ${price.toFixed()} ${cart.currency} per ${label}` : p.recurring ? label : 'one-time', off),
     });
-    if (fee.gt(0)) items.push({ name: `${p.name} setup fee`, quantity: 1, unit_price: fee.toFixed(), product_id: id, description: 'one-time setup fee' });
-    initial = initial.plus(trialing ? 0 : price).plus(fee);
-    if (p.recurring) amount = amount.plus(price);
+    const feeOff = applies ? lineDiscount(fee, d.setup_fee_value, d.setup_fee_type, digits) : new Decimal(0);
+    if (fee.gt(0)) items.push({ name: `${p.name} setup fee`, quantity: 1, unit_price: fee.toFixed(), product_id: id, description: discounted('one-time setup fee', feeOff) });
+    initial = initial.plus(charged).plus(fee);
+    discountTotal = discountTotal.plus(off).plus(feeOff);
+    // A renewal charges the price, less the discount when the code applies to renewals.
+    if (p.recurring) amount = amount.plus(applies && d.apply_to_renewals ? price.minus(lineDiscount(price, d.value, d.type, digits)) : price);
   }
+  const total = initial.minus(discountTotal);
   return {
     currency: cart.currency,
     plan_id: cart.plan_id,
@@ -139,9 +156,11 @@ export async function priceCart(
     trial,
     billing_cycles: Number(plan.billing_cycles),
     amount: amount.toFixed(),
-    initial_amount: initial.toFixed(),
+    initial_amount: total.toFixed(),
     line_items: items,
     subtotal: initial.toFixed(),
-    total: initial.toFixed(),
+    discount_total: discountTotal.toFixed(),
+    total: total.toFixed(),
+    discount_code: d ? d.code : null,
   };
 }

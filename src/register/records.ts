@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { CustomerService } from '../customers/store';
 import type { Db } from '../db/knex';
+import { DiscountCodeService } from '../discount-codes/store';
 import { ApiError, invalidParams } from '../http/errors';
 import { Decimal } from '../http/money';
 import { createMembershipService } from '../memberships/store';
@@ -200,8 +201,13 @@ export class RegistrationRecords {
     }
     const customerId = Number(customer.id);
 
+    // The discount code's use, taken here and nowhere else: a guarded UPDATE (not used up), so
+    // of registrations racing for the last use exactly one gets it; it is part of this
+    // transaction, so a registration that is not written (refused, failed, retried) does not
+    // keep it, and one written once counts once.
+    const discount = req.discount ? await DiscountCodeService.takeUse(trx, req.discount.id, req.discount.code, [req.cart.plan_id, ...req.cart.addon_ids]) : undefined;
     // A trial is the customer's once: taking it marks them, under their row's lock.
-    const cart = await priceCart(trx, req.cart, { takeTrial: () => this.customers.takeTrial(trx, customerId) });
+    const cart = await priceCart(trx, req.cart, { takeTrial: () => this.customers.takeTrial(trx, customerId), discount });
     const pm = req.payment_method;
     const m = req.membership;
     // With a trial, the membership is trialing until the trial's end: when it would be active,
@@ -217,6 +223,7 @@ export class RegistrationRecords {
         currency: cart.currency,
         initial_amount: cart.initial_amount,
         amount: cart.amount,
+        discount_code: cart.discount_code,
         recurring: cart.recurring,
         auto_renew: req.auto_renew,
         duration: cart.duration,
@@ -254,6 +261,8 @@ export class RegistrationRecords {
         currency: cart.currency,
         line_items: cart.line_items,
         subtotal: cart.subtotal,
+        discount_code: cart.discount_code,
+        discount_total: cart.discount_total,
         total: cart.total,
         status: req.payment.status,
         gateway: pm.gateway,

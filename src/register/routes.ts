@@ -95,7 +95,10 @@ function documentRegister(registry: RouteRegistry, namespace: string): void {
       'The customer: customer_id of an existing customer, or customer.user_id of a user that has no customer yet, or customer.username, email and password (not taken). ' +
       'An id of 0 or null (customer_id, customer.user_id, site.template_id) is none, as in the original: the same as leaving it out. ' +
       'products: ids or slugs of existing active products, exactly one of them a plan, all priced in one currency (currency, if given). ' +
-      'site.site_url must be free on the network; site.template_id must be a site of type site_template. Each problem is a 400 naming the field.',
+      'site.site_url must be free on the network; site.template_id must be a site of type site_template. ' +
+      'discount_code (any case; empty is none) must be a discount code that is active, within its dates, not used up, and for at least one of the products; ' +
+      'it takes its value off the lines of the products it applies to (rounded per line to the currency\'s minor unit, never below zero), the payment records discount_code and discount_total, the membership discount_code (and its amount keeps the discount when the code applies to renewals); ' +
+      'a registration written counts one use, one that is not written none. Each problem is a 400 naming the field.',
     tags,
     body: registerSchema,
     responses: { 200: { description: 'The records created, as their resources return them (site {"id":0} without a site).', schema: result }, 202: accepted },

@@ -42,7 +42,10 @@ export const registerSchema = z
       .meta({ uniqueItems: true }),
     duration: fields.int().min(1).max(1000).optional(),
     duration_unit: z.enum(DURATION_UNITS).optional(),
-    discount_code: fields.text(100).regex(BLANK, 'is not supported yet (no discount codes): leave it out or empty.').optional(),
+    discount_code: fields
+      .text(100)
+      .optional()
+      .describe('A discount code (any case; empty means none). Unknown, inactive, not yet valid, expired, used up, or not for these products: 400 naming discount_code, and nothing is created.'),
     auto_renew: fields.flag().optional(),
     country: z
       .string()

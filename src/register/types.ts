@@ -24,6 +24,8 @@ export interface RegistrationRequest {
     billing_address?: Record<string, unknown>;
   };
   cart: { plan_id: number; addon_ids: number[]; currency: string; duration?: number; duration_unit?: string };
+  /** The discount code asked for (checked at request time; its use is taken in the records transaction). */
+  discount?: { id: number; code: string };
   auto_renew: boolean;
   membership: { status: string; date_activated?: string; date_trial_end?: string; date_renewed?: string; date_expiration?: string };
   payment: { status: string };
@@ -90,6 +92,11 @@ export interface PricedCart {
   initial_amount: string;
   line_items: LineItemOut[];
   subtotal: string;
+  /** What the discount code takes off the lines of the first payment (0 without one). */
+  discount_total: string;
+  /** subtotal - discount_total. */
   total: string;
+  /** The discount code applied (as stored), or null. */
+  discount_code: string | null;
 }
 

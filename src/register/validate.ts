@@ -1,6 +1,8 @@
 import crypto from 'node:crypto';
 import { CustomerService } from '../customers/store';
 import type { Db } from '../db/knex';
+import { discountProblem } from '../discount-codes/rules';
+import { DiscountCodeService } from '../discount-codes/store';
 import { ApiError, invalidParams } from '../http/errors';
 import { safeParseInput, zodParams } from '../http/validation';
 import type { SettingsStore } from '../settings/store';
@@ -84,6 +86,16 @@ export async function resolveRegistration(db: Db, settings: SettingsStore, body:
     Object.assign(params, problems);
   }
 
+  // A discount code (blank: none), with the rules the records transaction applies again when it takes the use.
+  const asked = body.discount_code?.trim() ? body.discount_code.trim() : undefined;
+  let discount: RegistrationRequest['discount'];
+  if (asked !== undefined) {
+    const row = await DiscountCodeService.byCode(db, asked);
+    const problem = discountProblem(row, asked, cart.products.map((p) => Number(p.id)));
+    if (problem) params.discount_code = problem;
+    else discount = { id: Number(row!.id), code: row!.code };
+  }
+
   if (body.customer_id !== undefined) {
     const c = await db('customers').where('id', body.customer_id).first('id');
     if (!c) {
@@ -137,6 +149,7 @@ export async function resolveRegistration(db: Db, settings: SettingsStore, body:
       duration: body.duration,
       duration_unit: body.duration_unit,
     },
+    ...(discount ? { discount } : {}),
     auto_renew: body.auto_renew ?? false,
     membership: { status: 'pending', ...(body.membership ?? {}) } as RegistrationRequest['membership'],
     payment: { status: body.payment?.status ?? 'pending' },

@@ -1,0 +1,45 @@
+import type { ResourceExamples } from '../http/resource';
+
+/** The document's examples: a create and an update of a real run, and the record answered (test/examples.test.ts replays them). */
+export const discountCodeExamples: ResourceExamples = {
+  create: {
+    name: 'Spring sale',
+    code: 'SPRING25',
+    description: '25% off the first period, half off the setup fee.',
+    value: 25,
+    type: 'percentage',
+    setup_fee_value: 50,
+    setup_fee_type: 'percentage',
+    max_uses: 100,
+    date_start: '2026-03-01T00:00:00Z',
+    date_expiration: '2026-06-01T00:00:00Z',
+    allowed_products: [1],
+    limit_products: true,
+  },
+  record: {
+    id: 1,
+    model: 'discount_code',
+    name: 'Spring sale',
+    code: 'SPRING25',
+    description: '25% off the first period, half off the setup fee.',
+    value: 25,
+    type: 'percentage',
+    setup_fee_value: 50,
+    setup_fee_type: 'percentage',
+    apply_to_renewals: false,
+    active: true,
+    max_uses: 100,
+    uses: 0,
+    date_start: '2026-03-01T00:00:00.000Z',
+    date_expiration: '2026-06-01T00:00:00.000Z',
+    allowed_products: [1],
+    limit_products: true,
+    date_created: '2026-11-27T02:10:00.000Z',
+    date_modified: '2026-11-27T02:10:00.000Z',
+    _links: {
+      self: [{ href: 'http://127.0.0.1:8080/wp-json/wu/v2/discount-codes/1' }],
+      collection: [{ href: 'http://127.0.0.1:8080/wp-json/wu/v2/discount-codes' }],
+    },
+  },
+  update: { apply_to_renewals: true, max_uses: 200 },
+};
