@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from '../db/errors';
 import { preparedRows, type Db } from '../db/knex';
+import { toTimestamp } from '../db/timestamps';
 import { conflict, invalidParams } from '../http/errors';
 import type { FieldSet } from '../http/fields';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
@@ -112,15 +113,6 @@ function toCustomer(r: Row): Customer {
     if (name === 'id') out.model = 'customer';
   }
   return out as Customer;
-}
-
-/** A timestamp from the API (no zone means UTC). */
-function toTimestamp(v: string | null | undefined): Date | null | undefined {
-  if (v === undefined || v === null) return v;
-  let iso = v.replace(' ', 'T');
-  if (/^\d{4}-\d{2}-\d{2}$/.test(iso)) iso += 'T00:00:00Z';
-  else if (!/(Z|[+-]\d{2}:?\d{2})$/.test(iso)) iso += 'Z';
-  return new Date(iso);
 }
 
 /** Customer columns from validated input (account fields are handled apart). */

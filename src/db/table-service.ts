@@ -9,6 +9,7 @@ import { humanList, isoDate } from '../http/validation';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from './errors';
 import type { Db } from './knex';
 import type { ResourceLink } from './resource-link';
+import { toTimestamp } from './timestamps';
 
 /** How a column travels between the API and the database. */
 export type ColumnKind = 'int' | 'text' | 'bool' | 'money' | 'json' | 'timestamp';
@@ -51,15 +52,6 @@ export interface TableResourceConfig {
    * with more decimals than the currency's minor unit (USD 2, JPY 0, KWD 3) is a 400 naming it.
    */
   currencyAmounts?: string[];
-}
-
-/** A timestamp from the API (no zone means UTC). */
-export function toTimestamp(v: string | null | undefined): Date | null | undefined {
-  if (v === undefined || v === null) return v;
-  let iso = v.replace(' ', 'T');
-  if (/^\d{4}-\d{2}-\d{2}$/.test(iso)) iso += 'T00:00:00Z';
-  else if (!/(Z|[+-]\d{2}:?\d{2})$/.test(iso)) iso += 'Z';
-  return new Date(iso);
 }
 
 /**

@@ -54,3 +54,12 @@ function digits(v: string, at: number, len: number): number {
   }
   return x;
 }
+
+/** A timestamp from the API (no zone means UTC). */
+export function toTimestamp(v: string | null | undefined): Date | null | undefined {
+  if (v === undefined || v === null) return v;
+  let iso = v.replace(' ', 'T');
+  if (/^\d{4}-\d{2}-\d{2}$/.test(iso)) iso += 'T00:00:00Z';
+  else if (!/(Z|[+-]\d{2}:?\d{2})$/.test(iso)) iso += 'Z';
+  return new Date(iso);
+}
