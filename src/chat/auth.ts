@@ -3,7 +3,8 @@ import type { Db } from '../db/knex';
 import { constantTimeEqual, countAuthFailure, presentedCredentials, stripCredentialKeys } from '../http/auth';
 import { ApiError } from '../http/errors';
 import type { AddressLimiter } from '../http/limits';
-import { sha256, type SettingsStore } from '../settings/store';
+import { sha256 } from '../infra/digest';
+import type { SettingsStore } from '../settings/store';
 import { parseToken, tokenMatches } from './tokens';
 
 /**

@@ -2,7 +2,8 @@ import crypto from 'node:crypto';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { constantTimeEqual } from '../http/auth';
-import { sha256, StoredSecret } from '../settings/store';
+import { sha256 } from '../infra/digest';
+import { StoredSecret } from '../settings/store';
 
 /**
  * Chat credentials.

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
-import { sha256, type SettingsStore } from '../settings/store';
+import { sha256 } from '../infra/digest';
 import { ApiError } from './errors';
 import type { AddressLimiter } from './limits';
 
@@ -80,7 +80,7 @@ export class VerifiedCredentials {
     return crypto.createHash('sha256').update(presented.key, 'utf8').update('\u0000').update(presented.secret, 'utf8').digest();
   }
 
-  has(digest: Buffer, stored: { key: string; secretSha256: string }, now = Date.now()): boolean {
+  has(digest: Buffer, stored: StoredCredentials, now = Date.now()): boolean {
     if (stored.key !== this.storedKey || stored.secretSha256 !== this.storedSecretSha256) {
       this.entries = [];
       this.storedKey = stored.key;
@@ -107,11 +107,23 @@ function forbidden(): ApiError {
   return new ApiError(401, 'rest_forbidden', 'Sorry, you are not allowed to do that.');
 }
 
+/** The stored API key pair: the key, and the SHA-256 (hex) of the secret. */
+export interface StoredCredentials {
+  key: string;
+  secretSha256: string;
+}
+
+/** What the guard reads: the API switch and the stored key pair (the settings store, passed in by the app). */
+export interface ApiAccessSource {
+  get<T = unknown>(key: string): Promise<T | undefined>;
+  credentials(): Promise<StoredCredentials | null>;
+}
+
 /**
  * Guards every wu/v2 route but the public index: the API switch first, then the credentials.
  * Runs before any parameter validation, so an anonymous caller learns nothing about them.
  */
-export function requireApiAuth(settings: SettingsStore, limiter: AddressLimiter): RequestHandler {
+export function requireApiAuth(settings: ApiAccessSource, limiter: AddressLimiter): RequestHandler {
   const verified = new VerifiedCredentials();
   return async (req, _res, next) => {
     try {

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import type { Db } from '../db/knex';
+import { sha256 } from '../infra/digest';
 
 /**
  * Settings live in the `settings` table as JSON values. Reads are cached per process for a
@@ -33,9 +34,6 @@ export interface Credentials {
   secretSha256: string;
 }
 
-export function sha256(value: string): string {
-  return crypto.createHash('sha256').update(value, 'utf8').digest('hex');
-}
 
 export class SettingsStore {
   private cache: { at: number; values: Map<string, unknown> } | null = null;
