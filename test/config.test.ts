@@ -1,10 +1,10 @@
 import crypto from 'node:crypto';
 import { ConfigError, loadConfig } from '../src/config';
+import { parseTenantHosts } from '../src/config/tenant-hosts';
 import { constantTimeEqual } from '../src/http/auth';
 import { MemoryAddressLimiter } from '../src/http/limits';
 import { defaultPublicBase, hostAllowed } from '../src/http/public-url';
 import { decryptSecret, encryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
-import { parseTenantHosts } from '../src/tenants/hosts';
 import { scramVerifier } from '../src/tenants/tenant-db';
 
 describe('configuration', () => {

@@ -1,8 +1,8 @@
 import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
-import { hostNameProblem, normalizeHostName } from './domains/hostname';
-import { parseTenantHosts } from './tenants/hosts';
+import { hostNameProblem, normalizeHostName } from './host-names';
+import { parseTenantHosts } from './tenant-hosts';
 
 /**
  * All configuration comes from environment variables, validated once at start.
