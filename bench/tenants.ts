@@ -11,8 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setLogLevel } from '../src/logger';
-import { startHttp } from '../src/runtime';
-import { startWorker } from '../src/temporal/worker';
+import { startHttp, startWorker } from '../src/runtime';
 import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, type Step } from './run';
 
 const ROUNDS = 3;

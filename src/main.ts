@@ -10,10 +10,9 @@ import { chatNamespace, ConfigError, loadConfig, WU_NAMESPACE } from './config';
 import { createObjectStorage } from './infra/object-storage';
 import { findTemporalBinary, startTemporalDevServer, TEMPORAL_MISSING } from './infra/temporal-server';
 import { logger, setLogLevel } from './logger';
-import { onShutdown, openDb, prepareDatabase, resolveDatabase, startHttp, startRelays } from './runtime';
+import { onShutdown, openDb, prepareDatabase, resolveDatabase, startHttp, startRelays, startWorker } from './runtime';
 import { lazyTemporal } from './temporal/client';
 import { taskQueues } from './temporal/task-queues';
-import { startWorker } from './temporal/worker';
 
 const steps: (() => Promise<unknown>)[] = [];
 const shutdown = onShutdown(steps);

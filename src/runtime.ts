@@ -2,10 +2,11 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import pg from 'pg';
+import { createActivities } from '../activities';
+import { createApp } from './app';
 import type { Config } from './config';
 import { createDb, type Db } from './db/knex';
 import { migrateLatest } from './db/migrate';
-import { createApp } from './http/app';
 import { answerClientError } from './http/client-error';
 import { Metrics } from './http/metrics';
 import { startEmbeddedPostgres, type EmbeddedPg } from './infra/embedded-postgres';
@@ -15,10 +16,16 @@ import { SettingsStore } from './settings/store';
 import type { TemporalHandle } from './temporal/client';
 import { TemporalGateway } from './temporal/gateway';
 import { startWorkflowRelay } from './temporal/starts';
+import { startQueueWorkers } from './temporal/worker';
 import { WorkflowIds } from './temporal/workflow-ids';
 import { startTenantPushRelay } from './tenants/push-relay';
 
 export const EMBEDDED_DB_NAME = 'hostflow';
+
+/** The process's workers (temporal/worker.ts) running this service's activities. */
+export function startWorker(opts: Omit<Parameters<typeof startQueueWorkers>[0], 'createActivities'>) {
+  return startQueueWorkers({ ...opts, createActivities });
+}
 
 /**
  * The database to use: DATABASE_URL when set; otherwise the embedded server under

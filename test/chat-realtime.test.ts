@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import request from 'supertest';
 import WebSocket from 'ws';
-import { createApp, type AppWithRegistry } from '../src/http/app';
+import { createApp, type AppWithRegistry } from '../src/app';
 import type { RunningWorker } from '../src/temporal/worker';
 import { bearer, CHAT, makeAgent, makeSession } from './chat-helpers';
 import { waitFor, workflowStatus } from './estate-helpers';

@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { createApp } from '../src/http/app';
+import { createApp } from '../src/app';
 import { Metrics } from '../src/http/metrics';
 import { WorkflowStarts } from '../src/temporal/starts';
 import { makeCustomer, offsetDomainIds, workflowStatus } from './estate-helpers';

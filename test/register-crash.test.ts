@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import request from 'supertest';
-import { createApp } from '../src/http/app';
+import { createApp } from '../src/app';
 import { RegistrationRecords } from '../src/register/records';
 import { RegistrationStore } from '../src/register/store';
 import type { RegistrationRequest } from '../src/register/types';

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import request from 'supertest';
+import { createApp } from '../src/app';
 import { createDb } from '../src/db/knex';
-import { createApp } from '../src/http/app';
 import type { RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 

@@ -1,6 +1,6 @@
 import net, { type AddressInfo } from 'node:net';
-import { startHttp } from '../src/runtime';
-import { startWorker, type RunningWorker } from '../src/temporal/worker';
+import { startHttp, startWorker } from '../src/runtime';
+import type { RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 
 describe('service routes', () => {
@@ -135,7 +135,7 @@ describe('service routes', () => {
     const broken = await createTestContext({});
     await broken.db.destroy();
     const { createDb } = await import('../src/db/knex');
-    const { createApp } = await import('../src/http/app');
+    const { createApp } = await import('../src/app');
     const { Metrics } = await import('../src/http/metrics');
     const deadDb = createDb('postgres://postgres:x@127.0.0.1:1/none', 1);
     const app = createApp({ config: broken.config, db: deadDb, settings: broken.settings, temporal: broken.temporal, metrics: new Metrics() });

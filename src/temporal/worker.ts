@@ -1,5 +1,4 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkflowBundleOption } from '@temporalio/worker';
-import { createActivities } from '../../activities';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { createObjectStorage, type ObjectStorage } from '../infra/object-storage';
@@ -146,7 +145,7 @@ async function superviseQueue(opts: {
   workflowBundle: WorkflowBundleOption;
   /** The worker deployment version the Worker registers as, or null (WORKER_VERSIONING=false). */
   version: DeploymentVersion | null;
-  activities: ReturnType<typeof createActivities>;
+  activities: object;
   /** The first start too is tried again with backoff (worker processes: Temporal may come up after them); it then runs in the background. */
   retryFirstStart?: boolean;
 }): Promise<QueueWorker> {
@@ -254,7 +253,7 @@ async function superviseQueue(opts: {
  * `<taskQueue>-bulk`), each restarting by itself as above, sharing the activities (one database
  * pool, one file storage) and the workflow bundle.
  */
-export async function startWorker(opts: {
+export async function startQueueWorkers(opts: {
   address: string;
   namespace: string;
   taskQueue: string;
@@ -265,6 +264,8 @@ export async function startWorker(opts: {
   retryFirstStart?: boolean;
   /** The workflow code to run; default the process's (workerBundle()). */
   bundle?: WorkerBundle;
+  /** The activities, built once for all the queues (the composition root passes the service's: this layer knows no feature). */
+  createActivities: (deps: { db: Db; config: Config; storage: ObjectStorage }) => object;
 }): Promise<RunningWorker> {
   installRuntime(opts.config);
   const queues = workerTaskQueues(opts.config, { interactive: opts.taskQueue, bulk: opts.config.TEMPORAL_BULK_TASK_QUEUE ?? bulkQueueOf(opts.taskQueue) });
@@ -275,7 +276,7 @@ export async function startWorker(opts: {
   const version: DeploymentVersion | null = opts.config.WORKER_VERSIONING ? { deploymentName: opts.config.TEMPORAL_DEPLOYMENT_NAME, buildId: code.buildId } : null;
   const started: QueueWorker[] = [];
   try {
-    const activities = createActivities({ db: opts.db, config: opts.config, storage });
+    const activities = opts.createActivities({ db: opts.db, config: opts.config, storage });
     for (const q of queues) {
       started.push(
         await superviseQueue({ address: opts.address, namespace: opts.namespace, taskQueue: q.name, kind: q.kind, config: opts.config, workflowBundle: code.option, version, activities, retryFirstStart: opts.retryFirstStart }),
