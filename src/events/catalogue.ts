@@ -1,0 +1,53 @@
+import { customerExamples } from '../customers/examples';
+import { domainExamples } from '../domains/examples';
+import { membershipExamples } from '../memberships/examples';
+import { paymentExamples } from '../payments/examples';
+import { siteExamples } from '../sites/examples';
+
+/** Severity as the original grades it: 1 debug … 3 info … 5 critical. */
+export type Severity = 1 | 2 | 3 | 4 | 5;
+
+/** One kind of event: what `/hooks` lists, and what an event row of that slug holds. */
+export interface EventType {
+  slug: string;
+  /** Short title, as the original's catalogue shows it. */
+  name: string;
+  desc: string;
+  /** The model the event is about (object_type); its payload is that record as the API shows it. */
+  objectType: string;
+  severity: Severity;
+  /** An example payload: a record answered by the API in a real run (test/examples.test.ts replays those). */
+  example: Record<string, unknown>;
+}
+
+/** A payload is the record as a service answers it: the presenter's _links (which depend on the request's host) are not part of it. */
+function payloadOf(record: Record<string, unknown>): Record<string, unknown> {
+  const { _links: _ignored, ...rest } = record;
+  return rest;
+}
+
+const customer = payloadOf(customerExamples.record);
+const membership = payloadOf(membershipExamples.record);
+const payment = payloadOf(paymentExamples.record);
+const site = payloadOf(siteExamples.record);
+const domain = payloadOf(domainExamples.record);
+
+const TYPES: EventType[] = [
+  { slug: 'customer_created', name: 'Customer created', desc: 'A customer was created (by the API or by /register).', objectType: 'customer', severity: 3, example: customer },
+  { slug: 'customer_updated', name: 'Customer updated', desc: 'A customer was changed: the payload is the customer after the change.', objectType: 'customer', severity: 3, example: { ...customer, ...customerExamples.update } },
+  { slug: 'membership_activated', name: 'Membership activated', desc: 'A membership became active (created active, or its status changed to active from pending, trialing or on-hold).', objectType: 'membership', severity: 3, example: { ...membership, status: 'active' } },
+  { slug: 'membership_renewed', name: 'Membership renewed', desc: 'A membership was renewed: its date_expiration moved later while it stayed active.', objectType: 'membership', severity: 3, example: { ...membership, status: 'active' } },
+  { slug: 'membership_cancelled', name: 'Membership cancelled', desc: 'A membership was cancelled.', objectType: 'membership', severity: 3, example: { ...membership, status: 'cancelled' } },
+  { slug: 'membership_expired', name: 'Membership expired', desc: 'A membership expired.', objectType: 'membership', severity: 3, example: { ...membership, status: 'expired' } },
+  { slug: 'payment_created', name: 'Payment created', desc: 'A payment was recorded (by the API or by /register), in any status.', objectType: 'payment', severity: 3, example: payment },
+  { slug: 'payment_completed', name: 'Payment completed', desc: 'A payment reached the status completed (created completed, or changed to it).', objectType: 'payment', severity: 3, example: { ...payment, status: 'completed' } },
+  { slug: 'payment_refunded', name: 'Payment refunded', desc: 'A refund was recorded on a payment: the payload is the payment after it (refund_total, status refunded or partially-refunded).', objectType: 'payment', severity: 3, example: { ...payment, status: 'refunded' } },
+  { slug: 'site_created', name: 'Site created', desc: 'A site was created.', objectType: 'site', severity: 3, example: site },
+  { slug: 'site_published', name: 'Site published', desc: 'A site became published: active and public, from its creation or from a change of either.', objectType: 'site', severity: 3, example: site },
+  { slug: 'domain_created', name: 'Domain created', desc: 'A domain was mapped to a site.', objectType: 'domain', severity: 3, example: domain },
+  { slug: 'domain_stage_changed', name: 'Domain stage changed', desc: "A domain's stage changed (checking-dns, checking-ssl-cert, done, failed, …): the payload is the domain after the change.", objectType: 'domain', severity: 3, example: { ...domain, stage: 'done' } },
+];
+
+/** Every event type, by slug. */
+export const EVENT_TYPES: ReadonlyMap<string, EventType> = new Map(TYPES.map((t) => [t.slug, t]));
+export const EVENT_SLUGS: readonly string[] = TYPES.map((t) => t.slug);
