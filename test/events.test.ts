@@ -1,7 +1,8 @@
 import { EVENT_SLUGS, EVENT_TYPES } from '../src/events/catalogue';
 import { recordEvent } from '../src/events/record';
 import { startEventRetention } from '../src/events/retention';
-import { BASE, createTestContext, type TestContext } from './helpers';
+import { markRegistrationFailed } from '../src/register/store';
+import { BASE, createTestContext, newCustomerBody, startTestWorker, type TestContext } from './helpers';
 
 /** Issue 19 (events): the log's API (/events, /event), the catalogue (/hooks), the outbox writer and retention. */
 describe('events', () => {
@@ -82,9 +83,11 @@ describe('events', () => {
     expect(res.body.map((h: any) => h.id)).toEqual(EVENT_SLUGS);
     for (const h of res.body) {
       expect(h).toEqual({ id: h.id, name: expect.any(String), desc: expect.any(String), object_type: EVENT_TYPES.get(h.id)!.objectType, severity: expect.any(Number), payload: expect.any(Object) });
-      // The example is the record of its object type, as the API answers it (no request-dependent _links).
-      expect(h.payload).toMatchObject({ model: h.object_type, id: expect.any(Number) });
-      expect(h.payload._links).toBeUndefined();
+      // The example is the record of its object type as the API answers it (no request-dependent _links);
+      // a registration's is its /register answer with its workflow id.
+      if (h.object_type === 'registration') expect(h.payload).toMatchObject({ workflow_id: expect.stringMatching(/-register-/) });
+      else expect(h.payload).toMatchObject({ model: h.object_type, id: expect.any(Number) });
+      expect(JSON.stringify(h.payload)).not.toContain('_links');
     }
   });
 
@@ -116,5 +119,56 @@ describe('events', () => {
     }
     expect(Number((await ctx.db('events').count({ n: '*' }))[0].n)).toBe(before - 7);
     expect(Number((await ctx.db('events').where('object_id', '>=', 900).count({ n: '*' }))[0].n)).toBe(0);
+  });
+});
+
+describe('events of /register, written in the transaction that decides it', () => {
+  let ctx: TestContext;
+  let worker: Awaited<ReturnType<typeof startTestWorker>>;
+  const auth = () => ({ Authorization: ctx.basic });
+  const eventsOf = async (slug: string) => (await ctx.http.get(`${BASE}/events?slug=${slug}&order=asc`).set(auth())).body;
+
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    worker = await startTestWorker(ctx);
+    await ctx.db('products').insert({ slug: 'ev-plan', name: 'Event Plan', type: 'plan', amount: '9.5', duration: 1, duration_unit: 'month' });
+  });
+  afterAll(async () => {
+    await worker?.shutdown();
+    await ctx?.close();
+  });
+
+  test('a completed checkout: registration_completed with its answer and workflow id', async () => {
+    const res = await ctx.http.post(`${BASE}/register`).set(auth()).send({ customer: newCustomerBody(), products: ['ev-plan'] });
+    expect(res.status).toBe(200);
+    const row = await ctx.db('registrations').where({ customer_id: res.body.customer.id }).first();
+    const [event] = await eventsOf('registration_completed');
+    expect(event).toMatchObject({ object_type: 'registration', object_id: Number(row.id), initiator: 'system', severity: 3 });
+    expect(event.payload).toMatchObject({
+      workflow_id: row.workflow_id,
+      customer: { id: res.body.customer.id, email: res.body.customer.email },
+      membership: { id: res.body.membership.id },
+      payment: { id: res.body.payment.id, total: res.body.payment.total },
+      site: { id: 0 },
+    });
+    expect(JSON.stringify(event.payload)).not.toContain('secret123');
+  });
+
+  test('a registration decided as failed (refused in its transaction, or given up): registration_failed once, with its error answer', async () => {
+    // Refusals found before a registration row exists (validation) answer 400 and are no registration: no event.
+    const refused = await ctx.http.post(`${BASE}/register`).set(auth()).send({ customer_id: 987654, products: ['ev-plan'] });
+    expect(refused.body.code).toBe('customer_not_found');
+    expect(await eventsOf('registration_failed')).toEqual([]);
+    // Every path that fails a running registration (a refusal in the records transaction, the
+    // local activity giving up, the API abandoning it) goes through markRegistrationFailed.
+    const [row] = await ctx.db('registrations').insert({ workflow_id: 'hx-register-events-test', request: '{}', request_hmac: 'x', status: 'running' }).returning(['id']);
+    const body = { code: 'wu_rest_registration_unavailable', message: 'The registration could not be written.', data: { status: 503 } };
+    expect(await markRegistrationFailed(ctx.db, Number(row.id), body)).toBe(true);
+    // Decided already: nothing changes, no second event.
+    expect(await markRegistrationFailed(ctx.db, Number(row.id), { ...body, code: 'other' })).toBe(false);
+    const failed = await eventsOf('registration_failed');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({ object_type: 'registration', object_id: Number(row.id), severity: 4, payload: { workflow_id: 'hx-register-events-test', ...body } });
+    expect(await ctx.db('registrations').where({ id: row.id }).first()).toMatchObject({ status: 'failed', error: body });
   });
 });

@@ -31,6 +31,7 @@ const membership = payloadOf(membershipExamples.record);
 const payment = payloadOf(paymentExamples.record);
 const site = payloadOf(siteExamples.record);
 const domain = payloadOf(domainExamples.record);
+const REGISTRATION_WORKFLOW_ID = 'h3f9c2a71-register-5d0e8c1b-7a4f-4e2b-9c3d-2f6a1b8e0c47';
 
 const TYPES: EventType[] = [
   { slug: 'customer_created', name: 'Customer created', desc: 'A customer was created (by the API or by /register).', objectType: 'customer', severity: 3, example: customer },
@@ -46,6 +47,22 @@ const TYPES: EventType[] = [
   { slug: 'site_published', name: 'Site published', desc: 'A site became published: active and public, from its creation or from a change of either.', objectType: 'site', severity: 3, example: site },
   { slug: 'domain_created', name: 'Domain created', desc: 'A domain was mapped to a site.', objectType: 'domain', severity: 3, example: domain },
   { slug: 'domain_stage_changed', name: 'Domain stage changed', desc: "A domain's stage changed (checking-dns, checking-ssl-cert, done, failed, …): the payload is the domain after the change.", objectType: 'domain', severity: 3, example: { ...domain, stage: 'done' } },
+  {
+    slug: 'registration_completed',
+    name: 'Registration completed',
+    desc: "A /register checkout committed its records: the payload is its answer (customer, membership, payment, site, as GET /register/{workflow_id} shows it) with the registration's workflow_id.",
+    objectType: 'registration',
+    severity: 3,
+    example: { workflow_id: REGISTRATION_WORKFLOW_ID, customer, membership, payment, site },
+  },
+  {
+    slug: 'registration_failed',
+    name: 'Registration failed',
+    desc: "A /register checkout was refused, or could not be written: the payload is its error answer (as GET /register/{workflow_id} shows it) with the registration's workflow_id. Nothing of it was kept.",
+    objectType: 'registration',
+    severity: 4,
+    example: { workflow_id: REGISTRATION_WORKFLOW_ID, code: 'customer_not_found', message: 'Customer 42 was not found.', data: { status: 400, params: { customer_id: 'customer_id does not match any customer.' } } },
+  },
 ];
 
 /** Every event type, by slug. */
