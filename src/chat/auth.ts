@@ -21,6 +21,7 @@ export type ChatCaller =
   | { kind: 'anonymous' }
   | { kind: 'customer'; sessionId: number }
   | { kind: 'agent'; agentId: number | null; name: string; admin: boolean };
+export type AgentCaller = Extract<ChatCaller, { kind: 'agent' }>;
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -97,14 +98,14 @@ export function callerOf(req: Request): ChatCaller {
 }
 
 /** An agent (or the API credentials). */
-export function requireAgent(req: Request): Extract<ChatCaller, { kind: 'agent' }> {
+export function requireAgent(req: Request): AgentCaller {
   const c = callerOf(req);
   if (c.kind === 'anonymous') throw unauthorized();
   if (c.kind !== 'agent') throw forbidden('This route is for support agents.');
   return c;
 }
 
-export function requireAdmin(req: Request): Extract<ChatCaller, { kind: 'agent' }> {
+export function requireAdmin(req: Request): AgentCaller {
   const c = requireAgent(req);
   if (!c.admin) throw forbidden('This route is for administrators.');
   return c;
@@ -124,4 +125,9 @@ export function requireSessionCaller(req: Request, rawSessionId: string, allow: 
   }
   if (!allow.agent) throw forbidden('This action is for the customer of the session.');
   return c;
+}
+
+/** Access to one session for agents only (its customer is 403). */
+export function requireSessionAgent(req: Request, rawSessionId: string): AgentCaller {
+  return requireSessionCaller(req, rawSessionId, { customer: false, agent: true }) as AgentCaller;
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex';
+import { invalidParams } from '../http/errors';
 
 /**
  * Reports over the sessions created in [from, to): sessions by status; first response, wait
@@ -58,4 +59,16 @@ export async function chatReport(db: Db, from: Date, to: Date) {
       sessions: r.sessions,
     })),
   };
+}
+
+/** The report over a range given as ISO 8601 dates or date-times: to defaults to now, from to 30 days before to. */
+export class ChatReports {
+  constructor(private readonly db: Db) {}
+
+  async report(range: { from?: string; to?: string }) {
+    const to = range.to ? new Date(range.to) : new Date();
+    const from = range.from ? new Date(range.from) : new Date(to.getTime() - 30 * 86_400_000);
+    if (from > to) throw invalidParams({ from: 'from must not be later than to.' });
+    return chatReport(this.db, from, to);
+  }
 }

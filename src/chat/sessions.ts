@@ -212,6 +212,9 @@ export interface CreateSessionInput {
   message?: string;
 }
 
+/** Which sessions an agent's list holds, by assignment. */
+export type AssignmentScope = { op: 'any' } | { op: 'unassigned' } | { op: 'assigned' } | { op: 'agent'; agentId: number };
+
 export class SessionStore {
   constructor(
     private readonly db: Db,
@@ -221,9 +224,13 @@ export class SessionStore {
   ) {}
 
   async get(id: number): Promise<SessionRow> {
-    const s = await this.db('chat_sessions').where({ id }).first();
+    const s = await this.find(id);
     if (!s) throw notFoundItem('chat_session');
     return s;
+  }
+
+  async find(id: number): Promise<SessionRow | undefined> {
+    return this.db('chat_sessions').where({ id }).first();
   }
 
   /**
@@ -297,7 +304,7 @@ export class SessionStore {
     return s;
   }
 
-  async list(q: ListQuery, assignment: { op: 'any' } | { op: 'unassigned' } | { op: 'assigned' } | { op: 'agent'; agentId: number }) {
+  async list(q: ListQuery, assignment: AssignmentScope) {
     const base = () => {
       const qb = this.db('chat_sessions').select('chat_sessions.*');
       if (assignment.op === 'unassigned') qb.whereNull('chat_sessions.assigned_agent_id');
@@ -325,6 +332,24 @@ export class SessionStore {
 
   async message(id: number): Promise<MessageRow | undefined> {
     return this.db('chat_messages').where({ id }).first();
+  }
+
+  /** A message as the API shows it, with its attachment (`chatBase`: the namespace's path, for the download URLs). */
+  async messageOut(message: MessageRow, chatBase: string): Promise<MessageRecord> {
+    return messageRecord(message, (await this.attachmentsOf([message])).get(Number(message.attachment_id)), chatBase);
+  }
+
+  /**
+   * Gives the session a ticket now (the one it has, or a new one holding the conversation),
+   * with a system message saying so: `notice`, its {{ticket_id}} filled.
+   */
+  async fallBackToTicket(id: number, reason: FallbackReason, notice: string): Promise<{ message: MessageRow; session: SessionRow }> {
+    return this.db.transaction(async (trx) => {
+      const locked = await lockSession(trx, id);
+      const ticketId = locked.ticket_id ? Number(locked.ticket_id) : await createTicketForSession(trx, locked, reason);
+      const session = await lockSession(trx, id);
+      return insertMessage(trx, session, { sender_type: 'system', sender_name: 'System', body: notice.replace('{{ticket_id}}', String(ticketId)) });
+    });
   }
 
   async post(sessionId: number, m: Parameters<typeof insertMessage>[2]): Promise<{ message: MessageRow; session: SessionRow; before: SessionRow }> {

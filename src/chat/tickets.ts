@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { Db } from '../db/knex';
 import { notFoundItem } from '../http/errors';
 import { isoDate } from '../http/validation';
 
@@ -129,4 +130,28 @@ export async function updateTicket(db: Knex, id: number, changes: TicketChanges,
     await trx('ticket_messages').insert({ ticket_id: id, sender_type: 'system', sender_name: 'System', body: `${by} changed the ${lines.join(', the ')}.`, chat_message_id: null });
     return Object.keys(update);
   });
+}
+
+/** Tickets as the agent console works them. */
+export class Tickets {
+  constructor(private readonly db: Db) {}
+
+  /** The ticket with its conversation, notes and sessions; 404 for an unknown one. */
+  async detail(id: number) {
+    return ticketDetail(this.db, id);
+  }
+
+  /** Works the ticket (see updateTicket) and answers it as it is now. */
+  async update(id: number, changes: TicketChanges, by: string) {
+    await updateTicket(this.db, id, changes, by);
+    return ticketDetail(this.db, id);
+  }
+
+  /** A private staff note; answers the ticket as it is now. */
+  async addNote(id: number, agentId: number | null, note: string) {
+    await ticketDetail(this.db, id);
+    await this.db('ticket_notes').insert({ ticket_id: id, agent_id: agentId, note });
+    await this.db('tickets').where({ id }).update({ date_modified: this.db.fn.now() });
+    return ticketDetail(this.db, id);
+  }
 }
