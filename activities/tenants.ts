@@ -5,7 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
 import { deletePrefix, LocalObjectStorage, movePrefix, type ObjectStorage } from '../src/infra/object-storage';
-import { siteUploadsPrefix } from '../src/sites/store';
+import { siteUploadsPrefix } from '../src/sites/uploads';
 import { decryptSecret, encryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
 import { tenantHosts, type TenantDbHost } from '../src/tenants/hosts';
 import { CHECK_NAMES, type CheckName, type CheckResult, type TenantRow } from '../src/tenants/store';

@@ -149,7 +149,7 @@ function combine(list: Measurement[]): Measurement {
 
 // ---- the bare baseline ----------------------------------------------------------------------
 
-/** The same columns as COLUMNS in src/customers/store.ts (not exported there). */
+/** The same columns the customers service reads for a whole record (src/customers/service.ts: its columns, through the join). */
 const CUSTOMER_SELECT = `select c.id, c.user_id, u.username, u.email, u.display_name, c.type, c.email_verification,
   c.date_registered, c.last_login, c.has_trialed, c.vip, c.ips, c.signup_form, c.extra_information,
   c.billing_address, c.notes, c.migrated_from_id, c.date_created, c.date_modified

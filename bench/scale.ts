@@ -28,12 +28,12 @@ import autocannon from 'autocannon';
 import express from 'express';
 import type { Knex } from 'knex';
 import pg from 'pg';
-import { customerListSpec } from '../src/customers/store';
+import { customerListSpec } from '../src/customers/service';
 import { applyFilters, parseListQuery, type ListSpec } from '../src/http/list';
 import { setLogLevel } from '../src/logger';
-import { membershipListSpec } from '../src/memberships/store';
-import { paymentListSpec } from '../src/payments/store';
-import { siteListSpec } from '../src/sites/store';
+import { membershipListSpec } from '../src/memberships/service';
+import { paymentListSpec } from '../src/payments/service';
+import { siteListSpec } from '../src/sites/service';
 import { buildDist, ROOT, startApiProcess, startBareProcess } from './processes';
 import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, textTable, type Log, type Step } from './run';
 

@@ -1,4 +1,4 @@
-import { customerListSpec } from '../src/customers/store';
+import { customerListSpec } from '../src/customers/service';
 import { applyFilters, parseListQuery } from '../src/http/list';
 import { verifyPassword } from '../src/users/password';
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';

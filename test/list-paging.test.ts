@@ -1,11 +1,11 @@
 import { sessionListSpec } from '../src/chat/sessions';
-import { customerListSpec } from '../src/customers/store';
-import { domainListSpec } from '../src/domains/store';
+import { customerListSpec } from '../src/customers/service';
+import { domainListSpec } from '../src/domains/service';
 import type { ListSpec } from '../src/http/list';
-import { membershipListSpec } from '../src/memberships/store';
-import { paymentListSpec } from '../src/payments/store';
-import { productListSpec } from '../src/products/store';
-import { siteListSpec } from '../src/sites/store';
+import { membershipListSpec } from '../src/memberships/service';
+import { paymentListSpec } from '../src/payments/service';
+import { productListSpec } from '../src/products/service';
+import { siteListSpec } from '../src/sites/service';
 import { jobListSpec, projectListSpec } from '../src/translations/service';
 import { BASE, createTestContext, type TestContext } from './helpers';
 

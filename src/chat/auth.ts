@@ -21,6 +21,7 @@ export type ChatCaller =
   | { kind: 'anonymous' }
   | { kind: 'customer'; sessionId: number }
   | { kind: 'agent'; agentId: number | null; name: string; admin: boolean };
+export type AgentCaller = Extract<ChatCaller, { kind: 'agent' }>;
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -50,22 +51,22 @@ export function chatAuth(db: Db, settings: SettingsStore, limiter: AddressLimite
       const parsed = parseToken(token);
       if (!parsed) return fail(req);
       if (parsed.kind === 'customer') {
-        const s = await db('chat_sessions').where({ id: parsed.id }).first('id', 'token_sha256', 'token_expires_at', 'date_created');
+        const session = await db('chat_sessions').where({ id: parsed.id }).first('id', 'token_sha256', 'token_expires_at', 'date_created');
         // The digest comparison runs even for an unknown session (against a dummy digest). The
         // absolute lifetime is checked too, so lowering it applies to tokens already issued.
         const now = Date.now();
         const ok =
-          tokenMatches(token, s?.token_sha256 ?? sha256('')) &&
-          !!s &&
-          new Date(s.token_expires_at).getTime() > now &&
-          new Date(s.date_created).getTime() + sessionMaxAgeSeconds * 1000 > now;
+          tokenMatches(token, session?.token_sha256 ?? sha256('')) &&
+          !!session &&
+          new Date(session.token_expires_at).getTime() > now &&
+          new Date(session.date_created).getTime() + sessionMaxAgeSeconds * 1000 > now;
         if (!ok) return fail(req);
-        return { kind: 'customer', sessionId: Number(s!.id) };
+        return { kind: 'customer', sessionId: Number(session!.id) };
       }
-      const a = await db('chat_agents').where({ id: parsed.id }).first('id', 'name', 'is_admin', 'active', 'token_sha256');
-      const ok = tokenMatches(token, a?.token_sha256 ?? sha256('')) && !!a && a.active;
+      const agent = await db('chat_agents').where({ id: parsed.id }).first('id', 'name', 'is_admin', 'active', 'token_sha256');
+      const ok = tokenMatches(token, agent?.token_sha256 ?? sha256('')) && !!agent && agent.active;
       if (!ok) return fail(req);
-      return { kind: 'agent', agentId: Number(a!.id), name: a!.name, admin: a!.is_admin };
+      return { kind: 'agent', agentId: Number(agent!.id), name: agent!.name, admin: agent!.is_admin };
     }
     const presented = presentedCredentials(req);
     if (presented) {
@@ -97,17 +98,17 @@ export function callerOf(req: Request): ChatCaller {
 }
 
 /** An agent (or the API credentials). */
-export function requireAgent(req: Request): Extract<ChatCaller, { kind: 'agent' }> {
-  const c = callerOf(req);
-  if (c.kind === 'anonymous') throw unauthorized();
-  if (c.kind !== 'agent') throw forbidden('This route is for support agents.');
-  return c;
+export function requireAgent(req: Request): AgentCaller {
+  const caller = callerOf(req);
+  if (caller.kind === 'anonymous') throw unauthorized();
+  if (caller.kind !== 'agent') throw forbidden('This route is for support agents.');
+  return caller;
 }
 
-export function requireAdmin(req: Request): Extract<ChatCaller, { kind: 'agent' }> {
-  const c = requireAgent(req);
-  if (!c.admin) throw forbidden('This route is for administrators.');
-  return c;
+export function requireAdmin(req: Request): AgentCaller {
+  const caller = requireAgent(req);
+  if (!caller.admin) throw forbidden('This route is for administrators.');
+  return caller;
 }
 
 /**
@@ -115,13 +116,18 @@ export function requireAdmin(req: Request): Extract<ChatCaller, { kind: 'agent' 
  * allows). Checked before the id is validated: a customer token for another session is 403.
  */
 export function requireSessionCaller(req: Request, rawSessionId: string, allow: { customer: boolean; agent: boolean }): ChatCaller {
-  const c = callerOf(req);
-  if (c.kind === 'anonymous') throw unauthorized();
-  if (c.kind === 'customer') {
+  const caller = callerOf(req);
+  if (caller.kind === 'anonymous') throw unauthorized();
+  if (caller.kind === 'customer') {
     if (!allow.customer) throw forbidden('This action is for support agents.');
-    if (String(c.sessionId) !== rawSessionId) throw forbidden('This session token belongs to another session.');
-    return c;
+    if (String(caller.sessionId) !== rawSessionId) throw forbidden('This session token belongs to another session.');
+    return caller;
   }
   if (!allow.agent) throw forbidden('This action is for the customer of the session.');
-  return c;
+  return caller;
+}
+
+/** Access to one session for agents only (its customer is 403). */
+export function requireSessionAgent(req: Request, rawSessionId: string): AgentCaller {
+  return requireSessionCaller(req, rawSessionId, { customer: false, agent: true }) as AgentCaller;
 }

@@ -1,5 +1,8 @@
 import type { Db } from '../db/knex';
+import { invalidParams } from '../http/errors';
 import { isoDate } from '../http/validation';
+import { agentRecord, type AgentStore, type Presence } from './agents';
+import { forbidden, type AgentCaller } from './auth';
 
 /**
  * Business hours (time zone, weekly schedule, holidays) and agent presence decide whether
@@ -131,5 +134,36 @@ export class Availability {
         open_now: state.open,
       },
     };
+  }
+}
+
+/** Business hours as the request gives them (intervals as arrays). */
+type BusinessHoursPatch = Omit<Partial<BusinessHours>, 'schedule'> & { schedule?: Partial<Record<Day, string[][]>> };
+
+/** What the agent console sees of availability and may change: presence, and (administrators) business hours. */
+export class AgentAvailability {
+  constructor(
+    private readonly availability: Availability,
+    private readonly agents: AgentStore,
+  ) {}
+
+  async overview() {
+    const [status, hours, list] = await Promise.all([this.availability.status(), this.availability.hours(), this.agents.list()]);
+    return { status, business_hours: { ...hours, open_now: status.business_hours.open_now }, agents: list.map(agentRecord) };
+  }
+
+  /** An agent sets its own presence; administrators any agent's, and the business hours. */
+  async update(caller: AgentCaller, input: { agent_id?: number; presence?: Presence; business_hours?: BusinessHoursPatch }) {
+    if (input.business_hours !== undefined && !caller.admin) throw forbidden('Only administrators change the business hours.');
+    if (input.agent_id !== undefined && input.agent_id !== caller.agentId && !caller.admin) throw forbidden('Only administrators set the presence of another agent.');
+    if (input.presence !== undefined) {
+      const target = input.agent_id ?? caller.agentId;
+      if (target === null) throw invalidParams({ agent_id: 'agent_id is required with the API credentials.' });
+      if (!(await this.agents.get(target))) throw invalidParams({ agent_id: 'agent_id is not an existing agent.' });
+      await this.agents.setPresence(target, input.presence);
+    }
+    // The schema checked that each interval is a pair.
+    if (input.business_hours) await this.availability.setHours(input.business_hours as Partial<BusinessHours>);
+    return this.overview();
   }
 }

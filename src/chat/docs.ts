@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { ACCEPT_RANGES, CONTENT_RANGE, RANGE_NOT_SATISFIABLE } from '../http/download';
 import { listQueryParams, LIST_HEADERS } from '../http/list';
 import type { HttpMethod, OperationDoc, ParamDoc, RouteRegistry } from '../http/routes';
-import * as S from './schemas';
+import * as schemas from './schemas';
 import { sessionListSpec } from './sessions';
 
 type Who = 'public' | 'anyone' | 'session' | 'customer' | 'agent' | 'admin';
@@ -28,14 +28,14 @@ const SECURITY: Record<Who, Record<string, string[]>[]> = {
 /** The chat operations in the route index and the OpenAPI document. */
 export function documentChat(registry: RouteRegistry, ns: string): void {
   const tags = ['chat'];
-  const session = registry.component('ChatSession', S.sessionJson);
-  registry.component('ChatAttachment', S.attachmentJson);
-  const message = registry.component('ChatMessage', S.messageJson);
-  const agent = registry.component('ChatAgent', S.agentJson);
-  const cannedRef = registry.component('ChatCannedReply', S.cannedJson);
-  registry.component('ChatAvailability', S.availabilityJson);
-  const ticket = registry.component('ChatTicket', S.ticketJson);
-  const realtimeOrNull = { oneOf: [S.realtimeJson, { type: 'null' }] };
+  const session = registry.component('ChatSession', schemas.sessionJson);
+  registry.component('ChatAttachment', schemas.attachmentJson);
+  const message = registry.component('ChatMessage', schemas.messageJson);
+  const agent = registry.component('ChatAgent', schemas.agentJson);
+  const cannedRef = registry.component('ChatCannedReply', schemas.cannedJson);
+  registry.component('ChatAvailability', schemas.availabilityJson);
+  const ticket = registry.component('ChatTicket', schemas.ticketJson);
+  const realtimeOrNull = { oneOf: [schemas.realtimeJson, { type: 'null' }] };
   const op = (method: HttpMethod, path: string, who: Who, doc: Omit<OperationDoc, 'tags' | 'public' | 'auth' | 'security'>) =>
     registry.operation(ns, method, path, { ...doc, tags, public: who === 'public', auth: AUTH_TEXT[who], security: SECURITY[who] });
   const ok = (description: string, schema: Record<string, unknown>, headers?: OperationDoc['responses'][number]['headers']) => ({ description, schema, ...(headers ? { headers } : {}) });
@@ -64,7 +64,7 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
       'When support is offline, or the realtime channel is unavailable (server side, or realtime:false from the widget), the session gets a ticket holding the conversation at once ' +
       '(fallback_reason offline / realtime_unavailable) and later messages are appended to it. Otherwise the chatFollowUp workflow turns it into a ticket when no agent takes it in time. ' +
       'Callers other than agents (anonymous, customer tokens) may start at most CHAT_SESSION_CREATE_LIMIT sessions per CHAT_SESSION_CREATE_WINDOW_SECONDS from one address (default 20 per 60 s), then 429 chat_too_many_sessions with Retry-After.',
-    body: S.createSessionSchema,
+    body: schemas.createSessionSchema,
     responses: {
       201: ok(
         'The session, its token, the realtime channel and the first messages.',
@@ -94,7 +94,7 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   op('GET', '/chat/sessions/:session_id/messages', 'session', {
     summary: 'Messages of a session, oldest first, after a cursor (polling)',
     description: 'Poll with after=<next_after of the previous answer> every poll_interval_seconds (15 s default, 10 s minimum) when the realtime channel is down.',
-    query: queryOf(S.messagesQuery),
+    query: queryOf(schemas.messagesQuery),
     responses: {
       200: ok(
         'A page of messages.',
@@ -107,7 +107,7 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     description:
       'Exactly one of body and canned_reply_id. Only agents may send a canned reply (canned_reply_id, an existing one), its placeholders filled. ' +
       'An agent replying to an unassigned session takes it. A closed session answers 409 chat_session_closed.',
-    body: S.postMessageSchema,
+    body: schemas.postMessageSchema,
     responses: { 201: ok('The message.', message) },
   });
   const errorWith = (codes: string, data: Record<string, unknown>) => ({
@@ -183,7 +183,7 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   op('POST', '/chat/sessions/:session_id/context', 'session', {
     summary: 'Update the page context (the page the customer is on)',
     description: 'At least one of page_url, page_title, referrer and locale; null clears one. A closed session answers 409 chat_session_closed.',
-    body: S.contextSchema,
+    body: schemas.contextSchema,
     responses: { 200: ok('The session.', session) },
   });
   op('POST', '/chat/sessions/:session_id/token', 'session', {
@@ -194,7 +194,7 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
       "A browser may open the socket only from an origin in CHAT_ALLOWED_ORIGINS (or any with *): another Origin is refused with HTTP 403 before the upgrade; clients sending no Origin are let through on the token. " +
       'The body is optional (none: {}). refresh_session_token is for the customer of the session (agents: 400) and is refused for a closed session (409 chat_session_closed). ' +
       'A session token lasts CHAT_SESSION_TOKEN_TTL_SECONDS, and never longer than CHAT_SESSION_TOKEN_MAX_AGE_SECONDS after the session was created (default 30 days), however often it is refreshed; then the customer starts a new session.',
-    body: S.tokenSchema,
+    body: schemas.tokenSchema,
     bodyRequired: false,
     responses: {
       200: ok(
@@ -209,38 +209,38 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   op('POST', '/chat/sessions/:session_id/status', 'session', {
     summary: 'Resolve, close or reopen a session (customers may only close)',
     description: 'Customers may only give closed (others: 403). A closed session cannot be reopened (409 chat_session_closed).',
-    body: S.statusSchema,
+    body: schemas.statusSchema,
     responses: { 200: ok('The session.', session) },
   });
   op('POST', '/chat/sessions/:session_id/satisfaction', 'customer', {
     summary: 'Rate the chat (1-5, optional comment), once per session',
     description: 'A second rating answers 409 chat_satisfaction_exists.',
-    body: S.satisfactionSchema,
+    body: schemas.satisfactionSchema,
     responses: { 201: ok('The rating.', obj({ session_id: { type: 'integer' }, rating: { type: 'integer' }, comment: { type: ['string', 'null'] }, date_created: { type: 'string', format: 'date-time' } })) },
   });
   op('POST', '/chat/sessions/:session_id/assign', 'agent', {
     summary: 'Assign the session to an agent (default: the caller), or unassign (agent_id null)',
     description: 'The body is optional (none: {}, the caller). With the API credentials agent_id is required. agent_id must be an active agent.',
-    body: S.assignSchema,
+    body: schemas.assignSchema,
     bodyRequired: false,
     responses: { 200: ok('The session.', session) },
   });
   op('POST', '/chat/sessions/:session_id/metadata', 'agent', {
     summary: 'Set or remove metadata keys (string values)',
     description: 'The session holds at most 50 keys after the change (400 otherwise).',
-    body: S.metadataSchema,
+    body: schemas.metadataSchema,
     responses: { 200: ok('The session.', session) },
   });
   op('POST', '/chat/sessions/:session_id/link-ticket', 'agent', {
     summary: 'Link an existing ticket; the transcript is appended to it',
     description: 'A session linked to another ticket answers 409 chat_session_has_ticket.',
-    body: S.linkTicketSchema,
+    body: schemas.linkTicketSchema,
     responses: { 200: ok('The session and the ticket.', obj({ session, ticket, copied_messages: { type: 'integer' } })) },
   });
   op('POST', '/chat/sessions/:session_id/agent-time', 'agent', {
     summary: 'Log agent time on the session (minutes and a note)',
     description: 'agent_id is required with the API credentials; an agent other than an admin may give only its own id (403).',
-    body: S.agentTimeSchema,
+    body: schemas.agentTimeSchema,
     responses: {
       201: ok(
         'The entry and the total of the session.',
@@ -254,7 +254,7 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   op('POST', '/chat/sessions/:session_id/convert-ticket', 'agent', {
     summary: "Create a ticket from the session's transcript",
     description: 'The body is optional (none: {}). A session that already has a ticket answers 409 chat_session_has_ticket (with data.ticket_id).',
-    body: S.convertTicketSchema,
+    body: schemas.convertTicketSchema,
     bodyRequired: false,
     responses: { 201: ok('The session and the new ticket.', obj({ session, ticket })) },
   });
@@ -278,29 +278,29 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
     description:
       'presence and/or business_hours. business_hours, and agent_id other than the caller, are for admins (403). With the API credentials presence needs agent_id (an existing agent). ' +
       'Each schedule interval ends after it starts.',
-    body: S.agentAvailabilitySchema,
+    body: schemas.agentAvailabilitySchema,
     responses: { 200: ok('Availability for agents.', agentAvailability) },
   });
   op('GET', '/chat/agent/reports', 'agent', {
     summary: 'Reports over the sessions created in [from, to): by status, first response / wait / resolution times (average, p90), satisfaction, agent time',
     description: 'from must not be later than to (400).',
-    query: queryOf(S.reportQuery),
-    responses: { 200: ok('The report.', S.reportJson) },
+    query: queryOf(schemas.reportQuery),
+    responses: { 200: ok('The report.', schemas.reportJson) },
   });
   op('GET', '/chat/agent/canned-replies', 'agent', {
     summary: 'Canned replies; with session_id each has `rendered`, its placeholders filled for that session',
     description: 'Placeholders: {{customer_name}}, {{customer_first_name}}, {{customer_email}}, {{agent_name}}, {{session_id}}, {{ticket_id}}; any other stays as written. session_id must be an existing session (400).',
-    query: queryOf(S.cannedQuery),
+    query: queryOf(schemas.cannedQuery),
     responses: { 200: ok('Canned replies.', { type: 'array', items: cannedRef }) },
   });
-  op('POST', '/chat/agent/canned-replies', 'admin', { summary: 'Create a canned reply', body: S.createCannedSchema, responses: { 201: ok('The reply.', cannedRef) } });
+  op('POST', '/chat/agent/canned-replies', 'admin', { summary: 'Create a canned reply', body: schemas.createCannedSchema, responses: { 201: ok('The reply.', cannedRef) } });
   const partial = 'Only the fields given change; {} changes nothing and answers the record as it is. The body is required.';
-  op('PUT', '/chat/agent/canned-replies/:reply_id', 'admin', { summary: 'Update a canned reply', description: `${partial} The shortcut must be free (409).`, body: S.updateCannedSchema, responses: { 200: ok('The reply.', cannedRef) } });
+  op('PUT', '/chat/agent/canned-replies/:reply_id', 'admin', { summary: 'Update a canned reply', description: `${partial} The shortcut must be free (409).`, body: schemas.updateCannedSchema, responses: { 200: ok('The reply.', cannedRef) } });
   op('DELETE', '/chat/agent/canned-replies/:reply_id', 'admin', { summary: 'Delete a canned reply', responses: { 200: ok('The deleted reply.', cannedRef) } });
   op('GET', '/chat/agent/agents', 'agent', { summary: 'Agents (without their tokens)', responses: { 200: ok('Agents.', { type: 'array', items: agent }) } });
   const agentWithToken = obj({ agent, token: { type: 'string', description: 'Shown only now (only a digest is stored).' } });
-  op('POST', '/chat/agent/agents', 'admin', { summary: 'Create an agent; answers its token once', body: S.createAgentSchema, responses: { 201: ok('The agent and its token.', agentWithToken) } });
-  op('PUT', '/chat/agent/agents/:agent_id', 'admin', { summary: 'Update or disable (active:false) an agent', description: `${partial} The email must be free (409).`, body: S.updateAgentSchema, responses: { 200: ok('The agent.', agent) } });
+  op('POST', '/chat/agent/agents', 'admin', { summary: 'Create an agent; answers its token once', body: schemas.createAgentSchema, responses: { 201: ok('The agent and its token.', agentWithToken) } });
+  op('PUT', '/chat/agent/agents/:agent_id', 'admin', { summary: 'Update or disable (active:false) an agent', description: `${partial} The email must be free (409).`, body: schemas.updateAgentSchema, responses: { 200: ok('The agent.', agent) } });
   op('POST', '/chat/agent/agents/:agent_id/token', 'admin', { summary: "Replace an agent's token (the old one stops working)", responses: { 200: ok('The agent and its new token.', agentWithToken) } });
   op('GET', '/chat/agent/tickets/:ticket_id', 'agent', { summary: 'A ticket with its conversation and private staff notes', responses: { 200: ok('The ticket.', ticket) } });
   for (const method of ['POST', 'PUT', 'PATCH'] as const) {
@@ -310,9 +310,9 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
         'A partial body: only the fields given change (category null removes it). status: open, pending, resolved, closed; priority: low, normal, high, urgent. ' +
         'Each change is recorded in the conversation as a system line naming the agent and the old and new values; a value equal to the current one changes nothing. ' +
         'Any invalid field: 400 wu_rest_invalid_parameter naming it, and nothing changes. POST, PUT and PATCH do the same.',
-      body: S.updateTicketSchema,
+      body: schemas.updateTicketSchema,
       responses: { 200: ok('The ticket.', ticket) },
     });
   }
-  op('POST', '/chat/agent/tickets/:ticket_id/notes', 'agent', { summary: 'Add a private staff note to a ticket', body: S.ticketNoteSchema, responses: { 201: ok('The ticket.', ticket) } });
+  op('POST', '/chat/agent/tickets/:ticket_id/notes', 'agent', { summary: 'Add a private staff note to a ticket', body: schemas.ticketNoteSchema, responses: { 201: ok('The ticket.', ticket) } });
 }

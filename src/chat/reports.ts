@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex';
+import { invalidParams } from '../http/errors';
 
 /**
  * Reports over the sessions created in [from, to): sessions by status; first response, wait
@@ -16,14 +17,14 @@ const round = (v: unknown): number | null => (v === null || v === undefined ? nu
 export async function chatReport(db: Db, from: Date, to: Date) {
   const inRange = (alias = 's') => db.raw(`${alias}.date_created >= ? AND ${alias}.date_created < ?`, [from, to]);
   const duration = async (startCol: string, endCol: string): Promise<DurationStats> => {
-    const r = await db.raw(
+    const result = await db.raw(
       `SELECT count(*)::int AS n,
               avg(extract(epoch FROM ${endCol} - ${startCol}))::float8 AS avg,
               percentile_cont(0.9) WITHIN GROUP (ORDER BY extract(epoch FROM ${endCol} - ${startCol}))::float8 AS p90
        FROM chat_sessions s WHERE ${endCol} IS NOT NULL AND ?`,
       [inRange()],
     );
-    const row = r.rows[0];
+    const row = result.rows[0];
     return { count: row.n, average_seconds: round(row.avg), p90_seconds: round(row.p90) };
   };
   const [byStatus, firstResponse, wait, resolution, satisfaction, agentTime] = await Promise.all([
@@ -40,8 +41,8 @@ export async function chatReport(db: Db, from: Date, to: Date) {
     ),
   ]);
   const statuses: Record<string, number> = { waiting: 0, assigned: 0, active: 0, resolved: 0, closed: 0 };
-  for (const r of byStatus.rows as { status: string; n: number }[]) statuses[r.status] = r.n;
-  const sat = satisfaction.rows[0];
+  for (const row of byStatus.rows as { status: string; n: number }[]) statuses[row.status] = row.n;
+  const rated = satisfaction.rows[0];
   return {
     from: from.toISOString(),
     to: to.toISOString(),
@@ -49,13 +50,25 @@ export async function chatReport(db: Db, from: Date, to: Date) {
     first_response: firstResponse,
     wait,
     resolution,
-    satisfaction: { count: sat.n, average: round(sat.avg) },
-    agent_time: (agentTime.rows as { agent_id: number; name: string; minutes: number; entries: number; sessions: number }[]).map((r) => ({
-      agent_id: Number(r.agent_id),
-      agent_name: r.name,
-      minutes: r.minutes,
-      entries: r.entries,
-      sessions: r.sessions,
+    satisfaction: { count: rated.n, average: round(rated.avg) },
+    agent_time: (agentTime.rows as { agent_id: number; name: string; minutes: number; entries: number; sessions: number }[]).map((row) => ({
+      agent_id: Number(row.agent_id),
+      agent_name: row.name,
+      minutes: row.minutes,
+      entries: row.entries,
+      sessions: row.sessions,
     })),
   };
+}
+
+/** The report over a range given as ISO 8601 dates or date-times: to defaults to now, from to 30 days before to. */
+export class ChatReports {
+  constructor(private readonly db: Db) {}
+
+  async report(range: { from?: string; to?: string }) {
+    const to = range.to ? new Date(range.to) : new Date();
+    const from = range.from ? new Date(range.from) : new Date(to.getTime() - 30 * 86_400_000);
+    if (from > to) throw invalidParams({ from: 'from must not be later than to.' });
+    return chatReport(this.db, from, to);
+  }
 }

@@ -1,7 +1,10 @@
 import { z } from 'zod';
+import { ApiError, invalidParams } from '../http/errors';
+import { parseListQuery, type ListQuery } from '../http/list';
 import { fields } from '../http/validation';
 import { DAYS, TIME_ZONES, validTimeZone } from './availability';
-import { AGENT_ONLY_FIELDS } from './sessions';
+import type { DownloadVariant } from './downloads';
+import { AGENT_ONLY_FIELDS, sessionListSpec, type AssignmentScope } from './sessions';
 
 /**
  * Request bodies and queries of the chat routes (strict: unknown keys are refused) and the
@@ -183,6 +186,39 @@ export const cannedQuery = z
     session_id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional().describe('Fill the placeholders for this session (an existing one).'),
   })
   .strict();
+
+/**
+ * The agent console's session list: the list parameters and `assignment` (any, assigned,
+ * unassigned, or mine: the calling agent's, `agentId`), their problems answered together.
+ */
+export function parseSessionListQuery(query: Record<string, unknown>, agentId: number | null): { list: ListQuery; scope: AssignmentScope } {
+  const { assignment, ...rest } = query;
+  let scope: AssignmentScope = { op: 'any' };
+  const errors: Record<string, string> = {};
+  if (assignment !== undefined) {
+    if (assignment === 'unassigned') scope = { op: 'unassigned' };
+    else if (assignment === 'assigned') scope = { op: 'assigned' };
+    else if (assignment === 'mine') {
+      if (agentId === null) errors.assignment = 'assignment=mine needs an agent token (the API credentials are no agent).';
+      else scope = { op: 'agent', agentId };
+    } else if (assignment !== 'any') errors.assignment = 'assignment is not one of any, assigned, unassigned, and mine.';
+  }
+  let list: ListQuery;
+  try {
+    list = parseListQuery(rest, sessionListSpec);
+  } catch (err) {
+    if (err instanceof ApiError && Object.keys(errors).length) throw invalidParams({ ...(err.extra.params as Record<string, string>), ...errors });
+    throw err;
+  }
+  if (Object.keys(errors).length) throw invalidParams(errors);
+  return { list, scope };
+}
+
+/** An attachment download's `variant` query parameter. */
+export function parseDownloadVariant(variant: unknown): DownloadVariant | undefined {
+  if (variant !== undefined && variant !== 'original' && variant !== 'thumbnail') throw invalidParams({ variant: 'variant is not one of original and thumbnail.' });
+  return variant;
+}
 
 // ---- records (documentation; the contract tests check every response against them) ----
 const iso = { type: 'string', format: 'date-time' };

@@ -69,28 +69,28 @@ export interface AttachmentRow {
   date_created: Date;
 }
 
-export function sessionRecord(s: SessionRow) {
+export function sessionRecord(session: SessionRow) {
   return {
-    id: Number(s.id),
-    status: s.status,
-    customer_id: s.customer_id === null ? null : Number(s.customer_id),
-    customer_name: s.customer_name,
-    customer_email: s.customer_email,
-    site_id: s.site_id === null ? null : Number(s.site_id),
-    identity_verified: s.identity_verified,
-    context: { page_url: s.page_url, page_title: s.page_title, referrer: s.referrer, locale: s.locale },
-    metadata: s.metadata ?? {},
-    assigned_agent_id: s.assigned_agent_id === null ? null : Number(s.assigned_agent_id),
-    ticket_id: s.ticket_id === null ? null : Number(s.ticket_id),
-    fallback_reason: s.fallback_reason,
-    follow_up_workflow_id: s.follow_up_workflow_id,
-    assigned_at: isoDate(s.assigned_at),
-    first_response_at: isoDate(s.first_response_at),
-    resolved_at: isoDate(s.resolved_at),
-    closed_at: isoDate(s.closed_at),
-    last_message_at: isoDate(s.last_message_at),
-    date_created: isoDate(s.date_created)!,
-    date_modified: isoDate(s.date_modified)!,
+    id: Number(session.id),
+    status: session.status,
+    customer_id: session.customer_id === null ? null : Number(session.customer_id),
+    customer_name: session.customer_name,
+    customer_email: session.customer_email,
+    site_id: session.site_id === null ? null : Number(session.site_id),
+    identity_verified: session.identity_verified,
+    context: { page_url: session.page_url, page_title: session.page_title, referrer: session.referrer, locale: session.locale },
+    metadata: session.metadata ?? {},
+    assigned_agent_id: session.assigned_agent_id === null ? null : Number(session.assigned_agent_id),
+    ticket_id: session.ticket_id === null ? null : Number(session.ticket_id),
+    fallback_reason: session.fallback_reason,
+    follow_up_workflow_id: session.follow_up_workflow_id,
+    assigned_at: isoDate(session.assigned_at),
+    first_response_at: isoDate(session.first_response_at),
+    resolved_at: isoDate(session.resolved_at),
+    closed_at: isoDate(session.closed_at),
+    last_message_at: isoDate(session.last_message_at),
+    date_created: isoDate(session.date_created)!,
+    date_modified: isoDate(session.date_modified)!,
   };
 }
 export type SessionRecord = ReturnType<typeof sessionRecord>;
@@ -103,8 +103,8 @@ export const AGENT_ONLY_FIELDS = ['metadata', 'follow_up_workflow_id', 'site_id'
  * the identity is verified (an unknown site_id from a visitor is dropped: showing the site
  * would tell whether it exists).
  */
-export function sessionView(s: SessionRow, caller: { kind: string }) {
-  const record = sessionRecord(s);
+export function sessionView(session: SessionRow, caller: { kind: string }) {
+  const record = sessionRecord(session);
   if (caller.kind === 'agent') return record;
   const customerView: Partial<SessionRecord> = { ...record };
   for (const k of AGENT_ONLY_FIELDS) delete customerView[k];
@@ -169,13 +169,13 @@ export async function insertMessage(
 }
 
 export async function lockSession(trx: Knex, id: number): Promise<SessionRow> {
-  const s = await trx('chat_sessions').where({ id }).forUpdate().first();
-  if (!s) throw notFoundItem('chat_session');
-  return s;
+  const session = await trx('chat_sessions').where({ id }).forUpdate().first();
+  if (!session) throw notFoundItem('chat_session');
+  return session;
 }
 
-export function assertOpen(s: SessionRow): void {
-  if (s.status === 'closed') throw conflict('chat_session_closed', 'The session is closed.');
+export function assertOpen(session: SessionRow): void {
+  if (session.status === 'closed') throw conflict('chat_session_closed', 'The session is closed.');
 }
 
 export const sessionListSpec: ListSpec = {
@@ -212,6 +212,9 @@ export interface CreateSessionInput {
   message?: string;
 }
 
+/** Which sessions an agent's list holds, by assignment. */
+export type AssignmentScope = { op: 'any' } | { op: 'unassigned' } | { op: 'assigned' } | { op: 'agent'; agentId: number };
+
 export class SessionStore {
   constructor(
     private readonly db: Db,
@@ -221,9 +224,13 @@ export class SessionStore {
   ) {}
 
   async get(id: number): Promise<SessionRow> {
-    const s = await this.db('chat_sessions').where({ id }).first();
-    if (!s) throw notFoundItem('chat_session');
-    return s;
+    const session = await this.find(id);
+    if (!session) throw notFoundItem('chat_session');
+    return session;
+  }
+
+  async find(id: number): Promise<SessionRow | undefined> {
+    return this.db('chat_sessions').where({ id }).first();
   }
 
   /**
@@ -243,11 +250,11 @@ export class SessionStore {
       let name = input.customer_name ?? '';
       let email = input.customer_email ?? '';
       if (input.customer_id !== undefined) {
-        const c = await trx('customers').join('users', 'users.id', 'customers.user_id').where('customers.id', input.customer_id).first('users.display_name', 'users.username', 'users.email');
-        if (!c) errors.customer_id = 'customer_id is not an existing customer.';
+        const customer = await trx('customers').join('users', 'users.id', 'customers.user_id').where('customers.id', input.customer_id).first('users.display_name', 'users.username', 'users.email');
+        if (!customer) errors.customer_id = 'customer_id is not an existing customer.';
         else {
-          name ||= c.display_name || c.username;
-          email ||= c.email;
+          name ||= customer.display_name || customer.username;
+          email ||= customer.email;
         }
       }
       let siteId = input.site_id ?? null;
@@ -277,27 +284,27 @@ export class SessionStore {
       let session: SessionRow = (await trx('chat_sessions').where({ id: row.id }).update({ token_sha256: digest }).returning('*'))[0];
       const messages: MessageRow[] = [];
       if (input.message) {
-        const r = await insertMessage(trx, session, { sender_type: 'customer', sender_name: name || 'Customer', body: input.message });
-        messages.push(r.message);
-        session = r.session;
+        const opening = await insertMessage(trx, session, { sender_type: 'customer', sender_name: name || 'Customer', body: input.message });
+        messages.push(opening.message);
+        session = opening.session;
       }
       if (fallback) {
         const ticketId = await createTicketForSession(trx, session, fallback.reason);
         session = await lockSession(trx, session.id);
-        const r = await insertMessage(trx, session, { sender_type: 'system', sender_name: 'System', body: fallback.notice.replace('{{ticket_id}}', String(ticketId)) });
-        messages.push(r.message);
-        session = r.session;
+        const notice = await insertMessage(trx, session, { sender_type: 'system', sender_name: 'System', body: fallback.notice.replace('{{ticket_id}}', String(ticketId)) });
+        messages.push(notice.message);
+        session = notice.session;
       }
       return { session, token, messages };
     });
   }
 
   async setFollowUp(id: number, workflowId: string): Promise<SessionRow> {
-    const [s] = await this.db('chat_sessions').where({ id }).update({ follow_up_workflow_id: workflowId }).returning('*');
-    return s;
+    const [session] = await this.db('chat_sessions').where({ id }).update({ follow_up_workflow_id: workflowId }).returning('*');
+    return session;
   }
 
-  async list(q: ListQuery, assignment: { op: 'any' } | { op: 'unassigned' } | { op: 'assigned' } | { op: 'agent'; agentId: number }) {
+  async list(q: ListQuery, assignment: AssignmentScope) {
     const base = () => {
       const qb = this.db('chat_sessions').select('chat_sessions.*');
       if (assignment.op === 'unassigned') qb.whereNull('chat_sessions.assigned_agent_id');
@@ -312,40 +319,58 @@ export class SessionStore {
     const rows: MessageRow[] = await this.db('chat_messages').where({ session_id: sessionId }).where('id', '>', after).orderBy('id', 'asc').limit(limit + 1);
     const hasMore = rows.length > limit;
     if (hasMore) rows.pop();
-    const ids = rows.map((r) => r.attachment_id).filter((x): x is number => x !== null);
-    const atts: AttachmentRow[] = ids.length ? await this.db('chat_attachments').whereIn('id', ids) : [];
-    return { rows, attachments: new Map(atts.map((a) => [Number(a.id), a])), hasMore };
+    const ids = rows.map((message) => message.attachment_id).filter((x): x is number => x !== null);
+    const attachments: AttachmentRow[] = ids.length ? await this.db('chat_attachments').whereIn('id', ids) : [];
+    return { rows, attachments: new Map(attachments.map((attachment) => [Number(attachment.id), attachment])), hasMore };
   }
 
   async attachmentsOf(rows: MessageRow[]): Promise<Map<number, AttachmentRow>> {
-    const ids = rows.map((r) => r.attachment_id).filter((x): x is number => x !== null);
-    const atts: AttachmentRow[] = ids.length ? await this.db('chat_attachments').whereIn('id', ids) : [];
-    return new Map(atts.map((a) => [Number(a.id), a]));
+    const ids = rows.map((message) => message.attachment_id).filter((x): x is number => x !== null);
+    const attachments: AttachmentRow[] = ids.length ? await this.db('chat_attachments').whereIn('id', ids) : [];
+    return new Map(attachments.map((attachment) => [Number(attachment.id), attachment]));
   }
 
   async message(id: number): Promise<MessageRow | undefined> {
     return this.db('chat_messages').where({ id }).first();
   }
 
+  /** A message as the API shows it, with its attachment (`chatBase`: the namespace's path, for the download URLs). */
+  async messageOut(message: MessageRow, chatBase: string): Promise<MessageRecord> {
+    return messageRecord(message, (await this.attachmentsOf([message])).get(Number(message.attachment_id)), chatBase);
+  }
+
+  /**
+   * Gives the session a ticket now (the one it has, or a new one holding the conversation),
+   * with a system message saying so: `notice`, its {{ticket_id}} filled.
+   */
+  async fallBackToTicket(id: number, reason: FallbackReason, notice: string): Promise<{ message: MessageRow; session: SessionRow }> {
+    return this.db.transaction(async (trx) => {
+      const locked = await lockSession(trx, id);
+      const ticketId = locked.ticket_id ? Number(locked.ticket_id) : await createTicketForSession(trx, locked, reason);
+      const session = await lockSession(trx, id);
+      return insertMessage(trx, session, { sender_type: 'system', sender_name: 'System', body: notice.replace('{{ticket_id}}', String(ticketId)) });
+    });
+  }
+
   async post(sessionId: number, m: Parameters<typeof insertMessage>[2]): Promise<{ message: MessageRow; session: SessionRow; before: SessionRow }> {
     return this.db.transaction(async (trx) => {
       const before = await lockSession(trx, sessionId);
       assertOpen(before);
-      const r = await insertMessage(trx, before, m);
-      return { ...r, before };
+      const inserted = await insertMessage(trx, before, m);
+      return { ...inserted, before };
     });
   }
 
   /** An agent replying to an unassigned session takes it. */
   async takeIfUnassigned(sessionId: number, agentId: number): Promise<boolean> {
-    const n = await this.db('chat_sessions').where({ id: sessionId }).whereNull('assigned_agent_id').update({ assigned_agent_id: agentId, assigned_at: this.db.fn.now() });
-    return n > 0;
+    const taken = await this.db('chat_sessions').where({ id: sessionId }).whereNull('assigned_agent_id').update({ assigned_agent_id: agentId, assigned_at: this.db.fn.now() });
+    return taken > 0;
   }
 
   async updateContext(id: number, ctx: { page_url?: string | null; page_title?: string | null; referrer?: string | null; locale?: string | null }): Promise<SessionRow> {
     return this.db.transaction(async (trx) => {
-      const s = await lockSession(trx, id);
-      assertOpen(s);
+      const session = await lockSession(trx, id);
+      assertOpen(session);
       const [row] = await trx('chat_sessions').where({ id }).update({ ...ctx, date_modified: trx.fn.now() }).returning('*');
       return row;
     });
@@ -353,8 +378,8 @@ export class SessionStore {
 
   async mergeMetadata(id: number, patch: Record<string, string | null>): Promise<SessionRow> {
     return this.db.transaction(async (trx) => {
-      const s = await lockSession(trx, id);
-      const next: Record<string, string> = { ...(s.metadata ?? {}) };
+      const session = await lockSession(trx, id);
+      const next: Record<string, string> = { ...(session.metadata ?? {}) };
       for (const [k, v] of Object.entries(patch)) {
         if (v === null) delete next[k];
         else next[k] = v;
@@ -382,9 +407,9 @@ export class SessionStore {
       let [session] = await trx('chat_sessions').where({ id }).update(changes).returning('*');
       let notice: MessageRow | null = null;
       if (agent && Number(before.assigned_agent_id) !== agent.id) {
-        const r = await insertMessage(trx, session, { sender_type: 'system', sender_name: 'System', body: `${agent.name} joined the chat${by !== agent.name ? ` (assigned by ${by})` : ''}.` });
-        notice = r.message;
-        session = r.session;
+        const joined = await insertMessage(trx, session, { sender_type: 'system', sender_name: 'System', body: `${agent.name} joined the chat${by !== agent.name ? ` (assigned by ${by})` : ''}.` });
+        notice = joined.message;
+        session = joined.session;
       }
       return { before, session, notice };
     });
@@ -409,15 +434,15 @@ export class SessionStore {
 
   async linkTicket(id: number, ticketId: number): Promise<{ session: SessionRow; copied: number }> {
     return this.db.transaction(async (trx) => {
-      const s = await lockSession(trx, id);
+      const before = await lockSession(trx, id);
       if (!(await trx('tickets').where({ id: ticketId }).first('id'))) throw invalidParams({ ticket_id: 'ticket_id is not an existing ticket.' });
-      if (s.ticket_id && Number(s.ticket_id) !== ticketId) {
-        throw conflict('chat_session_has_ticket', `The session is already linked to ticket ${s.ticket_id}.`, { ticket_id: Number(s.ticket_id) });
+      if (before.ticket_id && Number(before.ticket_id) !== ticketId) {
+        throw conflict('chat_session_has_ticket', `The session is already linked to ticket ${before.ticket_id}.`, { ticket_id: Number(before.ticket_id) });
       }
       const copied = await copyTranscript(trx, ticketId, id);
       const [session] = await trx('chat_sessions')
         .where({ id })
-        .update({ ticket_id: ticketId, fallback_reason: s.fallback_reason ?? 'linked', date_modified: trx.fn.now() })
+        .update({ ticket_id: ticketId, fallback_reason: before.fallback_reason ?? 'linked', date_modified: trx.fn.now() })
         .returning('*');
       return { session, copied };
     });
@@ -425,9 +450,9 @@ export class SessionStore {
 
   async convertToTicket(id: number, opts: { subject?: string; priority?: TicketPriority; category?: string; note?: string }, agentId: number | null): Promise<{ session: SessionRow; ticketId: number }> {
     return this.db.transaction(async (trx) => {
-      const s = await lockSession(trx, id);
-      if (s.ticket_id) throw conflict('chat_session_has_ticket', `The session already has ticket ${s.ticket_id}.`, { ticket_id: Number(s.ticket_id) });
-      const ticketId = await createTicketForSession(trx, s, 'converted', opts);
+      const session = await lockSession(trx, id);
+      if (session.ticket_id) throw conflict('chat_session_has_ticket', `The session already has ticket ${session.ticket_id}.`, { ticket_id: Number(session.ticket_id) });
+      const ticketId = await createTicketForSession(trx, session, 'converted', opts);
       if (opts.note) await trx('ticket_notes').insert({ ticket_id: ticketId, agent_id: agentId, note: opts.note });
       return { session: await trx('chat_sessions').where({ id }).first(), ticketId };
     });

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { Db } from '../db/knex';
 import { notFoundItem } from '../http/errors';
 import { isoDate } from '../http/validation';
 
@@ -23,14 +24,14 @@ export interface SessionForTicket {
 
 /** Copies the session's chat messages the ticket does not hold yet (in order). */
 export async function copyTranscript(trx: Knex, ticketId: number, sessionId: number): Promise<number> {
-  const r = await trx.raw(
+  const result = await trx.raw(
     `INSERT INTO ticket_messages (ticket_id, sender_type, sender_name, body, chat_message_id, date_created)
      SELECT ?, m.sender_type, m.sender_name, m.body, m.id, m.date_created FROM chat_messages m
      WHERE m.session_id = ? AND NOT EXISTS (SELECT 1 FROM ticket_messages t WHERE t.ticket_id = ? AND t.chat_message_id = m.id)
      ORDER BY m.id`,
     [ticketId, sessionId, ticketId],
   );
-  return r.rowCount ?? 0;
+  return result.rowCount ?? 0;
 }
 
 /** Copies one chat message to the session's ticket (no-op when it is already there). */
@@ -70,30 +71,30 @@ export async function createTicketForSession(
 }
 
 export async function ticketDetail(db: Knex, id: number) {
-  const t = await db('tickets').where({ id }).first();
-  if (!t) throw notFoundItem('ticket');
+  const ticket = await db('tickets').where({ id }).first();
+  if (!ticket) throw notFoundItem('ticket');
   const [messages, notes, sessions] = await Promise.all([
     db('ticket_messages').where({ ticket_id: id }).orderBy('id'),
     db('ticket_notes').where({ ticket_id: id }).orderBy('id'),
     db('chat_sessions').where({ ticket_id: id }).orderBy('id').pluck('id'),
   ]);
   return {
-    id: Number(t.id),
-    subject: t.subject,
-    status: t.status,
-    priority: t.priority,
-    category: t.category,
-    source: t.source,
-    customer_id: t.customer_id,
-    customer_name: t.customer_name,
-    customer_email: t.customer_email,
-    site_id: t.site_id,
-    identity_verified: t.identity_verified,
+    id: Number(ticket.id),
+    subject: ticket.subject,
+    status: ticket.status,
+    priority: ticket.priority,
+    category: ticket.category,
+    source: ticket.source,
+    customer_id: ticket.customer_id,
+    customer_name: ticket.customer_name,
+    customer_email: ticket.customer_email,
+    site_id: ticket.site_id,
+    identity_verified: ticket.identity_verified,
     chat_session_ids: sessions.map(Number),
-    messages: messages.map((m) => ({ id: m.id, sender_type: m.sender_type, sender_name: m.sender_name, body: m.body, chat_message_id: m.chat_message_id, date_created: isoDate(m.date_created)! })),
-    notes: notes.map((n) => ({ id: n.id, agent_id: n.agent_id, note: n.note, date_created: isoDate(n.date_created)! })),
-    date_created: isoDate(t.date_created)!,
-    date_modified: isoDate(t.date_modified)!,
+    messages: messages.map((message) => ({ id: message.id, sender_type: message.sender_type, sender_name: message.sender_name, body: message.body, chat_message_id: message.chat_message_id, date_created: isoDate(message.date_created)! })),
+    notes: notes.map((note) => ({ id: note.id, agent_id: note.agent_id, note: note.note, date_created: isoDate(note.date_created)! })),
+    date_created: isoDate(ticket.date_created)!,
+    date_modified: isoDate(ticket.date_modified)!,
   };
 }
 
@@ -114,19 +115,43 @@ const describeValue = (v: unknown) => (v === null || v === undefined || v === ''
  */
 export async function updateTicket(db: Knex, id: number, changes: TicketChanges, by: string): Promise<string[]> {
   return db.transaction(async (trx) => {
-    const t = await trx('tickets').where({ id }).forUpdate().first();
-    if (!t) throw notFoundItem('ticket');
+    const ticket = await trx('tickets').where({ id }).forUpdate().first();
+    if (!ticket) throw notFoundItem('ticket');
     const update: Record<string, unknown> = {};
     const lines: string[] = [];
     for (const field of ['status', 'priority', 'subject', 'category'] as const) {
       const value = changes[field];
-      if (value === undefined || value === t[field]) continue;
+      if (value === undefined || value === ticket[field]) continue;
       update[field] = value;
-      lines.push(`${field} from ${describeValue(t[field])} to ${describeValue(value)}`);
+      lines.push(`${field} from ${describeValue(ticket[field])} to ${describeValue(value)}`);
     }
     if (lines.length === 0) return [];
     await trx('tickets').where({ id }).update({ ...update, date_modified: trx.fn.now() });
     await trx('ticket_messages').insert({ ticket_id: id, sender_type: 'system', sender_name: 'System', body: `${by} changed the ${lines.join(', the ')}.`, chat_message_id: null });
     return Object.keys(update);
   });
+}
+
+/** Tickets as the agent console works them. */
+export class Tickets {
+  constructor(private readonly db: Db) {}
+
+  /** The ticket with its conversation, notes and sessions; 404 for an unknown one. */
+  async detail(id: number) {
+    return ticketDetail(this.db, id);
+  }
+
+  /** Works the ticket (see updateTicket) and answers it as it is now. */
+  async update(id: number, changes: TicketChanges, by: string) {
+    await updateTicket(this.db, id, changes, by);
+    return ticketDetail(this.db, id);
+  }
+
+  /** A private staff note; answers the ticket as it is now. */
+  async addNote(id: number, agentId: number | null, note: string) {
+    await ticketDetail(this.db, id);
+    await this.db('ticket_notes').insert({ ticket_id: id, agent_id: agentId, note });
+    await this.db('tickets').where({ id }).update({ date_modified: this.db.fn.now() });
+    return ticketDetail(this.db, id);
+  }
 }

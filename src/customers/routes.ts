@@ -1,17 +1,20 @@
 import type { Router } from 'express';
 import type { Db } from '../db/knex';
+import type { TableService } from '../db/table-service';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { customerExamples } from './examples';
 import { createCustomerSchema, customerRecordSchema, updateCustomerSchema } from './schema';
-import { CustomerService, customerListSpec } from './store';
+import { createCustomerService } from './service';
 
-export function mountCustomers(router: Router, registry: RouteRegistry, namespace: string, db: Db): CustomerService {
-  const service = new CustomerService(db);
+export function mountCustomers(router: Router, registry: RouteRegistry, namespace: string, db: Db): TableService {
+  const service = createCustomerService(db);
+  // Written out rather than by tableResource: username, email and display_name are the user's, so
+  // the record schema and the rules are the customers' own.
   mountResource(router, registry, namespace, {
     model: 'customer',
     plural: 'customers',
-    listSpec: customerListSpec,
+    listSpec: service.cfg.listSpec,
     createSchema: createCustomerSchema,
     updateSchema: updateCustomerSchema,
     recordSchema: customerRecordSchema,

@@ -7,7 +7,7 @@ import { Decimal, minorUnits, moneyOut } from '../http/money';
 import type { ReadOptions, ResourceDefinition, ResourceExamples, ResourceService } from '../http/resource';
 import { humanList, isoDate } from '../http/validation';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from './errors';
-import type { Db } from './knex';
+import { preparedRows, type Db } from './knex';
 import type { ResourceLink } from './resource-link';
 import { toTimestamp } from './timestamps';
 
@@ -19,34 +19,80 @@ export type Row = Record<string, any>;
 /** Reference field -> the row it points at; only fields the write sets (and that exist). */
 export type Refs = Record<string, Row>;
 
+/** What a write's hooks get besides its rows. */
+export interface WriteContext {
+  /** The validated input, fields not stored in the table included (customers' account fields); empty on a delete. */
+  input: Row;
+  /**
+   * Runs `effect` once the write's transaction has committed, in order (a workflow start or
+   * stop, which must not happen inside it). Not for a write in a caller's transaction.
+   */
+  afterCommit(effect: () => Promise<unknown>): void;
+}
+
 export interface TableResourceConfig {
   table: string;
   /** Model name for error codes and the `model` field. */
   model: string;
-  /** Every API field stored in a column of the same name (id and the dates excepted). */
+  /**
+   * Every API field stored in a column of the same name (id and the dates excepted), in the
+   * order records answer them; a field of `join.fields` is read from the joined table instead
+   * and never written.
+   */
   columns: Record<string, ColumnKind>;
-  /** List spec with columns qualified by the alias `t`. */
+  /** List spec with columns qualified by the alias `t` (`join.alias` with a join). */
   listSpec: ListSpec;
   /** Reference fields: a value that matches no row is a 400 naming the field. */
   references?: Record<string, { table: string; label: string }>;
   /** Unique constraint (or index) name -> the field and message of the 400. */
   uniques?: Record<string, { field: string; message: string }>;
   /**
-   * Business rules around writes; they run inside the write's transaction. `refs` holds the
-   * rows the write's reference fields point at (fetched with the reference check, in the same
-   * round trip), so a rule about them asks nothing more.
+   * Reads from more than the table (customers: joined to their user). Every read selects its
+   * columns by name, and a record is answered as read through the join (after a write too, in
+   * its transaction); a whole record outside a transaction is a prepared statement.
+   */
+  join?: {
+    /** The table's alias in `from` and the list spec. */
+    alias: string;
+    /** Fields of `columns` read from a joined table -> their column (`u.email`). */
+    fields: Record<string, string>;
+    /** The query a read starts from, selecting `columns`; `list`: the list query it serves. */
+    from(db: Knex | Trx, columns: string[], list?: ListQuery): Knex.QueryBuilder;
+  };
+  /**
+   * The hooks, every one optional. The write hooks are business rules; they run inside the
+   * write's transaction, in this order: `beforeWrite` (before it, nothing read yet), the row
+   * locked (update, delete), the reference check, `before*`, the statement, `after*`; effects
+   * given to `afterCommit` run after the commit. `refs` holds the rows the write's reference
+   * fields point at (fetched with the reference check, in the same round trip), so a rule
+   * about them asks nothing more. `cols` may be changed: it is what is written.
    */
   hooks?: {
-    beforeCreate?(trx: Trx, cols: Row, refs: Refs): Promise<void>;
+    /** Refusals that need nothing read (domains: no check can start now: 503). */
+    beforeWrite?(input: Row, op: 'create' | 'update'): void;
+    beforeCreate?(trx: Trx, cols: Row, refs: Refs, write: WriteContext): Promise<void>;
     /** A hook that changes the written row returns it as it is now. */
-    afterCreate?(trx: Trx, row: Row): Promise<Row | void>;
-    beforeUpdate?(trx: Trx, current: Row, cols: Row, refs: Refs): Promise<void>;
-    afterUpdate?(trx: Trx, before: Row, after: Row): Promise<Row | void>;
-    beforeDelete?(trx: Trx, row: Row): Promise<void>;
-    afterDelete?(row: Row): Promise<void>;
+    afterCreate?(trx: Trx, row: Row, write: WriteContext): Promise<Row | void>;
+    beforeUpdate?(trx: Trx, current: Row, cols: Row, refs: Refs, write: WriteContext): Promise<void>;
+    /** Not run when the update writes nothing (an empty `cols` answers the row as it is). */
+    afterUpdate?(trx: Trx, before: Row, after: Row, write: WriteContext): Promise<Row | void>;
+    /** Without it a delete is one statement (no row to lock and hand over). */
+    beforeDelete?(trx: Trx, row: Row, write: WriteContext): Promise<void>;
   };
   /** Extra fields computed for the API from the row. */
   decorate?(row: Row, rec: Row): void;
+  /**
+   * Fields computed from more than the row (domains' dns_record: the mapping target setting),
+   * for every record of an answer at once; `fields`: those asked for (undefined: all).
+   */
+  present?(records: Row[], fields: FieldSet | undefined): Promise<void>;
+  /** A computed field -> the columns it is computed from (read whenever it is asked for). */
+  computedFrom?: Record<string, string[]>;
+  /**
+   * An error of a write the resource words itself (customers: a user that vanished, a customer
+   * still in use): the error to throw instead, or undefined for the generic mapping.
+   */
+  mapError?(err: unknown, op: 'create' | 'update' | 'delete', id?: number): unknown;
   /**
    * Money columns priced in the record's `currency` column (USD when none is given): a value
    * with more decimals than the currency's minor unit (USD 2, JPY 0, KWD 3) is a 400 naming it.
@@ -56,18 +102,45 @@ export interface TableResourceConfig {
 
 /**
  * list/get/create/update/delete of one table, for resources whose API fields are their
- * columns. Reference checks, constraint mapping and the status-change rules (hooks) run in
- * the same transaction as the write, so a refused request changes nothing.
+ * columns: every resource service is one of these, configured with its table, list spec and
+ * hooks (TableResourceConfig). Reference checks, constraint mapping and the resource's rules
+ * (hooks) run in the same transaction as the write, so a refused request changes nothing.
  */
 export class TableService implements ResourceService<Row> {
   /** The columns as a list, made once: toRecord runs for every row of a page. */
   private readonly columnEntries: [string, ColumnKind][];
+  /** The table's alias in reads and the list spec. */
+  private readonly alias: string;
+  /** Every column a whole record reads: `t.*`, or by name through a join. */
+  private readonly allColumns: string[];
+  /**
+   * With a join, GET one's statement compiled once from the same builder as the lists: the
+   * hottest read then skips Knex's query building and runner, and PostgreSQL plans it once per
+   * connection (a prepared statement); inside a transaction it goes through the transaction.
+   */
+  private readonly getOne?: { name: string; sql: string; native: string };
 
   constructor(
     readonly db: Db,
     readonly cfg: TableResourceConfig,
   ) {
     this.columnEntries = Object.entries(cfg.columns);
+    this.alias = cfg.join?.alias ?? 't';
+    this.allColumns = cfg.join ? [`${this.alias}.id`, ...Object.keys(cfg.columns).map((f) => this.columnOf(f)), `${this.alias}.date_created`, `${this.alias}.date_modified`] : ['t.*'];
+    if (cfg.join) {
+      const compiled = cfg.join.from(db, this.allColumns).where(`${this.alias}.id`, 0).limit(1).toSQL();
+      this.getOne = { name: `hostflow_${cfg.model}_get_one`, sql: compiled.sql, native: compiled.toNative().sql };
+    }
+  }
+
+  /** The column a field is read from. */
+  private columnOf(field: string): string {
+    return this.cfg.join?.fields[field] ?? `${this.alias}.${field}`;
+  }
+
+  /** The query a read starts from. */
+  private readQuery(db: Knex | Trx, columns: string[], list?: ListQuery): Knex.QueryBuilder {
+    return this.cfg.join ? this.cfg.join.from(db, columns, list) : db(`${this.cfg.table} as t`).select(columns);
   }
 
   /** The record of a row; a row read for some fields only (columnsFor) gives those fields. */
@@ -89,13 +162,16 @@ export class TableService implements ResourceService<Row> {
   }
 
   /**
-   * The columns (of the alias `t`) a read selects: every one, or those the fields need, and
-   * the id. `extra`: columns the query needs besides (its order).
+   * The columns a read selects: every one, or those the fields need (computed fields: what
+   * they are computed from), and the id. `extra`: columns the query needs besides (its order).
    */
   columnsFor(fields: FieldSet | undefined, extra: string[] = []): string[] {
-    if (!fields) return ['t.*'];
-    const cols = new Set(['t.id']);
-    for (const f of fields) if (Object.hasOwn(this.cfg.columns, f) || f === 'date_created' || f === 'date_modified') cols.add(`t.${f}`);
+    if (!fields) return this.allColumns;
+    const cols = new Set([`${this.alias}.id`]);
+    for (const f of fields) {
+      if (Object.hasOwn(this.cfg.columns, f) || f === 'date_created' || f === 'date_modified') cols.add(this.columnOf(f));
+      for (const c of this.cfg.computedFrom?.[f] ?? []) cols.add(this.columnOf(c));
+    }
     for (const c of extra) cols.add(c);
     return [...cols];
   }
@@ -119,11 +195,11 @@ export class TableService implements ResourceService<Row> {
     if (Object.keys(errors).length) throw invalidParams(errors);
   }
 
-  /** Validated API input to column values. */
+  /** Validated API input to column values (joined fields are not this table's). */
   toColumns(input: Row): Row {
     const cols: Row = {};
-    for (const [name, kind] of Object.entries(this.cfg.columns)) {
-      if (!(name in input) || input[name] === undefined) continue;
+    for (const [name, kind] of this.columnEntries) {
+      if (!(name in input) || input[name] === undefined || this.cfg.join?.fields[name] !== undefined) continue;
       const v = input[name];
       if (kind === 'json') cols[name] = JSON.stringify(v);
       else if (kind === 'timestamp') cols[name] = toTimestamp(v);
@@ -135,8 +211,10 @@ export class TableService implements ResourceService<Row> {
   async list(q: ListQuery, read: ReadOptions = {}) {
     // The order's column is read too: a page's rows keep what they are ordered by.
     const columns = this.columnsFor(read.fields, [q.orderColumn]);
-    const page = await runList<Row>(this.db, () => this.db(`${this.cfg.table} as t`).select(columns), q, this.cfg.listSpec);
-    return { ...page, rows: page.rows.map((r) => this.toRecord(r)) };
+    const page = await runList<Row>(this.db, () => this.readQuery(this.db, columns, q), q, this.cfg.listSpec);
+    const rows = page.rows.map((r) => this.toRecord(r));
+    await this.cfg.present?.(rows, read.fields);
+    return { ...page, rows };
   }
 
   async getRow(id: number, db: Knex | Trx = this.db): Promise<Row | undefined> {
@@ -145,19 +223,56 @@ export class TableService implements ResourceService<Row> {
 
   /** `opts.db`: read in that transaction; `opts.fields`: only what those fields need. */
   async get(id: number, opts: ReadOptions & { db?: Knex | Trx } = {}): Promise<Row | null> {
-    const row = opts.fields ? await (opts.db ?? this.db)(`${this.cfg.table} as t`).where('t.id', id).first(this.columnsFor(opts.fields)) : await this.getRow(id, opts.db);
+    const rec = await this.readRecord(id, opts);
+    if (rec) await this.cfg.present?.([rec], opts.fields);
+    return rec;
+  }
+
+  /** A record as read (before `present`). */
+  private async readRecord(id: number, opts: ReadOptions & { db?: Knex | Trx }): Promise<Row | null> {
+    const db = opts.db ?? this.db;
+    let row: Row | undefined;
+    if (opts.fields) row = await this.readQuery(db, this.columnsFor(opts.fields)).where(`${this.alias}.id`, id).first();
+    else if (!this.getOne) row = await this.getRow(id, db);
+    else if (db === this.db) [row] = await preparedRows<Row>(this.db, this.getOne.name, this.getOne.native, [id, 1]);
+    else [row] = (await db.raw(this.getOne.sql, [id, 1])).rows;
     return row ? this.toRecord(row) : null;
   }
 
   async getMany(ids: number[], read: ReadOptions = {}): Promise<Row[]> {
     if (ids.length === 0) return [];
-    const rows = await this.db(`${this.cfg.table} as t`).whereIn('t.id', ids).select(this.columnsFor(read.fields));
-    return rows.map((r: Row) => this.toRecord(r));
+    const rows = await this.readQuery(this.db, this.columnsFor(read.fields)).whereIn(`${this.alias}.id`, ids);
+    const recs = rows.map((r: Row) => this.toRecord(r));
+    await this.cfg.present?.(recs, read.fields);
+    return recs;
   }
 
   /** Runs `fn` in the caller's transaction when given (no savepoint), else in one of its own. */
   protected inTransaction<T>(trx: Trx | undefined, fn: (trx: Trx) => Promise<T>): Promise<T> {
     return trx ? fn(trx) : this.db.transaction(fn);
+  }
+
+  /** A write's context, and what runs its effects once the write committed. */
+  private writeContext(input: Row, outer?: Trx): { write: WriteContext; committed: () => Promise<void> } {
+    const effects: (() => Promise<unknown>)[] = [];
+    const write: WriteContext = {
+      input,
+      afterCommit: (effect) => {
+        if (outer) throw new Error(`${this.cfg.model}: an effect after commit needs the write's own transaction`);
+        effects.push(effect);
+      },
+    };
+    return {
+      write,
+      committed: async () => {
+        for (const effect of effects) await effect();
+      },
+    };
+  }
+
+  /** The answer to a write: the written row, or the record read through the join in the write's transaction. */
+  private async written(trx: Trx, row: Row): Promise<Row> {
+    return this.cfg.join ? (await this.readRecord(Number(row.id), { db: trx }))! : this.toRecord(row);
   }
 
   /**
@@ -183,56 +298,75 @@ export class TableService implements ResourceService<Row> {
 
   /** `opts.id`: an id the server took from the table's sequence earlier (never a request's). */
   async create(input: Row, outer?: Trx, opts: { id?: number } = {}): Promise<Row> {
+    this.cfg.hooks?.beforeWrite?.(input, 'create');
+    const { write, committed } = this.writeContext(input, outer);
+    let rec: Row;
     try {
-      return await this.inTransaction(outer, async (trx) => {
+      rec = await this.inTransaction(outer, async (trx) => {
         const cols = this.toColumns(input);
         this.checkMinorUnits(cols);
         const refs = await this.checkReferences(trx, cols);
-        await this.cfg.hooks?.beforeCreate?.(trx, cols, refs);
+        await this.cfg.hooks?.beforeCreate?.(trx, cols, refs, write);
         const [row] = await trx(this.cfg.table)
           .insert(opts.id !== undefined ? { ...cols, id: opts.id } : cols)
           .returning('*');
-        const changed = await this.cfg.hooks?.afterCreate?.(trx, row);
-        return this.toRecord(changed ?? row);
+        const changed = await this.cfg.hooks?.afterCreate?.(trx, row, write);
+        return this.written(trx, changed ?? row);
       });
     } catch (err) {
       throw this.mapWriteError(err);
     }
+    await committed();
+    await this.cfg.present?.([rec], undefined);
+    return rec;
   }
 
   async update(id: number, input: Row, outer?: Trx): Promise<Row | null> {
+    this.cfg.hooks?.beforeWrite?.(input, 'update');
+    const { write, committed } = this.writeContext(input, outer);
+    let rec: Row | null;
     try {
-      return await this.inTransaction(outer, async (trx) => {
+      rec = await this.inTransaction(outer, async (trx) => {
         const current = await trx(this.cfg.table).where({ id }).forUpdate().first();
         if (!current) return null;
         const cols = this.toColumns(input);
         this.checkMinorUnits(cols, current);
         const refs = await this.checkReferences(trx, cols);
-        await this.cfg.hooks?.beforeUpdate?.(trx, current, cols, refs);
-        if (Object.keys(cols).length === 0) return this.toRecord(current);
+        await this.cfg.hooks?.beforeUpdate?.(trx, current, cols, refs, write);
+        if (Object.keys(cols).length === 0) return this.written(trx, current);
         const [after] = await trx(this.cfg.table)
           .where({ id })
           .update({ ...cols, date_modified: trx.fn.now() })
           .returning('*');
-        const changed = await this.cfg.hooks?.afterUpdate?.(trx, current, after);
-        return this.toRecord(changed ?? after);
+        const changed = await this.cfg.hooks?.afterUpdate?.(trx, current, after, write);
+        return this.written(trx, changed ?? after);
       });
     } catch (err) {
-      throw this.mapWriteError(err);
+      throw this.mapWriteError(err, id);
     }
+    if (!rec) return null;
+    await committed();
+    await this.cfg.present?.([rec], undefined);
+    return rec;
   }
 
   async remove(id: number): Promise<boolean> {
-    let deleted: Row | undefined;
+    const beforeDelete = this.cfg.hooks?.beforeDelete;
+    const { write, committed } = this.writeContext({});
+    let deleted: boolean;
     try {
-      deleted = await this.db.transaction(async (trx) => {
-        const row = await trx(this.cfg.table).where({ id }).forUpdate().first();
-        if (!row) return undefined;
-        await this.cfg.hooks?.beforeDelete?.(trx, row);
-        await trx(this.cfg.table).where({ id }).delete();
-        return row;
-      });
+      deleted = !beforeDelete
+        ? (await this.db(this.cfg.table).where({ id }).delete()) > 0
+        : await this.db.transaction(async (trx) => {
+            const row = await trx(this.cfg.table).where({ id }).forUpdate().first();
+            if (!row) return false;
+            await beforeDelete(trx, row, write);
+            await trx(this.cfg.table).where({ id }).delete();
+            return true;
+          });
     } catch (err) {
+      const own = this.cfg.mapError?.(err, 'delete', id);
+      if (own !== undefined) throw own;
       if (isStillReferenced(err)) {
         const table = err.table ?? 'other records';
         throw conflict(
@@ -243,14 +377,15 @@ export class TableService implements ResourceService<Row> {
       }
       throw err;
     }
-    if (!deleted) return false;
-    await this.cfg.hooks?.afterDelete?.(deleted);
-    return true;
+    if (deleted) await committed();
+    return deleted;
   }
 
   /** Constraint violations that slip past the checks (races) become the same 4xx. */
-  mapWriteError(err: unknown): unknown {
+  mapWriteError(err: unknown, id?: number): unknown {
     if (err instanceof ApiError) return err;
+    const own = this.cfg.mapError?.(err, id === undefined ? 'create' : 'update', id);
+    if (own !== undefined) return own;
     if (isPgError(err, PG_UNIQUE_VIOLATION)) {
       const u = this.cfg.uniques?.[err.constraint ?? ''];
       if (u) return invalidParams({ [u.field]: u.message });

@@ -6,7 +6,7 @@ import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { discountCodeExamples } from './examples';
 import { createDiscountCodeSchema, updateDiscountCodeSchema } from './schema';
-import { createDiscountCodeService } from './store';
+import { createDiscountCodeService } from './service';
 
 /** /discount-codes, and the original's singular /discount_code (the model's name). */
 export function mountDiscountCodes(router: Router, registry: RouteRegistry, namespace: string, db: Db) {

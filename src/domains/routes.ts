@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config';
 import type { Db } from '../db/knex';
-import { tableResource } from '../db/table-service';
+import { tableResource, type TableService } from '../db/table-service';
 import { notFoundItem } from '../http/errors';
 import { mountResource, parseId } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
@@ -12,7 +12,7 @@ import type { TemporalGateway } from '../temporal/gateway';
 import { DomainChecks } from './checks';
 import { domainExamples } from './examples';
 import { createDomainSchema, updateDomainSchema } from './schema';
-import { DomainService } from './store';
+import { createDomainService, retryDomainCheck } from './service';
 import { MappingTarget } from './target';
 
 const dnsRecordSchema = z
@@ -31,9 +31,10 @@ export function mountDomains(
   temporal: TemporalGateway,
   config: Config,
   settings: SettingsStore,
-): DomainService {
-  const service = new DomainService(db, new DomainChecks(db, temporal, config), new MappingTarget(config.DOMAIN_MAPPING_TARGET, settings));
-  const resource = tableResource(service, service.table.cfg, {
+): { service: TableService; checks: DomainChecks } {
+  const checks = new DomainChecks(db, temporal, config);
+  const service = createDomainService(db, checks, new MappingTarget(config.DOMAIN_MAPPING_TARGET, settings));
+  const resource = tableResource(service, service.cfg, {
     plural: 'domains',
     createSchema: createDomainSchema,
     updateSchema: updateDomainSchema,
@@ -54,7 +55,7 @@ export function mountDomains(
     router.post(`${base}/:id/retry`, async (req, res) => {
       const id = parseId(req, 'domain');
       parseOrThrow(z.strictObject({}), bodyObject(req.body));
-      const rec = await service.retry(id);
+      const rec = await retryDomainCheck(service, id);
       if (!rec) throw notFoundItem('domain');
       res.json(rec);
     });
@@ -67,5 +68,5 @@ export function mountDomains(
       responses: { 200: { description: 'The domain, its check restarted.', schema: registry.component('Domain', resource.recordSchema) } },
     });
   }
-  return service;
+  return { service, checks };
 }

@@ -6,7 +6,7 @@ import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { membershipExamples } from './examples';
 import { addonProductRecord, createMembershipSchema, updateMembershipSchema } from './schema';
-import { createMembershipService } from './store';
+import { createMembershipService } from './service';
 
 export function mountMemberships(router: Router, registry: RouteRegistry, namespace: string, db: Db) {
   const service = createMembershipService(db);

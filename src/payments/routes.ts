@@ -9,7 +9,7 @@ import { bodyObject, fields, parseOrThrow } from '../http/validation';
 import { paymentExamples } from './examples';
 import { MAX_REFUNDS_PER_PAYMENT, RefundService } from './refunds';
 import { createPaymentSchema, lineItemRecord, updatePaymentSchema } from './schema';
-import { createPaymentService } from './store';
+import { createPaymentService } from './service';
 
 export const createRefundSchema = z.strictObject({
   amount: money().describe("How much to refund: more than 0, at most what is left of the payment's total, with no more decimals than its currency's minor unit (USD 2, JPY 0, KWD 3)."),

@@ -6,7 +6,7 @@ import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { productExamples } from './examples';
 import { createProductSchema, priceVariationRecord, updateProductSchema } from './schema';
-import { createProductService } from './store';
+import { createProductService } from './service';
 
 export function mountProducts(router: Router, registry: RouteRegistry, namespace: string, db: Db) {
   const service = createProductService(db);

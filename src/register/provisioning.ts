@@ -1,7 +1,7 @@
 import type { Db } from '../db/knex';
 import { ApiError } from '../http/errors';
 import { copyPrefix, deletePrefix, type ObjectStorage } from '../infra/object-storage';
-import { siteUploadsPrefix } from '../sites/store';
+import { siteUploadsPrefix } from '../sites/uploads';
 import type { ErrorBody } from './types';
 
 /** Options that are the new site's own (its name, addresses, template): never copied. */

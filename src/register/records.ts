@@ -1,14 +1,15 @@
 import type { Knex } from 'knex';
-import { CustomerService } from '../customers/store';
+import { createCustomerService, takeTrial } from '../customers/service';
 import type { Db } from '../db/knex';
-import { DiscountCodeService } from '../discount-codes/store';
+import type { TableService } from '../db/table-service';
+import { takeDiscountUse } from '../discount-codes/service';
 import { recordEvent } from '../events/record';
 import { ApiError, invalidParams } from '../http/errors';
 import { Decimal } from '../http/money';
-import { createMembershipService } from '../memberships/store';
-import { createPaymentService } from '../payments/store';
+import { createMembershipService } from '../memberships/service';
+import { createPaymentService } from '../payments/service';
 import { addPeriod } from '../products/pricing';
-import { SiteService } from '../sites/store';
+import { createSiteService } from '../sites/service';
 import { priceCart } from './cart';
 import { HOLD_HOURS, markRegistrationFailed } from './store';
 import type { CommitOutcome, ErrorBody, RegisterResult, RegistrationIds, RegistrationRequest } from './types';
@@ -62,16 +63,16 @@ const idsOf = (row: Row): RegistrationIds => ({
  * registration's row and, when a previous attempt committed, answers what that one stored.
  */
 export class RegistrationRecords {
-  private readonly customers: CustomerService;
-  private readonly memberships;
-  private readonly payments;
-  private readonly sites: SiteService;
+  private readonly customers: TableService;
+  private readonly memberships: TableService;
+  private readonly payments: TableService;
+  private readonly sites: TableService;
 
   constructor(private readonly db: Db) {
-    this.customers = new CustomerService(db);
+    this.customers = createCustomerService(db);
     this.memberships = createMembershipService(db);
     this.payments = createPaymentService(db);
-    this.sites = new SiteService(db);
+    this.sites = createSiteService(db);
   }
 
   /**
@@ -187,11 +188,12 @@ export class RegistrationRecords {
       if (c.account && passwordHash === null) {
         throw new ApiError(400, 'wu_rest_registration_failed', `The account's password is no longer held (it is kept ${HOLD_HOURS} hours until the account is created); send the registration again.`);
       }
+      // The password was hashed out of the transaction (see the customers service's password_hash).
       const input = c.account
-        ? { username: c.account.username, email: c.account.email, billing_address: c.billing_address ?? {}, signup_form: 'by-register' }
+        ? { username: c.account.username, email: c.account.email, password_hash: passwordHash ?? undefined, billing_address: c.billing_address ?? {}, signup_form: 'by-register' }
         : { user_id: c.userId, billing_address: c.billing_address ?? {}, signup_form: 'by-register' };
       customer = await this.customers
-        .create(input as Parameters<CustomerService['create']>[0], { trx, passwordHash: passwordHash ?? undefined, id: c.newCustomerId })
+        .create(input, trx, { id: c.newCustomerId })
         .catch((err: unknown) => Promise.reject(underField(err, 'customer')));
       createdUser = c.account !== undefined;
     }
@@ -201,9 +203,9 @@ export class RegistrationRecords {
     // of registrations racing for the last use exactly one gets it; it is part of this
     // transaction, so a registration that is not written (refused, failed, retried) does not
     // keep it, and one written once counts once.
-    const discount = req.discount ? await DiscountCodeService.takeUse(trx, req.discount.id, req.discount.code, [req.cart.plan_id, ...req.cart.addon_ids]) : undefined;
+    const discount = req.discount ? await takeDiscountUse(trx, req.discount.id, req.discount.code, [req.cart.plan_id, ...req.cart.addon_ids]) : undefined;
     // A trial is the customer's once: taking it marks them, under their row's lock.
-    const cart = await priceCart(trx, req.cart, { takeTrial: () => this.customers.takeTrial(trx, customerId), discount });
+    const cart = await priceCart(trx, req.cart, { takeTrial: () => takeTrial(trx, customerId), discount });
     const pm = req.payment_method;
     const m = req.membership;
     // With a trial, the membership is trialing until the trial's end: when it would be active,

@@ -1,12 +1,12 @@
 import crypto from 'node:crypto';
-import { CustomerService } from '../customers/store';
+import { accountProblems } from '../customers/service';
 import type { Db } from '../db/knex';
 import { discountProblem } from '../discount-codes/rules';
-import { DiscountCodeService } from '../discount-codes/store';
+import { findDiscountCode } from '../discount-codes/service';
 import { ApiError, invalidParams } from '../http/errors';
 import { safeParseInput, zodParams } from '../http/validation';
 import type { SettingsStore } from '../settings/store';
-import { siteAtAddress, templateProblem } from '../sites/store';
+import { siteAtAddress, templateProblem } from '../sites/service';
 import { cartPeriod, priceProducts, resolveProducts } from './cart';
 import { registerSchema, type RegisterBody } from './schema';
 import type { RegistrationRequest } from './types';
@@ -71,7 +71,7 @@ function prefixed(prefix: string, params: Record<string, string>): Record<string
 
 /**
  * Step 2, against the database (read-only), with the same rules the records transaction
- * applies (src/register/cart.ts, CustomerService.accountProblems, siteAtAddress,
+ * applies (src/register/cart.ts, accountProblems, siteAtAddress,
  * templateProblem): the products, the account, the customer and the site address. Every
  * problem at once; an unknown customer_id alone is customer_not_found. Returns the request
  * as stored in `registrations.request` (without the password).
@@ -90,7 +90,7 @@ export async function resolveRegistration(db: Db, settings: SettingsStore, body:
   const asked = body.discount_code?.trim() ? body.discount_code.trim() : undefined;
   let discount: RegistrationRequest['discount'];
   if (asked !== undefined) {
-    const row = await DiscountCodeService.byCode(db, asked);
+    const row = await findDiscountCode(db, asked);
     const problem = discountProblem(row, asked, cart.products.map((p) => Number(p.id)));
     if (problem) params.discount_code = problem;
     else discount = { id: Number(row!.id), code: row!.code };
@@ -105,7 +105,7 @@ export async function resolveRegistration(db: Db, settings: SettingsStore, body:
     }
   } else {
     const { user_id, username, email } = body.customer!;
-    Object.assign(params, prefixed('customer', await CustomerService.accountProblems(db, user_id !== undefined ? { user_id } : { username, email })));
+    Object.assign(params, prefixed('customer', await accountProblems(db, user_id !== undefined ? { user_id } : { username, email })));
   }
 
   let site: RegistrationRequest['site'] = null;

@@ -1,16 +1,16 @@
 import type { Router } from 'express';
 import type { Db } from '../db/knex';
-import { tableResource } from '../db/table-service';
+import { tableResource, type TableService } from '../db/table-service';
 import type { DomainChecks } from '../domains/checks';
 import { mountResource } from '../http/resource';
 import type { RouteRegistry } from '../http/routes';
 import { siteExamples } from './examples';
 import { createSiteSchema, updateSiteSchema } from './schema';
-import { SiteService } from './store';
+import { createSiteService } from './service';
 import { mountSiteUsers } from './users';
 
-export function mountSites(router: Router, registry: RouteRegistry, namespace: string, db: Db, checks?: DomainChecks): SiteService {
-  const service = new SiteService(db, checks);
+export function mountSites(router: Router, registry: RouteRegistry, namespace: string, db: Db, checks?: DomainChecks): TableService {
+  const service = createSiteService(db, checks);
   mountSiteUsers(router, registry, namespace, db);
   mountResource(
     router,

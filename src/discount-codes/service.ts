@@ -56,65 +56,59 @@ async function checkRules(trx: Trx, cols: Row, current?: Row): Promise<void> {
   if (Object.keys(errors).length) throw invalidParams(errors);
 }
 
-export class DiscountCodeService extends TableService {
-  constructor(db: Db) {
-    super(db, {
-      table: 'discount_codes',
-      model: 'discount_code',
-      columns: {
-        name: 'text',
-        code: 'text',
-        description: 'text',
-        value: 'money',
-        type: 'text',
-        setup_fee_value: 'money',
-        setup_fee_type: 'text',
-        apply_to_renewals: 'bool',
-        active: 'bool',
-        max_uses: 'int',
-        uses: 'int',
-        date_start: 'timestamp',
-        date_expiration: 'timestamp',
-        allowed_products: 'json',
-        limit_products: 'bool',
-      },
-      listSpec: discountCodeListSpec,
-      uniques: { discount_codes_code_unique: { field: 'code', message: 'code is already used by another discount code (codes are compared without regard to case).' } },
-      hooks: {
-        beforeCreate: (trx, cols) => checkRules(trx, cols),
-        beforeUpdate: (trx, current, cols) => checkRules(trx, cols, current),
-      },
-    });
-  }
-
-  /** The code's row, found without regard to case. */
-  static async byCode(db: Knex | Trx, code: string): Promise<DiscountRow | undefined> {
-    return db('discount_codes').whereRaw('lower(code) = lower(?)', [code.trim()]).first();
-  }
-
-  /**
-   * Takes one use of the code, inside the registration's records transaction: one guarded
-   * UPDATE (active, within its dates, not used up) so concurrent registrations for the last
-   * use queue on the row and exactly one gets it; the others, and a code that changed since
-   * the request was checked, get the 400 naming discount_code. Rolled back with the
-   * transaction, so a registration that is not written gives its use back.
-   */
-  static async takeUse(trx: Trx, id: number, asked: string, productIds: number[]): Promise<DiscountRow> {
-    const r = await trx.raw(
-      `UPDATE discount_codes SET uses = uses + 1, date_modified = now()
-       WHERE id = ? AND active AND (date_start IS NULL OR date_start <= now()) AND (date_expiration IS NULL OR date_expiration > now())
-         AND (max_uses = 0 OR uses < max_uses)
-       RETURNING *`,
-      [id],
-    );
-    const row = r.rows[0] as DiscountRow | undefined;
-    // Taken: the products are asked as the row is before this use (throwing rolls it back).
-    const problem = row ? discountProblem({ ...row, uses: Number(row.uses) - 1 }, asked, productIds) : discountProblem(await trx('discount_codes').where({ id }).first(), asked, productIds);
-    if (row && !problem) return row;
-    throw invalidParams({ discount_code: problem ?? `discount_code ${asked} cannot be used now.` });
-  }
+export function createDiscountCodeService(db: Db): TableService {
+  return new TableService(db, {
+    table: 'discount_codes',
+    model: 'discount_code',
+    columns: {
+      name: 'text',
+      code: 'text',
+      description: 'text',
+      value: 'money',
+      type: 'text',
+      setup_fee_value: 'money',
+      setup_fee_type: 'text',
+      apply_to_renewals: 'bool',
+      active: 'bool',
+      max_uses: 'int',
+      uses: 'int',
+      date_start: 'timestamp',
+      date_expiration: 'timestamp',
+      allowed_products: 'json',
+      limit_products: 'bool',
+    },
+    listSpec: discountCodeListSpec,
+    uniques: { discount_codes_code_unique: { field: 'code', message: 'code is already used by another discount code (codes are compared without regard to case).' } },
+    hooks: {
+      beforeCreate: (trx, cols) => checkRules(trx, cols),
+      beforeUpdate: (trx, current, cols) => checkRules(trx, cols, current),
+    },
+  });
 }
 
-export function createDiscountCodeService(db: Db): DiscountCodeService {
-  return new DiscountCodeService(db);
+/** The code's row, found without regard to case. */
+export async function findDiscountCode(db: Knex | Trx, code: string): Promise<DiscountRow | undefined> {
+  return db('discount_codes').whereRaw('lower(code) = lower(?)', [code.trim()]).first();
+}
+
+/**
+ * Takes one use of the code, inside the registration's records transaction: one guarded
+ * UPDATE (active, within its dates, not used up) so concurrent registrations for the last
+ * use queue on the row and exactly one gets it; the others, and a code that changed since
+ * the request was checked, get the 400 naming discount_code. Rolled back with the
+ * transaction, so a registration that is not written gives its use back.
+ */
+export async function takeDiscountUse(trx: Trx, id: number, asked: string, productIds: number[]): Promise<DiscountRow> {
+  const r = await trx.raw(
+    `UPDATE discount_codes SET uses = uses + 1, date_modified = now()
+     WHERE id = ? AND active AND (date_start IS NULL OR date_start <= now()) AND (date_expiration IS NULL OR date_expiration > now())
+       AND (max_uses = 0 OR uses < max_uses)
+     RETURNING *`,
+    [id],
+  );
+  const row = r.rows[0] as DiscountRow | undefined;
+  // Taken: the products are asked as the row is before this use (throwing rolls it back).
+  const problem = row ? discountProblem({ ...row, uses: Number(row.uses) - 1 }, asked, productIds) : discountProblem(await trx('discount_codes').where({ id }).first(), asked, productIds);
+  if (row && !problem) return row;
+  throw invalidParams({ discount_code: problem ?? `discount_code ${asked} cannot be used now.` });
 }

@@ -35,14 +35,6 @@ export const siteListSpec: ListSpec = {
   },
 };
 
-/**
- * A site's uploads while it lives in the shared estate (an isolated tenant keeps them in its own
- * root): the folder of the object storage (with the local driver, DATA_DIR/uploads/sites/<id>).
- */
-export function siteUploadsPrefix(siteId: number): string {
-  return `uploads/sites/${siteId}/`;
-}
-
 const pick = (cols: Row, current: Row | undefined, key: string) => (key in cols ? cols[key] : current?.[key]);
 
 /** The rule "one site per address": the id of the site at (domain, path), the domain compared case-insensitively. */
@@ -132,50 +124,46 @@ async function refuseIsolatedSite(trx: Trx, row: Row): Promise<void> {
   }
 }
 
-export class SiteService extends TableService {
-  constructor(
-    db: Db,
-    private readonly checks?: DomainChecks,
-  ) {
-    super(db, {
-      table: 'sites',
-      model: 'site',
-      columns: {
-        title: 'text',
-        description: 'text',
-        domain: 'text',
-        path: 'text',
-        customer_id: 'int',
-        membership_id: 'int',
-        template_id: 'int',
-        type: 'text',
-        active: 'bool',
-        public: 'bool',
-        archived: 'bool',
-        site_meta: 'json',
-        migrated_from_id: 'int',
+/**
+ * Sites. With `checks`, deleting a site stops the checks of its domain mappings (which go with
+ * it: ON DELETE CASCADE).
+ */
+export function createSiteService(db: Db, checks?: DomainChecks): TableService {
+  return new TableService(db, {
+    table: 'sites',
+    model: 'site',
+    columns: {
+      title: 'text',
+      description: 'text',
+      domain: 'text',
+      path: 'text',
+      customer_id: 'int',
+      membership_id: 'int',
+      template_id: 'int',
+      type: 'text',
+      active: 'bool',
+      public: 'bool',
+      archived: 'bool',
+      site_meta: 'json',
+      migrated_from_id: 'int',
+    },
+    listSpec: siteListSpec,
+    references: {
+      customer_id: { table: 'customers', label: 'customer' },
+      membership_id: { table: 'memberships', label: 'membership' },
+      template_id: { table: 'sites', label: 'site' },
+    },
+    uniques: { sites_domain_path_uq: { field: 'domain', message: 'domain with this path is already used by another site.' } },
+    hooks: {
+      beforeCreate: (trx, cols, refs) => checkSite(trx, cols, refs),
+      afterCreate: (trx, row) => seedSiteContent(trx, row),
+      beforeUpdate: (trx, current, cols, refs) => checkSite(trx, cols, refs, current),
+      async beforeDelete(trx, row, write) {
+        await refuseIsolatedSite(trx, row);
+        if (!checks) return;
+        const workflows: string[] = await trx('domains').where({ blog_id: row.id }).whereNotNull('workflow_id').pluck('workflow_id');
+        if (workflows.length) write.afterCommit(() => Promise.all(workflows.map((w) => checks.stop(w))));
       },
-      listSpec: siteListSpec,
-      references: {
-        customer_id: { table: 'customers', label: 'customer' },
-        membership_id: { table: 'memberships', label: 'membership' },
-        template_id: { table: 'sites', label: 'site' },
-      },
-      uniques: { sites_domain_path_uq: { field: 'domain', message: 'domain with this path is already used by another site.' } },
-      hooks: {
-        beforeCreate: (trx, cols, refs) => checkSite(trx, cols, refs),
-        afterCreate: (trx, row) => seedSiteContent(trx, row),
-        beforeUpdate: (trx, current, cols, refs) => checkSite(trx, cols, refs, current),
-        beforeDelete: (trx, row) => refuseIsolatedSite(trx, row),
-      },
-    });
-  }
-
-  /** The site's domain mappings go with it (ON DELETE CASCADE); their checks are stopped. */
-  override async remove(id: number): Promise<boolean> {
-    const workflows = await this.db('domains').where({ blog_id: id }).whereNotNull('workflow_id').pluck('workflow_id');
-    const removed = await super.remove(id);
-    if (removed && this.checks) await Promise.all(workflows.map((w: string) => this.checks!.stop(w)));
-    return removed;
-  }
+    },
+  });
 }
