@@ -172,3 +172,101 @@ describe('events of /register, written in the transaction that decides it', () =
     expect(await ctx.db('registrations').where({ id: row.id }).first()).toMatchObject({ status: 'failed', error: body });
   });
 });
+
+describe('events of the resources, written in the transaction of their change', () => {
+  let ctx: TestContext;
+  const auth = () => ({ Authorization: ctx.basic });
+  const send = (method: 'post' | 'patch', path: string, body: Record<string, unknown>) => ctx.http[method](`${BASE}${path}`).set(auth()).send(body);
+  const eventsOf = async (objectType: string, id: number) => (await ctx.db('events').where({ object_type: objectType, object_id: id }).orderBy('id')).map((e) => ({ slug: e.slug, payload: e.payload }));
+  const slugsOf = async (objectType: string, id: number) => (await eventsOf(objectType, id)).map((e) => e.slug);
+  const record = (body: Record<string, unknown>) => {
+    const { _links, ...rest } = body;
+    return rest;
+  };
+  let customerId: number;
+  let planId: number;
+
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    planId = (await send('post', '/products', { slug: 'ev-res-plan', name: 'Events plan', type: 'plan', amount: 10 })).body.id;
+  });
+  afterAll(() => ctx.close());
+
+  test('customers: created and updated, each with the record as answered; a refused write leaves no event', async () => {
+    const created = await send('post', '/customers', newCustomerBody({ vip: true }));
+    expect(created.status).toBe(200);
+    customerId = created.body.id;
+    const updated = await send('patch', `/customers/${customerId}`, { vip: false });
+    expect(await eventsOf('customer', customerId)).toEqual([
+      { slug: 'customer_created', payload: record(created.body) },
+      { slug: 'customer_updated', payload: record(updated.body) },
+    ]);
+    expect(JSON.stringify(await eventsOf('customer', customerId))).not.toContain('secret123');
+    const before = await ctx.db('events').count({ n: '*' });
+    const taken = await send('post', '/customers', newCustomerBody({ email: created.body.email }));
+    expect(taken.status).toBe(400);
+    expect((await send('patch', `/customers/${customerId}`, { vip: 'maybe' })).status).toBe(400);
+    expect(await ctx.db('events').count({ n: '*' })).toEqual(before);
+  });
+
+  test('memberships: activated, renewed, cancelled and expired, on the transitions only', async () => {
+    const m = await send('post', '/memberships', { customer_id: customerId, plan_id: planId, status: 'pending', amount: 10, date_expiration: '2027-01-01T00:00:00Z' });
+    expect(m.status).toBe(200);
+    const id = m.body.id;
+    await send('patch', `/memberships/${id}`, { status: 'active' });
+    await send('patch', `/memberships/${id}`, { amount: 12 });
+    await send('patch', `/memberships/${id}`, { date_expiration: '2027-02-01T00:00:00Z' });
+    await send('patch', `/memberships/${id}`, { date_expiration: '2026-12-01T00:00:00Z' });
+    await send('patch', `/memberships/${id}`, { status: 'expired' });
+    expect(await slugsOf('membership', id)).toEqual(['membership_activated', 'membership_renewed', 'membership_expired']);
+    const events = await eventsOf('membership', id);
+    expect(events[1].payload).toMatchObject({ id, status: 'active', date_expiration: '2027-02-01T00:00:00.000Z' });
+    const c = await send('post', '/memberships', { customer_id: customerId, plan_id: planId, status: 'active' });
+    await send('patch', `/memberships/${c.body.id}`, { status: 'cancelled' });
+    expect(await slugsOf('membership', c.body.id)).toEqual(['membership_activated', 'membership_cancelled']);
+  });
+
+  test('payments: created, completed, and refunded (the refund also cancels its membership: membership_cancelled)', async () => {
+    const m = await send('post', '/memberships', { customer_id: customerId, plan_id: planId, status: 'active' });
+    const pending = await send('post', '/payments', { customer_id: customerId, membership_id: m.body.id, status: 'pending', total: '20.00' });
+    expect(pending.status).toBe(200);
+    const id = pending.body.id;
+    const completed = await send('patch', `/payments/${id}`, { status: 'completed' });
+    const refund = await ctx.http.post(`${BASE}/payments/${id}/refunds`).set(auth()).send({ amount: '5.00', reason: 'late', cancel_membership_on_refund: true });
+    expect(refund.status).toBe(201);
+    const events = await eventsOf('payment', id);
+    expect(events.map((e) => e.slug)).toEqual(['payment_created', 'payment_completed', 'payment_refunded']);
+    expect(events[1].payload).toEqual(record(completed.body));
+    expect(events[2].payload).toMatchObject({ id, status: 'partially-refunded', refund_total: 5 });
+    expect(await slugsOf('membership', m.body.id)).toEqual(['membership_activated', 'membership_cancelled']);
+    // A refund refused (more than what is left) leaves no event.
+    const before = await ctx.db('events').count({ n: '*' });
+    expect((await ctx.http.post(`${BASE}/payments/${id}/refunds`).set(auth()).send({ amount: '100.00', reason: 'too much' })).status).toBe(400);
+    expect(await ctx.db('events').count({ n: '*' })).toEqual(before);
+  });
+
+  test('sites: created, and published whenever it becomes active, public and not archived', async () => {
+    const s = await send('post', '/sites', { customer_id: customerId, domain: `ev${Date.now()}.example.com`, path: '/', title: 'Events', public: false });
+    expect(s.status).toBe(200);
+    await send('patch', `/sites/${s.body.id}`, { public: true });
+    await send('patch', `/sites/${s.body.id}`, { title: 'Events 2' });
+    await send('patch', `/sites/${s.body.id}`, { archived: true });
+    await send('patch', `/sites/${s.body.id}`, { archived: false });
+    expect(await slugsOf('site', s.body.id)).toEqual(['site_created', 'site_published', 'site_published']);
+  });
+
+  test('domains: created, and each stage change made by hand', async () => {
+    const site = await send('post', '/sites', { customer_id: customerId, domain: `evd${Date.now()}.example.com`, path: '/', title: 'Domains' });
+    const d = await send('post', '/domains', { domain: `map${Date.now()}.example.com`, blog_id: site.body.id, stage: 'domain-mapping' });
+    expect(d.status).toBe(200);
+    await send('patch', `/domains/${d.body.id}`, { stage: 'done' });
+    await send('patch', `/domains/${d.body.id}`, { primary_domain: true });
+    const events = await eventsOf('domain', d.body.id);
+    expect(events.map((e) => [e.slug, e.payload.stage])).toEqual([
+      ['domain_created', 'domain-mapping'],
+      ['domain_stage_changed', 'done'],
+    ]);
+    expect(events[0].payload).toEqual(record(d.body));
+  });
+});
+
