@@ -85,7 +85,9 @@ describe('events', () => {
       expect(h).toEqual({ id: h.id, name: expect.any(String), desc: expect.any(String), object_type: EVENT_TYPES.get(h.id)!.objectType, severity: expect.any(Number), payload: expect.any(Object) });
       // The example is the record of its object type as the API answers it (no request-dependent _links);
       // a registration's is its /register answer with its workflow id.
+      // a tenant's is its status, as GET /tenants/{site_id} answers it.
       if (h.object_type === 'registration') expect(h.payload).toMatchObject({ workflow_id: expect.stringMatching(/-register-/) });
+      else if (h.object_type === 'tenant') expect(h.payload).toMatchObject({ site_id: expect.any(Number), isolation_model: 'sovereign', checks: expect.any(Object) });
       else expect(h.payload).toMatchObject({ model: h.object_type, id: expect.any(Number) });
       expect(JSON.stringify(h.payload)).not.toContain('_links');
     }

@@ -46,7 +46,7 @@ export function mountEvents(router: Router, registry: RouteRegistry, namespace: 
     description: 'Events are written by the service, in the same transaction as the change they record; the log is read only.',
   });
 
-  const hooks = [...EVENT_TYPES.values()].map((t) => ({ id: t.slug, name: t.name, desc: t.desc, object_type: t.objectType, severity: t.severity, payload: t.example }));
+  const hooks = [...EVENT_TYPES.values()].map((t) => ({ id: t.slug, name: t.name, desc: t.desc, object_type: t.objectType, severity: t.severity, payload: t.example() }));
   registry.operation(namespace, 'GET', '/hooks', {
     summary: 'The catalogue of event types',
     description: 'Every event slug the service writes, with its description and an example payload (a record as the API answers it).',
