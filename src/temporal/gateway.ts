@@ -14,15 +14,20 @@ import {
 } from '@temporalio/client';
 import type { SearchAttributePair, SignalDefinition, UpdateDefinition, Workflow, WorkflowResultType } from '@temporalio/common';
 import client from 'prom-client';
-import { ApiError } from '../http/errors';
-import type { Metrics } from '../http/metrics';
+import { DomainError } from '../db/domain-error';
 import { logger } from '../logger';
 import type { TemporalHandle } from './client';
 import { taskQueueFor } from './task-queues';
 import type { WorkflowIds } from './workflow-ids';
 
-/** The 503 a feature answers when Temporal cannot be reached; `detail` says why. */
-export type Unavailable = (detail?: string) => ApiError;
+/** The 503 a feature answers when Temporal cannot be reached (its own error, passed in); `detail` says why. */
+export type Unavailable = (detail?: string) => Error;
+
+/** Where the gateway counts (the process's Metrics, src/http/metrics.ts, passed in). */
+export interface GatewayMetrics {
+  registry: client.Registry;
+  workflowsStarted: client.Counter<'workflow_type'>;
+}
 
 export interface StartOptions<T extends Workflow> {
   workflowId: string;
@@ -38,7 +43,7 @@ export interface StartOptions<T extends Workflow> {
 /** Errors that are answers from Temporal, not trouble reaching it: callers handle them. */
 function isAnswer(err: unknown): boolean {
   return (
-    err instanceof ApiError ||
+    err instanceof DomainError ||
     err instanceof WorkflowNotFoundError ||
     err instanceof WorkflowFailedError ||
     err instanceof WorkflowExecutionAlreadyStartedError ||
@@ -101,7 +106,7 @@ export class TemporalGateway {
 
   constructor(
     readonly handle: TemporalHandle | null,
-    private readonly metrics: Metrics | null,
+    private readonly metrics: GatewayMetrics | null,
     private readonly opts: { callTimeoutMs: number; probeIntervalMs?: number; ids: WorkflowIds },
   ) {
     this.ids = opts.ids;
@@ -232,7 +237,7 @@ export class TemporalGateway {
   async terminate(workflowId: string, reason: string): Promise<boolean> {
     try {
       await this.call(
-        () => new ApiError(503, 'temporal_unavailable', 'unreachable'),
+        () => new DomainError('unavailable', 'temporal_unavailable', 'unreachable'),
         (c) => c.workflow.getHandle(workflowId).terminate(reason),
       );
       return true;

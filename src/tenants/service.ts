@@ -4,9 +4,8 @@ import { TENANT_OPERATION_FAILED, tenantBootstrap, tenantTeardown, tenantVerifyW
 import type { Config } from '../config';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
 import type { Db } from '../db/knex';
-import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors';
+import { ApiError, conflict, invalidParams, notFoundItem, temporalUnavailable as temporalUnavailableError } from '../http/errors';
 import type { Logger } from '../logger';
-import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
 import type { TemporalGateway } from '../temporal/gateway';
 import { SA_SITE_ID } from '../temporal/search-attributes';
 import { enqueueStart, startPending, WorkflowStarts, type OutboxStart } from '../temporal/starts';
