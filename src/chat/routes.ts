@@ -10,7 +10,7 @@ import { parseListQuery, setPagingHeaders } from '../http/list';
 import type { Metrics } from '../http/metrics';
 import { publicBase } from '../http/public-url';
 import { parseId } from '../http/resource';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import type { ObjectStorage } from '../infra/object-storage';
 import { logger } from '../logger';

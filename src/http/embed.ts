@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import type { ResourceLink } from '../db/resource-link';
 import { applyFields, keeps, subTree, topLevel, type FieldSet, type FieldTree, type View } from './fields';
 import { publicBase } from './public-url';
-import type { RouteRegistry } from './routes';
+import type { RouteRegistry } from './route-registry';
 
 export type { ResourceLink };
 

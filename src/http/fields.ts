@@ -1,6 +1,6 @@
 import { ApiError, invalidParams } from './errors';
 import { printable } from './input';
-import type { ParamDoc } from './routes';
+import type { ParamDoc } from './route-registry';
 import { codePointLength } from './validation';
 
 /**

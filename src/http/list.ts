@@ -250,8 +250,8 @@ function filterSchema(type: FilterType, inList: boolean): Record<string, unknown
 }
 
 /** The list parameters of a resource, for the OpenAPI document. */
-export function listQueryParams(spec: ListSpec): import('./routes').ParamDoc[] {
-  const params: import('./routes').ParamDoc[] = [
+export function listQueryParams(spec: ListSpec): import('./route-registry').ParamDoc[] {
+  const params: import('./route-registry').ParamDoc[] = [
     { name: 'per_page', description: 'Items per page.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
     { name: 'page', description: 'Page number; a page past the end is []. With `cursor`, only the number the Link URLs carry on (the cursor says where the page starts).', schema: { type: 'integer', minimum: 1, maximum: MAX_QUERY_INTEGER, default: 1 } },
     {

@@ -4,7 +4,7 @@ import { componentName, RecordPresenter, registerLinkedResource } from './embed'
 import { ApiError, noRoute, notFoundItem } from './errors';
 import { applyFields, parseView, parseWithView } from './fields';
 import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders } from './list';
-import { RouteRegistry, type ExamplesDoc } from './routes';
+import { RouteRegistry, type ExamplesDoc } from './route-registry';
 import { bodyObject, parseOrThrow } from './validation';
 
 // Declared below the HTTP layer, beside the table services that implement them; resources take them from here.

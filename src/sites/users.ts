@@ -5,7 +5,7 @@ import type { Db } from '../db/knex';
 import { ApiError, invalidParams, notFoundItem } from '../http/errors';
 import { applyFields, parseView } from '../http/fields';
 import { parseId } from '../http/resource';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, fields, isoDate, parseOrThrow } from '../http/validation';
 
 export const SITE_USER_ROLES = ['administrator', 'editor', 'author', 'contributor', 'subscriber'] as const;
