@@ -39,14 +39,14 @@ const SEEDED_USERS = 6000;
 
 let counter = 0;
 function newAccountBody() {
-  const t = `${RUN_TAG}x${++counter}`;
+  const tag = `${RUN_TAG}x${++counter}`;
   return {
-    customer: { username: `reg${t}`, password: 'secret123', email: `reg${t}@example.com` },
+    customer: { username: `reg${tag}`, password: 'secret123', email: `reg${tag}@example.com` },
     products: [PLAN_SLUG],
     duration: 1,
     duration_unit: 'month',
     auto_renew: true,
-    site: { site_url: `shop${t}`, site_title: 'Bench Shop' },
+    site: { site_url: `shop${tag}`, site_title: 'Bench Shop' },
     payment: { status: 'completed' },
     membership: { status: 'active' },
   };
@@ -56,8 +56,8 @@ let userIds: number[] = [];
 function existingUserBody() {
   const userId = userIds[nextUser++];
   if (userId === undefined) throw new Error('out of seeded users');
-  const t = `${RUN_TAG}u${++counter}`;
-  return { customer: { user_id: userId }, products: [PLAN_SLUG], site: { site_url: `shop${t}`, site_title: 'Bench Shop' }, payment: { status: 'completed' }, membership: { status: 'active' } };
+  const tag = `${RUN_TAG}u${++counter}`;
+  return { customer: { user_id: userId }, products: [PLAN_SLUG], site: { site_url: `shop${tag}`, site_title: 'Bench Shop' }, payment: { status: 'completed' }, membership: { status: 'active' } };
 }
 
 export interface Measurement {

@@ -86,7 +86,7 @@ export class RecordPresenter {
         const relTree = subTree(embeddedTree ?? null, rel) ?? null;
         const found = await target.getMany(ids, { fields: fieldsFor(target, relTree) });
         const linksToo = relTree === null || relTree.has('_links');
-        embedded.set(rel, new Map(found.map((t) => [Number(t.id), linksToo ? { ...t, _links: linksOf(t, target, base, this.directory) } : t])));
+        embedded.set(rel, new Map(found.map((record) => [Number(record.id), linksToo ? { ...record, _links: linksOf(record, target, base, this.directory) } : record])));
       }),
     );
 
