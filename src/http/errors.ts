@@ -4,7 +4,8 @@ import { isDatabaseUnavailable } from '../db/errors';
 import { logger } from '../logger';
 
 /**
- * The one error type every layer throws. It becomes the contract's error body:
+ * The error the HTTP layer and the features throw (db and temporal throw DomainError, answered
+ * as one of these by fromDomainError). It becomes the contract's error body:
  * {"code": ..., "message": ..., "data": {"status": ..., ...extra}}.
  */
 export class ApiError extends Error {
