@@ -321,8 +321,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadOptio
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const config = parsed.data;
-  if (opts.credentialsKeyInDataDir && !config.TENANT_CREDENTIALS_KEY) config.TENANT_CREDENTIALS_KEY = credentialsKeyIn(config.DATA_DIR);
-  return Object.freeze(config);
+  const key = opts.credentialsKeyInDataDir && !config.TENANT_CREDENTIALS_KEY ? { TENANT_CREDENTIALS_KEY: credentialsKeyIn(config.DATA_DIR) } : {};
+  return Object.freeze({ ...config, ...key });
 }
 
 /** The REST namespace of the main API. */
