@@ -5,7 +5,8 @@
 // - imports in one order;
 // - imports point down only (README, Architecture): entry points → the composition root
 //   (src/app.ts, src/runtime.ts) → feature folders (and activities/, workflows/) → shared layers
-//   (src/http, db, temporal, infra, openapi) → src/config and src/logger.ts.
+//   (src/http, db, temporal, infra, openapi) → src/config and src/logger.ts; db and temporal
+//   import nothing of http (they throw DomainError, which the http layer answers).
 import fs from 'node:fs';
 import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
@@ -22,6 +23,11 @@ const ROOT_AND_ENTRIES = ['app', 'runtime', 'main', 'api', 'worker', 'cli', 'mig
 const upward = (message) => ({ message: `${message} Imports point down only: entry points → composition root → features → shared layers → config and logger.` });
 const LAYER_ZONES = [
   { target: SHARED.map((d) => `./src/${d}`), from: [...FEATURES, ...ROOT_AND_ENTRIES], ...upward('A shared layer must not import a feature or the composition root: pass what it needs in.') },
+  {
+    target: ['./src/db', './src/temporal'],
+    from: './src/http',
+    message: 'The db and temporal layers know nothing of HTTP: throw a DomainError (src/db/domain-error.ts; src/http/errors.ts answers it), take what a caller needs passed in. Imports point down only.',
+  },
   { target: FEATURES, from: ROOT_AND_ENTRIES, ...upward('A feature must not import the composition root or an entry point.') },
   { target: ['./src/config', './src/logger.ts'], from: ['./src', './activities', './workflows'], except: ['./config', './logger.ts'], ...upward('config and logger import nothing of the service.') },
 ];
@@ -59,14 +65,15 @@ export default tseslint.config(
   },
   {
     // Workflow code: deterministic, sandboxed. Types may come from anywhere (they vanish at build).
-    files: ['workflows/**/*.ts'],
+    files: ['workflows/**/*.ts', 'bench/workflows/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
           patterns: [
             {
-              regex: '^(?!@temporalio/workflow$|\\./)',
+              // bench/workflows/index.ts re-exports the service's workflows beside the bench ones.
+              regex: '^(?!@temporalio/workflow$|\\./|\\.\\./\\.\\./workflows$)',
               allowTypeImports: true,
               message: 'Workflow files import only @temporalio/workflow, other workflow files (./) and types (import type).',
             },

@@ -36,7 +36,5 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
     ...createTenantActivities({ db, config, storage }),
     ...createTranslationActivities({ db, config, storage }),
     ...createChatActivities({ db }),
-    // For the bench-only benchNoop and benchLocal workflows (bench/register.ts): do nothing.
-    benchNoopActivity: async () => undefined,
   };
 }

@@ -75,16 +75,16 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
     if (!row) throw ApplicationFailure.nonRetryable(`tenant ${tenantId} is not in the registry`, 'TenantGone');
     return row as TenantRow;
   }
-  function hostOf(t: TenantRow): TenantDbHost {
-    const host = hosts().find((h) => h.name === t.database_host);
-    if (!host) throw ApplicationFailure.nonRetryable(`database host "${t.database_host}" is not configured (TENANT_DATABASE_HOSTS)`, 'TenantConfigError');
+  function hostOf(tenant: TenantRow): TenantDbHost {
+    const host = hosts().find((h) => h.name === tenant.database_host);
+    if (!host) throw ApplicationFailure.nonRetryable(`database host "${tenant.database_host}" is not configured (TENANT_DATABASE_HOSTS)`, 'TenantConfigError');
     return host;
   }
-  function password(t: TenantRow): string {
-    if (!t.credentials) throw ApplicationFailure.nonRetryable('the tenant has no stored credentials', 'TenantCredentialsMissing');
-    return decryptSecret(key(), t.credentials, t.uid);
+  function password(tenant: TenantRow): string {
+    if (!tenant.credentials) throw ApplicationFailure.nonRetryable('the tenant has no stored credentials', 'TenantCredentialsMissing');
+    return decryptSecret(key(), tenant.credentials, tenant.uid);
   }
-  const asTenant = (t: TenantRow) => ({ user: t.role_name!, password: password(t) });
+  const asTenant = (tenant: TenantRow) => ({ user: tenant.role_name!, password: password(tenant) });
 
   /** The users the tenant must hold: the owning customer's user (administrator) and the site's linked users. */
   async function expectedUsers(siteId: number): Promise<TenantUser[]> {
@@ -101,12 +101,12 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
   }
 
   /** The tenant's users made exactly the expected ones; `users` push jobs up to now are done. */
-  async function provisionUsers(t: TenantRow, jobIds?: number[]): Promise<{ users: number }> {
+  async function provisionUsers(tenant: TenantRow, jobIds?: number[]): Promise<{ users: number }> {
     // Jobs queued from here on are picked up by the next run: only those seen before the read count as done.
-    const jobs = jobIds ?? (await db('tenant_push_jobs').where({ tenant_id: t.id, kind: 'users' }).whereIn('status', ['queued', 'running', 'failed']).pluck('id'));
-    const users = await expectedUsers(t.site_id);
+    const jobs = jobIds ?? (await db('tenant_push_jobs').where({ tenant_id: tenant.id, kind: 'users' }).whereIn('status', ['queued', 'running', 'failed']).pluck('id'));
+    const users = await expectedUsers(tenant.site_id);
     progress({ step: 'users', expected: users.length });
-    await withClient(hostOf(t), t.database_name!, (c) => syncUsers(c, users));
+    await withClient(hostOf(tenant), tenant.database_name!, (c) => syncUsers(c, users));
     if (jobs.length) await db('tenant_push_jobs').whereIn('id', jobs).update({ status: 'done', rows_pushed: users.length, last_error: null, date_modified: db.fn.now() });
     return { users: users.length };
   }
@@ -124,31 +124,31 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
       return db.transaction(async (trx) => {
         // One placement decision at a time, so parallel bootstraps spread over the hosts.
         await trx.raw("SELECT pg_advisory_xact_lock(hashtext('hostflow.tenant_placement'))");
-        const t = (await trx('tenants').where({ id: tenantId }).forUpdate().first()) as TenantRow | undefined;
-        if (!t) throw ApplicationFailure.nonRetryable(`tenant ${tenantId} is not in the registry`, 'TenantGone');
-        const site = await trx('sites').where({ id: t.site_id }).first('id', 'domain', 'path');
-        if (!site) throw ApplicationFailure.nonRetryable(`site ${t.site_id} no longer exists`, 'TenantGone');
-        let host = t.database_host;
+        const tenant = (await trx('tenants').where({ id: tenantId }).forUpdate().first()) as TenantRow | undefined;
+        if (!tenant) throw ApplicationFailure.nonRetryable(`tenant ${tenantId} is not in the registry`, 'TenantGone');
+        const site = await trx('sites').where({ id: tenant.site_id }).first('id', 'domain', 'path');
+        if (!site) throw ApplicationFailure.nonRetryable(`site ${tenant.site_id} no longer exists`, 'TenantGone');
+        let host = tenant.database_host;
         if (!host) {
-          if (t.requested_host) {
-            if (!all.some((h) => h.name === t.requested_host)) throw ApplicationFailure.nonRetryable(`database host "${t.requested_host}" is not configured`, 'TenantConfigError');
-            host = t.requested_host;
+          if (tenant.requested_host) {
+            if (!all.some((h) => h.name === tenant.requested_host)) throw ApplicationFailure.nonRetryable(`database host "${tenant.requested_host}" is not configured`, 'TenantConfigError');
+            host = tenant.requested_host;
           } else {
             const load: { database_host: string; n: number }[] = await trx('tenants').whereNot({ state: 'torn_down' }).whereNotNull('database_host').groupBy('database_host').select('database_host', trx.raw('count(*)::int AS n'));
             const count = new Map(load.map((r) => [String(r.database_host), Number(r.n)]));
             host = [...all].sort((a, b) => (count.get(a.name) ?? 0) - (count.get(b.name) ?? 0))[0].name;
           }
         }
-        const short = t.uid.replace(/-/g, '').slice(0, 10);
-        const name = `hf_tenant_${t.site_id}_${short}`;
+        const short = tenant.uid.replace(/-/g, '').slice(0, 10);
+        const name = `hf_tenant_${tenant.site_id}_${short}`;
         const patch = {
           step: 'registry',
           database_host: host,
-          database_name: t.database_name ?? name,
-          role_name: t.role_name ?? name,
-          filesystem_root: t.filesystem_root ?? newRoot(`site-${t.site_id}-${short}`),
-          hostname: t.hostname ?? String(site.domain).toLowerCase(),
-          path: t.path ?? site.path ?? '/',
+          database_name: tenant.database_name ?? name,
+          role_name: tenant.role_name ?? name,
+          filesystem_root: tenant.filesystem_root ?? newRoot(`site-${tenant.site_id}-${short}`),
+          hostname: tenant.hostname ?? String(site.domain).toLowerCase(),
+          path: tenant.path ?? site.path ?? '/',
           date_modified: trx.fn.now(),
         };
         await trx('tenants').where({ id: tenantId }).update(patch);
@@ -158,27 +158,27 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
 
     /** Step 2: credentials (stored encrypted before the role exists), the role, the database. */
     async tenantCreateDatabase(tenantId: number): Promise<void> {
-      let t = await load(tenantId, 'database');
+      let tenant = await load(tenantId, 'database');
       const k = key();
-      if (!t.credentials) {
+      if (!tenant.credentials) {
         const secret = crypto.randomBytes(24).toString('base64url');
-        await db('tenants').where({ id: tenantId }).whereNull('credentials').update({ credentials: encryptSecret(k, secret, t.uid) });
-        t = await load(tenantId);
+        await db('tenants').where({ id: tenantId }).whereNull('credentials').update({ credentials: encryptSecret(k, secret, tenant.uid) });
+        tenant = await load(tenantId);
       }
       progress({ step: 'database', credentials: 'stored' });
-      await createRoleAndDatabase(hostOf(t), t.role_name!, t.database_name!, password(t));
+      await createRoleAndDatabase(hostOf(tenant), tenant.role_name!, tenant.database_name!, password(tenant));
     },
 
     /** Step 3: the tenant schema and the role's grants. */
     async tenantCreateSchema(tenantId: number): Promise<void> {
-      const t = await load(tenantId, 'schema');
-      await createSchema(hostOf(t), t.database_name!, t.role_name!, t.site_id);
+      const tenant = await load(tenantId, 'schema');
+      await createSchema(hostOf(tenant), tenant.database_name!, tenant.role_name!, tenant.site_id);
     },
 
     /** Step 4: the site's users, copied into the tenant database (exactly those). */
     async tenantProvisionUsers(tenantId: number): Promise<{ users: number }> {
-      const t = await load(tenantId, 'users');
-      return provisionUsers(t);
+      const tenant = await load(tenantId, 'users');
+      return provisionUsers(tenant);
     },
 
     /**
@@ -187,13 +187,13 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
      * tenant: during bootstrap the users step does it, during teardown nothing is needed.
      */
     async tenantSyncUsers(tenantId: number): Promise<{ synced: boolean; users?: number }> {
-      const t = await load(tenantId);
-      if (t.state !== 'ready' && t.state !== 'not_ready') return { synced: false };
+      const tenant = await load(tenantId);
+      if (tenant.state !== 'ready' && tenant.state !== 'not_ready') return { synced: false };
       const pending = await db('tenant_push_jobs').where({ tenant_id: tenantId, kind: 'users' }).whereIn('status', ['queued', 'running', 'failed']).pluck('id');
       if (!pending.length) return { synced: false };
       await db('tenant_push_jobs').whereIn('id', pending).update({ status: 'running', attempts: db.raw('attempts + 1'), date_modified: db.fn.now() });
       try {
-        return { synced: true, ...(await provisionUsers(t, pending)) };
+        return { synced: true, ...(await provisionUsers(tenant, pending)) };
       } catch (err) {
         await db('tenant_push_jobs').whereIn('id', pending).update({ status: 'failed', last_error: (err as Error).message, date_modified: db.fn.now() });
         throw err;
@@ -206,9 +206,9 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
      * left queued, running or failed by an earlier attempt is taken up again.
      */
     async tenantPushData(tenantId: number): Promise<{ rows: number }> {
-      const t = await load(tenantId, 'push');
-      const host = hostOf(t);
-      const login = asTenant(t);
+      const tenant = await load(tenantId, 'push');
+      const host = hostOf(tenant);
+      const login = asTenant(tenant);
       let total = 0;
       for (const table of SITE_DATA_TABLES) {
         let job = await db('tenant_push_jobs').where({ tenant_id: tenantId, kind: table }).whereIn('status', ['queued', 'running', 'failed']).orderBy('id').first();
@@ -218,14 +218,14 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
           let pushed = 0;
           await withClient(
             host,
-            t.database_name!,
+            tenant.database_name!,
             async (c) => {
               for (;;) {
-                const rows = await db(table).where({ site_id: t.site_id }).orderBy('id').limit(PUSH_BATCH).select(SITE_DATA[table] as unknown as string[]);
+                const rows = await db(table).where({ site_id: tenant.site_id }).orderBy('id').limit(PUSH_BATCH).select(SITE_DATA[table] as unknown as string[]);
                 if (!rows.length) break;
                 await upsertRows(c, table, rows);
                 // Only what now lives in the tenant database leaves the shared table.
-                await db(table).where({ site_id: t.site_id }).whereIn('id', rows.map((r) => r.id)).delete();
+                await db(table).where({ site_id: tenant.site_id }).whereIn('id', rows.map((r) => r.id)).delete();
                 pushed += rows.length;
                 progress({ step: 'push', table, pushed });
               }
@@ -244,25 +244,25 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
 
     /** Step 6: the filesystem root (the site's uploads move in) and the routing entry. */
     async tenantCreateFilesAndRoute(tenantId: number): Promise<void> {
-      const t = await load(tenantId, 'files_and_routing');
-      const root = rootOf(t.filesystem_root!);
+      const tenant = await load(tenantId, 'files_and_routing');
+      const root = rootOf(tenant.filesystem_root!);
       let moved = 0;
-      await movePrefix(storage, siteUploadsPrefix(t.site_id), root.files, `${root.prefix}uploads/`, {
+      await movePrefix(storage, siteUploadsPrefix(tenant.site_id), root.files, `${root.prefix}uploads/`, {
         signal: cancellation(),
         onEntry: (key) => progress({ step: 'files_and_routing', moved: ++moved, key }),
       });
       progress({ step: 'files_and_routing', moved });
       await db('tenant_routes')
-        .insert({ hostname: t.hostname, path: t.path ?? '/', tenant_id: t.id, site_id: t.site_id, database_host: t.database_host, database_name: t.database_name })
+        .insert({ hostname: tenant.hostname, path: tenant.path ?? '/', tenant_id: tenant.id, site_id: tenant.site_id, database_host: tenant.database_host, database_name: tenant.database_name })
         .onConflict(db.raw('(tenant_id)'))
         .merge(['hostname', 'path', 'database_host', 'database_name']);
     },
 
     /** Marks the three checks running (verify and bootstrap's last step). */
     async tenantChecksRunning(tenantId: number): Promise<void> {
-      const t = await load(tenantId, 'verification');
+      const tenant = await load(tenantId, 'verification');
       const running: Record<string, CheckResult> = {};
-      for (const name of CHECK_NAMES) running[name] = { status: 'running', message: 'Verification is running.', checked_at: t.verification?.[name]?.checked_at ?? null };
+      for (const name of CHECK_NAMES) running[name] = { status: 'running', message: 'Verification is running.', checked_at: tenant.verification?.[name]?.checked_at ?? null };
       await db('tenants').where({ id: tenantId }).update({ verification: JSON.stringify(running), date_modified: db.fn.now() });
     },
 
@@ -272,24 +272,24 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
      * else (the probe row and the one-time login key are removed again).
      */
     async tenantVerify(tenantId: number): Promise<{ ready: boolean; results: Record<CheckName, CheckResult> }> {
-      const t = await load(tenantId, 'verification');
+      const tenant = await load(tenantId, 'verification');
       const now = new Date().toISOString();
       const results = {} as Record<CheckName, CheckResult>;
       const pass = (message: string): CheckResult => ({ status: 'passed', message, checked_at: now });
       const fail = (message: string): CheckResult => ({ status: 'failed', message, checked_at: now });
-      const host = hostOf(t);
-      const dbExists = await withAdmin(host, (c) => databaseExists(c, t.database_name!));
-      const noDb = fail(`The tenant database ${t.database_name} does not exist on ${t.database_host}. Run bootstrap (POST .../bootstrap) to create it.`);
+      const host = hostOf(tenant);
+      const dbExists = await withAdmin(host, (c) => databaseExists(c, tenant.database_name!));
+      const noDb = fail(`The tenant database ${tenant.database_name} does not exist on ${tenant.database_host}. Run bootstrap (POST .../bootstrap) to create it.`);
 
       // no_legacy
       {
-        const counts = await sharedRowCounts(t.site_id);
+        const counts = await sharedRowCounts(tenant.site_id);
         const left = Object.entries(counts).filter(([, n]) => n > 0);
         const problems: string[] = [];
-        if (left.length) problems.push(`${left.map(([table, n]) => `${n} row(s) in ${table}`).join(', ')} of site ${t.site_id} remain in the shared tables; run bootstrap again to push them`);
+        if (left.length) problems.push(`${left.map(([table, n]) => `${n} row(s) in ${table}`).join(', ')} of site ${tenant.site_id} remain in the shared tables; run bootstrap again to push them`);
         if (!dbExists) problems.push(noDb.message);
         else {
-          const missing = await withClient(host, t.database_name!, missingTables);
+          const missing = await withClient(host, tenant.database_name!, missingTables);
           if (missing.length) problems.push(`the tenant schema lacks table(s) ${missing.join(', ')}; run bootstrap again to create them`);
         }
         results.no_legacy = problems.length ? fail(`${problems.join('. ')}.`) : pass('No data of the site remains in the shared tables, and the tenant schema is complete.');
@@ -308,20 +308,20 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
           );
         }
         if (!dbExists) problems.push(noDb.message);
-        else if (!t.credentials) problems.push('The tenant has no stored credentials; run bootstrap again to create them');
-        else if (!(await withAdmin(host, (c) => roleExists(c, t.role_name!)))) problems.push(`The tenant role ${t.role_name} does not exist; run bootstrap again to create it`);
+        else if (!tenant.credentials) problems.push('The tenant has no stored credentials; run bootstrap again to create them');
+        else if (!(await withAdmin(host, (c) => roleExists(c, tenant.role_name!)))) problems.push(`The tenant role ${tenant.role_name} does not exist; run bootstrap again to create it`);
         else {
-          const lacking = await withClient(host, t.database_name!, (c) => missingPrivileges(c, t.role_name!));
-          if (lacking.length) problems.push(`The tenant role ${t.role_name} lacks ${lacking.join(', ')}; run bootstrap again to restore the grants`);
+          const lacking = await withClient(host, tenant.database_name!, (c) => missingPrivileges(c, tenant.role_name!));
+          if (lacking.length) problems.push(`The tenant role ${tenant.role_name} lacks ${lacking.join(', ')}; run bootstrap again to restore the grants`);
           const probe = crypto.randomUUID();
           try {
-            await withClient(host, t.database_name!, (c) => c.query('INSERT INTO push_probe (id) VALUES ($1)', [probe]), asTenant(t));
-            const landed = await withClient(host, t.database_name!, async (c) => (await c.query('SELECT 1 FROM push_probe WHERE id = $1', [probe])).rowCount === 1);
+            await withClient(host, tenant.database_name!, (c) => c.query('INSERT INTO push_probe (id) VALUES ($1)', [probe]), asTenant(tenant));
+            const landed = await withClient(host, tenant.database_name!, async (c) => (await c.query('SELECT 1 FROM push_probe WHERE id = $1', [probe])).rowCount === 1);
             if (!landed) problems.push('A write through the tenant role did not land in the tenant database');
           } catch (err) {
             problems.push(`A write through the tenant role failed: ${(err as Error).message}`);
           } finally {
-            await withClient(host, t.database_name!, (c) => c.query('DELETE FROM push_probe WHERE id = $1', [probe])).catch(() => undefined);
+            await withClient(host, tenant.database_name!, (c) => c.query('DELETE FROM push_probe WHERE id = $1', [probe])).catch(() => undefined);
           }
         }
         results.sovereign_push = problems.length ? fail(`${problems.join('. ')}.`) : pass('A write through the tenant role landed in the tenant database and read back; no push work is queued or failing.');
@@ -331,10 +331,10 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
       // tenant_users
       {
         const problems: string[] = [];
-        const expected = await expectedUsers(t.site_id);
+        const expected = await expectedUsers(tenant.site_id);
         if (!dbExists) problems.push(noDb.message);
         else {
-          const actual = await withClient(host, t.database_name!, async (c) => (await c.query<TenantUser>('SELECT id::int AS id, username, email, display_name, password_hash, role, is_admin FROM users ORDER BY id')).rows);
+          const actual = await withClient(host, tenant.database_name!, async (c) => (await c.query<TenantUser>('SELECT id::int AS id, username, email, display_name, password_hash, role, is_admin FROM users ORDER BY id')).rows);
           const byId = new Map(actual.map((u) => [Number(u.id), u]));
           const expectedIds = new Set(expected.map((u) => u.id));
           const missing = expected.filter((u) => !byId.has(u.id));
@@ -348,10 +348,10 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
           if (stale.length) problems.push(`user(s) differing from the network: ${stale.map((u) => `${u.id} (${u.username})`).join(', ')}`);
           if (problems.length) problems[problems.length - 1] += `; expected ${expected.length} user(s), found ${actual.length}: run bootstrap again to re-provision them`;
           const admin = expected.find((u) => u.is_admin);
-          if (!admin) problems.push(`site ${t.site_id} has no administrator (no customer and no linked administrator); give it one, then run bootstrap again`);
-          else if (byId.has(admin.id) && t.credentials) {
+          if (!admin) problems.push(`site ${tenant.site_id} has no administrator (no customer and no linked administrator); give it one, then run bootstrap again`);
+          else if (byId.has(admin.id) && tenant.credentials) {
             try {
-              const login = await withClient(host, t.database_name!, (c) => authenticateWithLoginKey(c, admin.username), asTenant(t));
+              const login = await withClient(host, tenant.database_name!, (c) => authenticateWithLoginKey(c, admin.username), asTenant(tenant));
               if (!login.ok) problems.push(`The tenant administrator cannot log in: ${login.reason}`);
             } catch (err) {
               problems.push(`The tenant administrator cannot log in: ${(err as Error).message}`);
@@ -384,19 +384,19 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
 
     /** Teardown 1: the tenant's data goes back to the shared tables (nothing is lost). */
     async tenantPullBack(tenantId: number): Promise<{ rows: number }> {
-      const t = await load(tenantId, 'pull_back');
-      if (!t.database_name || !t.database_host) return { rows: 0 };
-      const host = hostOf(t);
-      if (!(await withAdmin(host, (c) => databaseExists(c, t.database_name!)))) return { rows: 0 };
+      const tenant = await load(tenantId, 'pull_back');
+      if (!tenant.database_name || !tenant.database_host) return { rows: 0 };
+      const host = hostOf(tenant);
+      if (!(await withAdmin(host, (c) => databaseExists(c, tenant.database_name!)))) return { rows: 0 };
       let total = 0;
-      await withClient(host, t.database_name, async (c) => {
+      await withClient(host, tenant.database_name, async (c) => {
         for (const table of SITE_DATA_TABLES) {
           const present = (await c.query("SELECT 1 FROM information_schema.tables WHERE table_schema = 'public' AND table_name = $1", [table])).rowCount;
           if (!present) continue;
           const columns = SITE_DATA[table];
           const rows = (await c.query(`SELECT ${columns.map(ident).join(', ')} FROM ${ident(table)} ORDER BY id`)).rows;
           for (let i = 0; i < rows.length; i += PUSH_BATCH) {
-            const batch = rows.slice(i, i + PUSH_BATCH).map((r) => ({ ...r, site_id: t.site_id }));
+            const batch = rows.slice(i, i + PUSH_BATCH).map((r) => ({ ...r, site_id: tenant.site_id }));
             await db(table).insert(batch).onConflict('id').merge(columns.filter((col) => col !== 'id') as unknown as string[]);
             progress({ step: 'pull_back', table, rows: i + batch.length });
           }
@@ -408,40 +408,40 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
 
     /** Teardown 2: credentials removed first, then the role's sessions, grants and the role. */
     async tenantDropRole(tenantId: number): Promise<void> {
-      const t = await load(tenantId, 'drop_role');
+      const tenant = await load(tenantId, 'drop_role');
       await db('tenants').where({ id: tenantId }).update({ credentials: null, date_modified: db.fn.now() });
-      if (!t.role_name || !t.database_host) return;
-      const host = hostOf(t);
+      if (!tenant.role_name || !tenant.database_host) return;
+      const host = hostOf(tenant);
       await withAdmin(host, async (c) => {
-        if (!(await roleExists(c, t.role_name!))) return;
-        await terminateSessions(c, { role: t.role_name! });
+        if (!(await roleExists(c, tenant.role_name!))) return;
+        await terminateSessions(c, { role: tenant.role_name! });
         progress({ step: 'drop_role', sessions: 'ended' });
-        if (t.database_name && (await databaseExists(c, t.database_name))) {
-          await c.query(`REVOKE ALL ON DATABASE ${ident(t.database_name)} FROM ${ident(t.role_name!)}`);
-          await withClient(host, t.database_name, (tc) => tc.query(`DROP OWNED BY ${ident(t.role_name!)}`));
+        if (tenant.database_name && (await databaseExists(c, tenant.database_name))) {
+          await c.query(`REVOKE ALL ON DATABASE ${ident(tenant.database_name)} FROM ${ident(tenant.role_name!)}`);
+          await withClient(host, tenant.database_name, (tc) => tc.query(`DROP OWNED BY ${ident(tenant.role_name!)}`));
         }
-        await c.query(`DROP ROLE IF EXISTS ${ident(t.role_name!)}`);
+        await c.query(`DROP ROLE IF EXISTS ${ident(tenant.role_name!)}`);
       });
     },
 
     /** Teardown 3: the tenant database. */
     async tenantDropDatabase(tenantId: number): Promise<void> {
-      const t = await load(tenantId, 'drop_database');
-      if (!t.database_name || !t.database_host) return;
-      await withAdmin(hostOf(t), async (c) => {
-        await terminateSessions(c, { database: t.database_name! });
+      const tenant = await load(tenantId, 'drop_database');
+      if (!tenant.database_name || !tenant.database_host) return;
+      await withAdmin(hostOf(tenant), async (c) => {
+        await terminateSessions(c, { database: tenant.database_name! });
         progress({ step: 'drop_database', sessions: 'ended' });
-        await c.query(`DROP DATABASE IF EXISTS ${ident(t.database_name!)} WITH (FORCE)`);
+        await c.query(`DROP DATABASE IF EXISTS ${ident(tenant.database_name!)} WITH (FORCE)`);
       });
     },
 
     /** Teardown 4: uploads go back to the shared folder; the root and the route go. */
     async tenantRemoveFilesAndRoute(tenantId: number): Promise<void> {
-      const t = await load(tenantId, 'remove_files_and_routing');
-      if (t.filesystem_root) {
-        const root = rootOf(t.filesystem_root);
+      const tenant = await load(tenantId, 'remove_files_and_routing');
+      if (tenant.filesystem_root) {
+        const root = rootOf(tenant.filesystem_root);
         let moved = 0;
-        await movePrefix(root.files, `${root.prefix}uploads/`, storage, siteUploadsPrefix(t.site_id), {
+        await movePrefix(root.files, `${root.prefix}uploads/`, storage, siteUploadsPrefix(tenant.site_id), {
           signal: cancellation(),
           onEntry: (key) => progress({ step: 'remove_files_and_routing', moved: ++moved, key }),
         });

@@ -23,10 +23,11 @@ import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { setLogLevel } from '../src/logger';
-import { startHttp, startWorker } from '../src/runtime';
+import { startHttp } from '../src/runtime';
 import { hashPassword } from '../src/users/password';
-import { benchLocal, benchNoop } from '../workflows/benchNoop';
 import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, textTable, type Step } from './run';
+import { startBenchWorker } from './worker';
+import { benchLocal, benchNoop } from './workflows/benchNoop';
 
 const CALLERS = (process.env.BENCH_CALLERS ?? '1,16').split(',').map(Number);
 const DURATION = Number(process.env.BENCH_SECONDS ?? 15);
@@ -39,14 +40,14 @@ const SEEDED_USERS = 6000;
 
 let counter = 0;
 function newAccountBody() {
-  const t = `${RUN_TAG}x${++counter}`;
+  const tag = `${RUN_TAG}x${++counter}`;
   return {
-    customer: { username: `reg${t}`, password: 'secret123', email: `reg${t}@example.com` },
+    customer: { username: `reg${tag}`, password: 'secret123', email: `reg${tag}@example.com` },
     products: [PLAN_SLUG],
     duration: 1,
     duration_unit: 'month',
     auto_renew: true,
-    site: { site_url: `shop${t}`, site_title: 'Bench Shop' },
+    site: { site_url: `shop${tag}`, site_title: 'Bench Shop' },
     payment: { status: 'completed' },
     membership: { status: 'active' },
   };
@@ -56,8 +57,8 @@ let userIds: number[] = [];
 function existingUserBody() {
   const userId = userIds[nextUser++];
   if (userId === undefined) throw new Error('out of seeded users');
-  const t = `${RUN_TAG}u${++counter}`;
-  return { customer: { user_id: userId }, products: [PLAN_SLUG], site: { site_url: `shop${t}`, site_title: 'Bench Shop' }, payment: { status: 'completed' }, membership: { status: 'active' } };
+  const tag = `${RUN_TAG}u${++counter}`;
+  return { customer: { user_id: userId }, products: [PLAN_SLUG], site: { site_url: `shop${tag}`, site_title: 'Bench Shop' }, payment: { status: 'completed' }, membership: { status: 'active' } };
 }
 
 export interface Measurement {
@@ -175,7 +176,7 @@ async function main(): Promise<void> {
     });
     const { config, db, settings, temporal } = env;
 
-    const worker = await startWorker({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config });
+    const worker = await startBenchWorker({ address: config.TEMPORAL_ADDRESS!, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config });
     cleanup.push(['temporal worker', () => worker.shutdown()]);
     await db('products').insert({ slug: PLAN_SLUG, name: 'Bench Plan', type: 'plan', amount: '29.99', setup_fee: '0', duration: 1, duration_unit: 'month' });
     const users = await db('users')

@@ -17,7 +17,7 @@ import { RateLimits } from './http/limits';
 import { useCursorKey } from './http/list';
 import type { Metrics } from './http/metrics';
 import { publicBase, setPublicBase } from './http/public-url';
-import { RouteRegistry, type RouteInfo } from './http/routes';
+import { RouteRegistry, type RouteInfo } from './http/route-registry';
 import { createObjectStorage, type ObjectStorage } from './infra/object-storage';
 import { accessLogger, logger, type Logger } from './logger';
 import { mountMemberships } from './memberships/routes';

@@ -19,7 +19,7 @@ import { ChatSecret } from './chat/tokens';
 import { ConfigError, loadConfig, type Config } from './config';
 import type { Db } from './db/knex';
 import { migrateLatest } from './db/migrate';
-import { ApiError } from './http/errors';
+import { asApiError } from './http/errors';
 import { setLogLevel } from './logger';
 import { RegistrationStore } from './register/store';
 import { openDb, resolveDatabase } from './runtime';
@@ -136,9 +136,10 @@ async function main() {
 
 if (require.main === module) {
   main().catch((err) => {
-    if (err instanceof ApiError) {
-      const params = (err.extra.params ?? {}) as Record<string, string>;
-      process.stderr.write(`${Object.values(params).join('\n') || err.message}\n`);
+    const answer = asApiError(err);
+    if (answer) {
+      const params = (answer.extra.params ?? {}) as Record<string, string>;
+      process.stderr.write(`${Object.values(params).join('\n') || answer.message}\n`);
       process.exit(2);
     }
     if (err instanceof UsageError || err instanceof ConfigError) {

@@ -3,7 +3,6 @@
  * (embedded unless DATABASE_URL), the Temporal dev server (unless TEMPORAL_ADDRESS),
  * migrations, the Temporal worker and the API.
  */
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { chatNamespace, ConfigError, loadConfig, WU_NAMESPACE } from './config';
@@ -18,15 +17,10 @@ const steps: (() => Promise<unknown>)[] = [];
 const shutdown = onShutdown(steps);
 
 async function main() {
-  const config = loadConfig();
+  // Tenant credentials need a key; in the all-in-one service it is kept beside the data.
+  const config = loadConfig(process.env, { credentialsKeyInDataDir: true });
   setLogLevel(config.LOG_LEVEL);
   fs.mkdirSync(config.DATA_DIR, { recursive: true });
-  // Tenant credentials need a key; in the all-in-one service it is kept beside the data.
-  if (!config.TENANT_CREDENTIALS_KEY) {
-    const keyFile = path.join(config.DATA_DIR, 'tenant-credentials.key');
-    if (!fs.existsSync(keyFile)) fs.writeFileSync(keyFile, crypto.randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
-    config.TENANT_CREDENTIALS_KEY = fs.readFileSync(keyFile, 'utf8').trim();
-  }
 
   const database = await resolveDatabase(config, true);
   if (database.embedded) steps.push(() => database.embedded!.stop());

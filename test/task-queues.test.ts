@@ -5,14 +5,15 @@
  */
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import * as workflows from '../bench/workflows';
 import { ConfigError, loadConfig } from '../src/config';
 import { ApiError } from '../src/http/errors';
 import { TemporalGateway } from '../src/temporal/gateway';
 import { taskQueueFor, taskQueues, WORKFLOW_TASK_QUEUES, workerTaskQueues } from '../src/temporal/task-queues';
 import { workerBounds, type RunningWorker } from '../src/temporal/worker';
 import { WorkflowIds } from '../src/temporal/workflow-ids';
-import * as workflows from '../workflows';
-import { createTestContext, startTestWorker, type TestContext } from './helpers';
+import { startTestWorker } from './bench-workers';
+import { createTestContext, type TestContext } from './helpers';
 import { until } from './worker-process';
 
 describe('which queue each workflow type runs on', () => {

@@ -5,15 +5,16 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { benchNoop } from '../bench/workflows';
 import { loadConfig } from '../src/config';
 import { ApiError } from '../src/http/errors';
 import { freePort } from '../src/infra/temporal-server';
 import { TemporalGateway } from '../src/temporal/gateway';
 import { metricsBindAddress } from '../src/temporal/worker';
 import { WorkflowIds } from '../src/temporal/workflow-ids';
-import { benchNoop } from '../workflows';
+import { spawnWorkerProcess } from './bench-workers';
 import { createTestContext, type TestContext } from './helpers';
-import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
+import { killWorkerProcess, until } from './worker-process';
 
 test('the bind address: host and port, IPv6 bracketed, port 0 turns the exporter off', () => {
   expect(metricsBindAddress(loadConfig({}))).toBe('127.0.0.1:9464');

@@ -17,8 +17,13 @@ export async function until(fn: () => Promise<boolean>, ms: number): Promise<voi
  * Resolves once it polls. One process: tsx as a loader, not its CLI (which would run the
  * script in a grandchild that SIGKILL would not reach).
  */
-export async function spawnWorkerProcess(ctx: TestContext, env: Record<string, string> = {}): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'fixtures', 'worker.ts')], {
+export function spawnWorkerProcess(ctx: TestContext, env: Record<string, string> = {}): Promise<ChildProcess> {
+  return spawnWorkerScript('worker.ts', ctx, env);
+}
+
+/** The same with another script of test/fixtures/ (bench-worker.ts: the bench worker). */
+export async function spawnWorkerScript(script: string, ctx: TestContext, env: Record<string, string> = {}): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'fixtures', script)], {
     cwd: path.resolve(__dirname, '..'),
     env: {
       ...process.env,

@@ -5,7 +5,6 @@
  */
 export { domainCheck } from './domainCheck';
 export { register } from './register';
-export { benchLocal, benchNoop } from './benchNoop';
 export { tenantBootstrap, tenantVerifyWorkflow, tenantTeardown, tenantPush } from './tenants';
 export { translationPipeline } from './translationPipeline';
 export { chatFollowUp } from './chatFollowUp';

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { ACCEPT_RANGES, CONTENT_RANGE, RANGE_NOT_SATISFIABLE } from '../http/download';
 import { listQueryParams, LIST_HEADERS } from '../http/list';
-import type { HttpMethod, OperationDoc, ParamDoc, RouteRegistry } from '../http/routes';
+import type { HttpMethod, OperationDoc, ParamDoc, RouteRegistry } from '../http/route-registry';
 import * as schemas from './schemas';
 import { sessionListSpec } from './sessions';
 

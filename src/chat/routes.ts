@@ -6,7 +6,7 @@ import { afterAuthentication, readBody } from '../http/input';
 import { setPagingHeaders } from '../http/list';
 import { publicBase } from '../http/public-url';
 import { parseId } from '../http/resource';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import { agentRecord } from './agents';
 import { callerOf, requireAdmin, requireAgent, requireSessionAgent, requireSessionCaller, unauthorized } from './auth';

@@ -1,3 +1,5 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
@@ -295,7 +297,21 @@ export type Config = z.infer<typeof schema>;
 
 export class ConfigError extends Error {}
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export interface LoadOptions {
+  /** `npm start`: TENANT_CREDENTIALS_KEY, when unset, is the key kept beside the data (created on the first start). */
+  credentialsKeyInDataDir?: boolean;
+}
+
+/** DATA_DIR/tenant-credentials.key, created (32 random bytes, hex) when missing. */
+function credentialsKeyIn(dataDir: string): string {
+  const keyFile = path.join(dataDir, 'tenant-credentials.key');
+  fs.mkdirSync(dataDir, { recursive: true });
+  if (!fs.existsSync(keyFile)) fs.writeFileSync(keyFile, crypto.randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
+  return fs.readFileSync(keyFile, 'utf8').trim();
+}
+
+/** The configuration, complete and frozen: built once, never changed afterwards. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadOptions = {}): Readonly<Config> {
   // Empty strings count as unset, as most process managers write them for blank values.
   const cleaned: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined && v !== '') cleaned[k] = v;
@@ -307,7 +323,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     });
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
-  return parsed.data;
+  const config = parsed.data;
+  const key = opts.credentialsKeyInDataDir && !config.TENANT_CREDENTIALS_KEY ? { TENANT_CREDENTIALS_KEY: credentialsKeyIn(config.DATA_DIR) } : {};
+  return Object.freeze({ ...config, ...key });
 }
 
 /** The REST namespace of the main API. */

@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import type { Db } from '../db/knex';
 import type { TableService } from '../db/table-service';
 import { mountResource } from '../http/resource';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { customerExamples } from './examples';
 import { createCustomerSchema, customerRecordSchema, updateCustomerSchema } from './schema';
 import { createCustomerService } from './service';

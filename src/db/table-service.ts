@@ -1,15 +1,14 @@
 import type { Knex } from 'knex';
 import { z } from 'zod';
-import { ApiError, conflict, invalidParams } from '../http/errors';
-import type { FieldSet } from '../http/fields';
-import { runList, type ListQuery, type ListSpec } from '../http/list';
-import { Decimal, minorUnits, moneyOut } from '../http/money';
-import type { ReadOptions, ResourceDefinition, ResourceExamples, ResourceService } from '../http/resource';
-import { humanList, isoDate } from '../http/validation';
+import { humanList } from '../infra/text';
+import { DomainError } from './domain-error';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from './errors';
 import { preparedRows, type Db } from './knex';
+import { runList, type ListQuery, type ListSpec } from './list';
+import { Decimal, minorUnits, moneyOut } from './money';
+import type { FieldSet, ReadOptions, ResourceDefinition, ResourceExamples, ResourceService } from './resource';
 import type { ResourceLink } from './resource-link';
-import { toTimestamp } from './timestamps';
+import { isoDate, toTimestamp } from './timestamps';
 
 /** How a column travels between the API and the database. */
 export type ColumnKind = 'int' | 'text' | 'bool' | 'money' | 'json' | 'timestamp';
@@ -208,7 +207,7 @@ export class TableService implements ResourceService<Row> {
       if (v === undefined || v === null || new Decimal(v).decimalPlaces() <= digits) continue;
       errors[name] = cols[name] !== undefined ? `must have at most ${digits} decimal place${digits === 1 ? '' : 's'} in ${currency}.` : `${new Decimal(v).toFixed()} has more decimals than ${currency} (${digits}): give it again with the currency.`;
     }
-    if (Object.keys(errors).length) throw invalidParams(errors);
+    if (Object.keys(errors).length) throw DomainError.invalid(errors);
   }
 
   /** Validated API input to column values (joined fields are not this table's). */
@@ -308,7 +307,7 @@ export class TableService implements ResourceService<Row> {
       if (found[field] === null) errors[field] = `${field} ${cols[field]} does not match any ${ref.label}.`;
       else refs[field] = found[field];
     }
-    if (Object.keys(errors).length) throw invalidParams(errors);
+    if (Object.keys(errors).length) throw DomainError.invalid(errors);
     return refs;
   }
 
@@ -401,7 +400,7 @@ export class TableService implements ResourceService<Row> {
       if (own !== undefined) throw own;
       if (isStillReferenced(err)) {
         const table = err.table ?? 'other records';
-        throw conflict(
+        throw DomainError.conflict(
           `wu_rest_${this.cfg.model}_in_use`,
           `This ${this.cfg.model} is still referenced by ${table}; delete or reassign those first.`,
           { referenced_by: table },
@@ -413,20 +412,20 @@ export class TableService implements ResourceService<Row> {
     return deleted;
   }
 
-  /** Constraint violations that slip past the checks (races) become the same 4xx. */
+  /** Constraint violations that slip past the checks (races) become the same 4xx; any other error (a hook's refusal too) passes as it is. */
   mapWriteError(err: unknown, id?: number): unknown {
-    if (err instanceof ApiError) return err;
+    if (err instanceof DomainError) return err;
     const own = this.cfg.mapError?.(err, id === undefined ? 'create' : 'update', id);
     if (own !== undefined) return own;
     if (isPgError(err, PG_UNIQUE_VIOLATION)) {
       const u = this.cfg.uniques?.[err.constraint ?? ''];
-      if (u) return invalidParams({ [u.field]: u.message });
-      return conflict(`wu_rest_${this.cfg.model}_conflict`, `The ${this.cfg.model} conflicts with an existing one.`);
+      if (u) return DomainError.invalid({ [u.field]: u.message });
+      return DomainError.conflict(`wu_rest_${this.cfg.model}_conflict`, `The ${this.cfg.model} conflicts with an existing one.`);
     }
     if (isPgError(err, PG_FOREIGN_KEY_VIOLATION)) {
       const c = err.constraint ?? '';
       const field = Object.keys(this.cfg.references ?? {}).find((f) => c.includes(f));
-      if (field) return invalidParams({ [field]: `${field} does not match any ${this.cfg.references![field].label}.` });
+      if (field) return DomainError.invalid({ [field]: `${field} does not match any ${this.cfg.references![field].label}.` });
     }
     return err;
   }

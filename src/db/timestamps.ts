@@ -63,3 +63,10 @@ export function toTimestamp(v: string | null | undefined): Date | null | undefin
   else if (!/(Z|[+-]\d{2}:?\d{2})$/.test(iso)) iso += 'Z';
   return new Date(iso);
 }
+
+
+/** Dates to the wire as ISO 8601 UTC; null stays null. */
+export function isoDate(v: Date | string | null | undefined): string | null {
+  if (v === null || v === undefined) return null;
+  return (v instanceof Date ? v : new Date(v)).toISOString();
+}

@@ -5,7 +5,7 @@ import type { Db } from '../db/knex';
 import { tableResource, type TableService } from '../db/table-service';
 import { notFoundItem } from '../http/errors';
 import { mountResource, parseId } from '../http/resource';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import type { SettingsStore } from '../settings/store';
 import type { TemporalGateway } from '../temporal/gateway';

@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import type { Db } from '../db/knex';
 import { mountResource } from '../http/resource';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { EVENT_SLUGS, EVENT_TYPES } from './catalogue';
 import { createEventService, EVENT_INITIATORS, eventListSpec } from './service';
 

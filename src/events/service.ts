@@ -1,6 +1,6 @@
 import type { Db } from '../db/knex';
+import type { ListSpec } from '../db/list';
 import { TableService } from '../db/table-service';
-import type { ListSpec } from '../http/list';
 import { EVENT_SLUGS } from './catalogue';
 
 export const EVENT_INITIATORS = ['system', 'manual'] as const;

@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import type { ResourceLink } from '../db/resource-link';
 import { applyFields, keeps, subTree, topLevel, type FieldSet, type FieldTree, type View } from './fields';
 import { publicBase } from './public-url';
-import type { RouteRegistry } from './routes';
+import type { RouteRegistry } from './route-registry';
 
 export type { ResourceLink };
 
@@ -86,7 +86,7 @@ export class RecordPresenter {
         const relTree = subTree(embeddedTree ?? null, rel) ?? null;
         const found = await target.getMany(ids, { fields: fieldsFor(target, relTree) });
         const linksToo = relTree === null || relTree.has('_links');
-        embedded.set(rel, new Map(found.map((t) => [Number(t.id), linksToo ? { ...t, _links: linksOf(t, target, base, this.directory) } : t])));
+        embedded.set(rel, new Map(found.map((record) => [Number(record.id), linksToo ? { ...record, _links: linksOf(record, target, base, this.directory) } : record])));
       }),
     );
 

@@ -1,9 +1,11 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { DomainError, type DomainErrorKind } from '../db/domain-error';
 import { isDatabaseUnavailable } from '../db/errors';
 import { logger } from '../logger';
 
 /**
- * The one error type every layer throws. It becomes the contract's error body:
+ * The error the HTTP layer and the features throw (db and temporal throw DomainError, answered
+ * as one of these by fromDomainError). It becomes the contract's error body:
  * {"code": ..., "message": ..., "data": {"status": ..., ...extra}}.
  */
 export class ApiError extends Error {
@@ -23,10 +25,23 @@ export class ApiError extends Error {
   }
 }
 
+const STATUS_OF_KIND: Record<DomainErrorKind, number> = { invalid: 400, not_found: 404, conflict: 409, unavailable: 503 };
+
+/** The answer of a DomainError (what the db and temporal layers throw): its kind's status, its code, message and details. */
+export function fromDomainError(err: DomainError): ApiError {
+  return new ApiError(STATUS_OF_KIND[err.kind], err.code, err.message, err.details);
+}
+
+/** An error as the answer it becomes (ApiError, or DomainError mapped); undefined for anything else (a fault). */
+export function asApiError(err: unknown): ApiError | undefined {
+  if (err instanceof ApiError) return err;
+  if (err instanceof DomainError) return fromDomainError(err);
+  return undefined;
+}
+
 /** 400 wu_rest_invalid_parameter with every offending parameter in data.params. */
 export function invalidParams(params: Record<string, string>): ApiError {
-  const names = Object.keys(params);
-  return new ApiError(400, 'wu_rest_invalid_parameter', `Invalid parameter(s): ${names.join(', ')}`, { params });
+  return fromDomainError(DomainError.invalid(params));
 }
 
 export function notFoundItem(model: string): ApiError {
@@ -38,7 +53,16 @@ export function noRoute(): ApiError {
 }
 
 export function conflict(code: string, message: string, extra: Record<string, unknown> = {}): ApiError {
-  return new ApiError(409, code, message, extra);
+  return fromDomainError(DomainError.conflict(code, message, extra));
+}
+
+/**
+ * 503 wu_rest_temporal_unavailable: the workflow service could not be reached. `what` says
+ * what could not be done, `advice` what else the caller should know; `detail` is what the
+ * client library said. A feature passes it (as its `Unavailable`) to the Temporal gateway.
+ */
+export function temporalUnavailable(what: string, detail?: string, advice = ''): ApiError {
+  return new ApiError(503, 'wu_rest_temporal_unavailable', `${what} (the workflow service is unreachable). Try again later.${advice ? ` ${advice}` : ''}`, detail ? { detail } : {});
 }
 
 /** PostgreSQL's "invalid byte sequence" (NUL in text) and "unsupported Unicode escape" (\u0000 in jsonb). */
@@ -56,8 +80,9 @@ export const notFoundHandler: RequestHandler = (_req, _res, next) => next(noRout
 
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   let apiError: ApiError;
-  if (err instanceof ApiError) {
-    apiError = err;
+  const answer = asApiError(err);
+  if (answer) {
+    apiError = answer;
   } else if (err?.type === 'entity.parse.failed') {
     apiError = new ApiError(400, 'rest_invalid_json', 'Invalid JSON body passed.');
   } else if (err?.type === 'entity.too.large') {

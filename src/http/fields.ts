@@ -1,6 +1,6 @@
 import { ApiError, invalidParams } from './errors';
 import { printable } from './input';
-import type { ParamDoc } from './routes';
+import type { ParamDoc } from './route-registry';
 import { codePointLength } from './validation';
 
 /**
@@ -19,8 +19,8 @@ import { codePointLength } from './validation';
 /** Field name -> true (the whole value) or the fields to keep inside it. */
 export type FieldTree = Map<string, FieldTree | true>;
 
-/** The top-level fields a read must produce (unknown names are ignored by the services); undefined: all. */
-export type FieldSet = ReadonlySet<string>;
+/** The top-level fields a read must produce: declared in db/resource.ts, where the services read them. */
+export type { FieldSet } from '../db/resource';
 
 export interface View {
   /** null: the whole answer */

@@ -1,14 +1,11 @@
 import { z } from 'zod';
+import { isoDate } from '../db/timestamps';
+import { humanList } from '../infra/text';
 import { ApiError, invalidParams } from './errors';
 import { isFormBody } from './input';
 
-/** Lists in the WordPress style: "a, b, and c". */
-export function humanList(values: readonly unknown[]): string {
-  const s = values.map(String);
-  if (s.length <= 1) return s.join('');
-  if (s.length === 2) return `${s[0]} and ${s[1]}`;
-  return `${s.slice(0, -1).join(', ')}, and ${s[s.length - 1]}`;
-}
+// Written below the HTTP layer (the db layer words its rules with them too); routes and features take them from here.
+export { humanList, isoDate };
 
 const TYPE_NAMES: Record<string, string> = { int: 'integer', number: 'number', boolean: 'boolean', string: 'string', object: 'object', record: 'object', array: 'array' };
 
@@ -311,10 +308,4 @@ export const fields = {
 /** JSON Schema for "at least one of these fields" (rules across fields, stated in the document with `.meta`). */
 export function anyOfRequired(keys: readonly string[]): { anyOf: { required: string[] }[] } {
   return { anyOf: keys.map((k) => ({ required: [k] })) };
-}
-
-/** Dates to the wire as ISO 8601 UTC; null stays null. */
-export function isoDate(v: Date | string | null | undefined): string | null {
-  if (v === null || v === undefined) return null;
-  return (v instanceof Date ? v : new Date(v)).toISOString();
 }

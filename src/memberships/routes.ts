@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Db } from '../db/knex';
 import { tableResource } from '../db/table-service';
 import { mountResource } from '../http/resource';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { membershipExamples } from './examples';
 import { addonProductRecord, createMembershipSchema, updateMembershipSchema } from './schema';
 import { createMembershipService } from './service';

@@ -2,7 +2,7 @@ import { maxHeaderSize } from 'node:http';
 import { z } from 'zod';
 import { viewQueryParams } from '../http/fields';
 import { FORM_MAX_PARAMETERS, MAX_DEPTH, MAX_VALUES } from '../http/input';
-import type { ExamplesDoc, HttpMethod, Operation, ResponseDoc, RouteRegistry } from '../http/routes';
+import type { ExamplesDoc, HttpMethod, Operation, ResponseDoc, RouteRegistry } from '../http/route-registry';
 import { MAX_QUERY_INTEGER } from '../http/validation';
 import { addLinks } from './links';
 import { Projections, withRecordLinks } from './projections';

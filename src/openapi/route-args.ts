@@ -1,4 +1,4 @@
-import { RouteRegistry, type RouteInfo } from '../http/routes';
+import { RouteRegistry, type RouteInfo } from '../http/route-registry';
 import { openApiPath } from './document';
 
 /**

@@ -4,7 +4,7 @@ import type { Db } from '../db/knex';
 import { tableResource } from '../db/table-service';
 import { money } from '../http/money';
 import { mountResource, parseId } from '../http/resource';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, fields, parseOrThrow } from '../http/validation';
 import { createMembershipService } from '../memberships/service';
 import { paymentExamples } from './examples';

@@ -36,50 +36,50 @@ export class SiteProvisioning {
   }
 
   async provision(registrationId: number): Promise<void> {
-    const t = await this.target(registrationId);
-    if (!t || t.state !== 'running') return;
+    const target = await this.target(registrationId);
+    if (!target || target.state !== 'running') return;
     // The rows first, recorded with what they added (a retry finds them done), then the files
     // (a retry copies them again: the same bytes).
     await this.db.transaction(async (trx) => {
       const reg = await trx('registrations').where({ id: registrationId }).forUpdate().first('provisioning', 'provisioned');
       if (reg.provisioning !== 'running' || reg.provisioned) return;
-      const author = await trx('customers').where({ id: t.customerId }).first('user_id');
-      const posts = await trx('site_posts').where({ site_id: t.templateId }).orderBy('id').select('post_type', 'title', 'content', 'status');
+      const author = await trx('customers').where({ id: target.customerId }).first('user_id');
+      const posts = await trx('site_posts').where({ site_id: target.templateId }).orderBy('id').select('post_type', 'title', 'content', 'status');
       const postIds: number[] = posts.length
-        ? (await trx('site_posts').insert(posts.map((p) => ({ ...p, site_id: t.siteId, author_id: author?.user_id ?? null }))).returning('id')).map((r: { id: number }) => Number(r.id))
+        ? (await trx('site_posts').insert(posts.map((p) => ({ ...p, site_id: target.siteId, author_id: author?.user_id ?? null }))).returning('id')).map((r: { id: number }) => Number(r.id))
         : [];
-      const options = await trx('site_options').where({ site_id: t.templateId }).whereNotIn('name', OWN_OPTIONS).select('name', 'value');
+      const options = await trx('site_options').where({ site_id: target.templateId }).whereNotIn('name', OWN_OPTIONS).select('name', 'value');
       const optionNames: string[] = options.length
-        ? (await trx('site_options').insert(options.map((o) => ({ ...o, site_id: t.siteId }))).onConflict(['site_id', 'name']).ignore().returning('name')).map((r: { name: string }) => r.name)
+        ? (await trx('site_options').insert(options.map((o) => ({ ...o, site_id: target.siteId }))).onConflict(['site_id', 'name']).ignore().returning('name')).map((r: { name: string }) => r.name)
         : [];
       const provisioned: Provisioned = { post_ids: postIds, option_names: optionNames };
       await trx('registrations').where({ id: registrationId }).update({ provisioned: JSON.stringify(provisioned), date_modified: trx.fn.now() });
     });
     try {
-      await copyPrefix(this.storage, siteUploadsPrefix(t.templateId), siteUploadsPrefix(t.siteId));
+      await copyPrefix(this.storage, siteUploadsPrefix(target.templateId), siteUploadsPrefix(target.siteId));
     } catch (err) {
       // What is in the template's folder cannot be copied (a special file, permissions): trying again changes nothing.
       // The s3 driver's failures are the store's (unreachable, throttled): retried as any infrastructure failure.
       if (this.storage.driver !== 'local') throw err;
       const code = (err as { code?: string }).code ?? 'error';
-      throw new ApiError(500, 'wu_rest_provisioning_failed', `The template's uploads could not be copied to site ${t.siteId} (${code}).`);
+      throw new ApiError(500, 'wu_rest_provisioning_failed', `The template's uploads could not be copied to site ${target.siteId} (${code}).`);
     }
   }
 
   /** Removes what provision() added (nothing recorded and no files: nothing to do). Safe to repeat. */
   async undo(registrationId: number): Promise<void> {
-    const t = await this.target(registrationId);
-    if (!t) return;
+    const target = await this.target(registrationId);
+    if (!target) return;
     await this.db.transaction(async (trx) => {
       const reg = await trx('registrations').where({ id: registrationId }).forUpdate().first('provisioned');
       const p = reg.provisioned as Provisioned | null;
       if (!p) return;
-      if (p.post_ids.length) await trx('site_posts').where({ site_id: t.siteId }).whereIn('id', p.post_ids).delete();
-      if (p.option_names.length) await trx('site_options').where({ site_id: t.siteId }).whereIn('name', p.option_names).delete();
+      if (p.post_ids.length) await trx('site_posts').where({ site_id: target.siteId }).whereIn('id', p.post_ids).delete();
+      if (p.option_names.length) await trx('site_options').where({ site_id: target.siteId }).whereIn('name', p.option_names).delete();
       await trx('registrations').where({ id: registrationId }).update({ provisioned: null, date_modified: trx.fn.now() });
     });
     // The site is new and nothing else writes its uploads while this runs: whatever is there is the copy.
-    await deletePrefix(this.storage, siteUploadsPrefix(t.siteId));
+    await deletePrefix(this.storage, siteUploadsPrefix(target.siteId));
   }
 
   /** The outcome, for operators (with the metric registrations_needing_attention and the failed workflow). */

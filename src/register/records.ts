@@ -4,7 +4,7 @@ import type { Db } from '../db/knex';
 import type { TableService } from '../db/table-service';
 import { takeDiscountUse } from '../discount-codes/service';
 import { recordEvent } from '../events/record';
-import { ApiError, invalidParams } from '../http/errors';
+import { ApiError, asApiError, invalidParams } from '../http/errors';
 import { Decimal } from '../http/money';
 import { createMembershipService } from '../memberships/service';
 import { createPaymentService } from '../payments/service';
@@ -33,7 +33,8 @@ const BUSINESS_SQLSTATE = /^(22|23|P0001)/;
 
 /** The caller's 4xx for an error of the request; null for infrastructure trouble (retried). */
 export function requestError(err: unknown): ErrorBody | null {
-  if (err instanceof ApiError) return err.toBody();
+  const answer = asApiError(err);
+  if (answer) return answer.toBody();
   const code = (err as { code?: unknown })?.code;
   if (typeof code === 'string' && BUSINESS_SQLSTATE.test(code)) {
     const message = `The registration could not be stored: ${(err as Error).message.split(' - ').pop()}`;
@@ -44,8 +45,9 @@ export function requestError(err: unknown): ErrorBody | null {
 
 /** A service's 400 under /register's field names (`customer.username`…). */
 function underField(err: unknown, prefix: string, rename: Record<string, [string, string]> = {}): unknown {
-  if (!(err instanceof ApiError) || err.code !== 'wu_rest_invalid_parameter') return err;
-  const params = (err.extra.params ?? {}) as Record<string, string>;
+  const answer = asApiError(err);
+  if (!answer || answer.code !== 'wu_rest_invalid_parameter') return err;
+  const params = (answer.extra.params ?? {}) as Record<string, string>;
   return invalidParams(Object.fromEntries(Object.entries(params).map(([k, v]) => rename[k] ?? [`${prefix}.${k}`, `${prefix}.${v}`])));
 }
 

@@ -4,7 +4,7 @@ import type { Db } from '../db/knex';
 import { ApiError } from '../http/errors';
 import type { Metrics } from '../http/metrics';
 import { publicBase } from '../http/public-url';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject } from '../http/validation';
 import type { SettingsStore } from '../settings/store';
 import type { TemporalGateway } from '../temporal/gateway';

@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import { z } from 'zod';
 import { ApiError, invalidParams } from '../http/errors';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, codePointLength, humanList } from '../http/validation';
 import { isSensitiveSetting, SENSITIVE_SETTING, SETTING_KEY_PATTERN, type SettingsStore } from './store';
 

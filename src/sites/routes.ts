@@ -3,7 +3,7 @@ import type { Db } from '../db/knex';
 import { tableResource, type TableService } from '../db/table-service';
 import type { DomainChecks } from '../domains/checks';
 import { mountResource } from '../http/resource';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { siteExamples } from './examples';
 import { createSiteSchema, updateSiteSchema } from './schema';
 import { createSiteService } from './service';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Db } from '../db/knex';
 import { applyFields, parseView } from '../http/fields';
 import { parseId } from '../http/resource';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, fields, parseOrThrow } from '../http/validation';
 import { SITE_USER_ROLES, SiteUsers } from './site-users';
 

@@ -1,5 +1,4 @@
 import { Client, Connection } from '@temporalio/client';
-import { ApiError } from '../http/errors';
 import { bulkQueueOf, type TaskQueues } from './task-queues';
 
 export interface TemporalHandle {
@@ -35,13 +34,4 @@ export function lazyTemporal(address: string, namespace: string, taskQueue: stri
   const connection = Connection.lazy({ address, connectTimeout: '10s', channelArgs: RECONNECT_BACKOFF });
   const client = new Client({ connection, namespace });
   return { connection, client, namespace, taskQueue, taskQueues: { interactive: taskQueue, bulk: bulkTaskQueue } };
-}
-
-/**
- * 503 wu_rest_temporal_unavailable: the workflow service could not be reached. `what` says
- * what could not be done, `advice` what else the caller should know; `detail` is what the
- * client library said.
- */
-export function temporalUnavailable(what: string, detail?: string, advice = ''): ApiError {
-  return new ApiError(503, 'wu_rest_temporal_unavailable', `${what} (the workflow service is unreachable). Try again later.${advice ? ` ${advice}` : ''}`, detail ? { detail } : {});
 }

@@ -14,15 +14,20 @@ import {
 } from '@temporalio/client';
 import type { SearchAttributePair, SignalDefinition, UpdateDefinition, Workflow, WorkflowResultType } from '@temporalio/common';
 import client from 'prom-client';
-import { ApiError } from '../http/errors';
-import type { Metrics } from '../http/metrics';
+import { DomainError } from '../db/domain-error';
 import { logger } from '../logger';
 import type { TemporalHandle } from './client';
 import { taskQueueFor } from './task-queues';
 import type { WorkflowIds } from './workflow-ids';
 
-/** The 503 a feature answers when Temporal cannot be reached; `detail` says why. */
-export type Unavailable = (detail?: string) => ApiError;
+/** The 503 a feature answers when Temporal cannot be reached (its own error, passed in); `detail` says why. */
+export type Unavailable = (detail?: string) => Error;
+
+/** Where the gateway counts (the process's Metrics, src/http/metrics.ts, passed in). */
+export interface GatewayMetrics {
+  registry: client.Registry;
+  workflowsStarted: client.Counter<'workflow_type'>;
+}
 
 export interface StartOptions<T extends Workflow> {
   workflowId: string;
@@ -38,7 +43,7 @@ export interface StartOptions<T extends Workflow> {
 /** Errors that are answers from Temporal, not trouble reaching it: callers handle them. */
 function isAnswer(err: unknown): boolean {
   return (
-    err instanceof ApiError ||
+    err instanceof DomainError ||
     err instanceof WorkflowNotFoundError ||
     err instanceof WorkflowFailedError ||
     err instanceof WorkflowExecutionAlreadyStartedError ||
@@ -101,7 +106,7 @@ export class TemporalGateway {
 
   constructor(
     readonly handle: TemporalHandle | null,
-    private readonly metrics: Metrics | null,
+    private readonly metrics: GatewayMetrics | null,
     private readonly opts: { callTimeoutMs: number; probeIntervalMs?: number; ids: WorkflowIds },
   ) {
     this.ids = opts.ids;
@@ -126,11 +131,11 @@ export class TemporalGateway {
 
   /** The connection to use now, or the caller's 503 (not configured, or known unreachable). */
   check(unavailable: Unavailable): TemporalHandle {
-    const t = this.handle;
-    if (!t) throw unavailable('Temporal is not configured.');
-    if (!this.open && this.channelFailed(t)) this.trip('the connection to the server failed');
+    const handle = this.handle;
+    if (!handle) throw unavailable('Temporal is not configured.');
+    if (!this.open && this.channelFailed(handle)) this.trip('the connection to the server failed');
     if (this.open) throw unavailable(`Temporal did not answer (${this.lastError}); checked again every second.`);
-    return t;
+    return handle;
   }
 
   /**
@@ -139,9 +144,9 @@ export class TemporalGateway {
    * connection) and retries of refused connections are not always bound by it.
    */
   async call<R>(unavailable: Unavailable, fn: (client: Client) => Promise<R>, timeoutMs = this.opts.callTimeoutMs): Promise<R> {
-    const t = this.check(unavailable);
+    const handle = this.check(unavailable);
     try {
-      return await this.attempt(t, fn, timeoutMs);
+      return await this.attempt(handle, fn, timeoutMs);
     } catch (err) {
       throw this.failure(err, unavailable);
     }
@@ -152,16 +157,16 @@ export class TemporalGateway {
    * ConnectionFailed). A refused connection shows in the channel's state within milliseconds,
    * while the client keeps retrying it until the deadline: that is an answer too, not a wait.
    */
-  private async attempt<R>(t: TemporalHandle, fn: (client: Client) => Promise<R>, timeoutMs: number): Promise<R> {
+  private async attempt<R>(handle: TemporalHandle, fn: (client: Client) => Promise<R>, timeoutMs: number): Promise<R> {
     let watch: NodeJS.Timeout | undefined;
     const refused = new Promise<never>((_, reject) => {
       watch = setInterval(() => {
-        if (this.channelFailed(t)) reject(new ConnectionFailed('the connection to the server failed'));
+        if (this.channelFailed(handle)) reject(new ConnectionFailed('the connection to the server failed'));
       }, CHANNEL_WATCH_MS);
     });
     refused.catch(() => undefined);
     try {
-      return await Promise.race([within(timeoutMs, t.connection.withDeadline(Date.now() + timeoutMs, () => fn(t.client))), refused]);
+      return await Promise.race([within(timeoutMs, handle.connection.withDeadline(Date.now() + timeoutMs, () => fn(handle.client))), refused]);
     } finally {
       clearInterval(watch);
     }
@@ -196,10 +201,10 @@ export class TemporalGateway {
     unavailable: Unavailable,
     tries = UPDATE_TRIES,
   ): Promise<Ret> {
-    const t = this.check(unavailable);
+    const handle = this.check(unavailable);
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.attempt(t, (c) => c.workflow.getHandle(workflowId).executeUpdate(update, { args, updateId }), this.opts.callTimeoutMs);
+        return await this.attempt(handle, (c) => c.workflow.getHandle(workflowId).executeUpdate(update, { args, updateId }), this.opts.callTimeoutMs);
       } catch (err) {
         if (isAnswer(err)) throw err;
         const late = !(err instanceof ConnectionFailed) && (err instanceof NoAnswer || err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isGrpcDeadlineError(err));
@@ -219,9 +224,9 @@ export class TemporalGateway {
    * A failed workflow is WorkflowFailedError.
    */
   async result<T extends Workflow>(workflowId: string, waitMs: number, unavailable: Unavailable): Promise<WorkflowResultType<T> | null> {
-    const t = this.check(unavailable);
+    const handle = this.check(unavailable);
     try {
-      return await within(waitMs, t.connection.withDeadline(Date.now() + waitMs, () => t.client.workflow.getHandle<T>(workflowId).result()));
+      return await within(waitMs, handle.connection.withDeadline(Date.now() + waitMs, () => handle.client.workflow.getHandle<T>(workflowId).result()));
     } catch (err) {
       if (err instanceof NoAnswer || isGrpcDeadlineError(err)) return null;
       throw this.failure(err, unavailable);
@@ -232,7 +237,7 @@ export class TemporalGateway {
   async terminate(workflowId: string, reason: string): Promise<boolean> {
     try {
       await this.call(
-        () => new ApiError(503, 'temporal_unavailable', 'unreachable'),
+        () => new DomainError('unavailable', 'temporal_unavailable', 'unreachable'),
         (c) => c.workflow.getHandle(workflowId).terminate(reason),
       );
       return true;
@@ -245,11 +250,11 @@ export class TemporalGateway {
 
   /** Reachable, and how many workers poll the task queue (/readyz); the outcome moves the circuit. */
   async readiness(): Promise<{ reachable: boolean; pollers: number; error?: string }> {
-    const t = this.handle;
-    if (!t) return { reachable: false, pollers: 0, error: 'not configured' };
+    const handle = this.handle;
+    if (!handle) return { reachable: false, pollers: 0, error: 'not configured' };
     try {
-      const res = await t.connection.withDeadline(Date.now() + 3000, () =>
-        t.connection.workflowService.describeTaskQueue({ namespace: t.namespace, taskQueue: { name: t.taskQueue }, taskQueueType: 1 /* WORKFLOW */ }),
+      const res = await handle.connection.withDeadline(Date.now() + 3000, () =>
+        handle.connection.workflowService.describeTaskQueue({ namespace: handle.namespace, taskQueue: { name: handle.taskQueue }, taskQueueType: 1 /* WORKFLOW */ }),
       );
       this.reset();
       return { reachable: true, pollers: res.pollers?.length ?? 0 };
@@ -266,9 +271,9 @@ export class TemporalGateway {
     this.probeTimer = null;
   }
 
-  private startOptions<T extends Workflow>(t: TemporalHandle, workflowType: string, o: StartOptions<T>): WorkflowStartOptions<T> {
+  private startOptions<T extends Workflow>(handle: TemporalHandle, workflowType: string, o: StartOptions<T>): WorkflowStartOptions<T> {
     return {
-      taskQueue: taskQueueFor(workflowType, t.taskQueues),
+      taskQueue: taskQueueFor(workflowType, handle.taskQueues),
       workflowId: o.workflowId,
       args: o.args,
       staticSummary: o.summary,
@@ -289,9 +294,9 @@ export class TemporalGateway {
   }
 
   /** The channel's own connection state: a refused or reset connection shows here at once. */
-  private channelFailed(t: TemporalHandle): boolean {
+  private channelFailed(handle: TemporalHandle): boolean {
     // `client` is the grpc-js client behind the connection (protected in the SDK's types).
-    const grpcClient = (t.connection as unknown as { client?: { getChannel?: () => { getConnectivityState(tryToConnect: boolean): number } } }).client;
+    const grpcClient = (handle.connection as unknown as { client?: { getChannel?: () => { getConnectivityState(tryToConnect: boolean): number } } }).client;
     try {
       return grpcClient?.getChannel?.().getConnectivityState(false) === TRANSIENT_FAILURE;
     } catch {
@@ -330,10 +335,10 @@ export class TemporalGateway {
 
   /** One cheap call with a short deadline; a failure opens the circuit. */
   private async probe(): Promise<boolean> {
-    const t = this.handle;
-    if (!t) return false;
+    const handle = this.handle;
+    if (!handle) return false;
     try {
-      await within(PROBE_DEADLINE_MS, t.connection.withDeadline(Date.now() + PROBE_DEADLINE_MS, () => t.connection.workflowService.getSystemInfo({})));
+      await within(PROBE_DEADLINE_MS, handle.connection.withDeadline(Date.now() + PROBE_DEADLINE_MS, () => handle.connection.workflowService.getSystemInfo({})));
       return true;
     } catch (err) {
       this.trip(`no answer within ${PROBE_DEADLINE_MS} ms: ${(err as Error).message}`);

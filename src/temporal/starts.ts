@@ -1,12 +1,12 @@
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError, type WorkflowIdReusePolicy } from '@temporalio/client';
 import type { SearchAttributePair, Workflow } from '@temporalio/common';
 import type { Knex } from 'knex';
+import { DomainError } from '../db/domain-error';
 import type { Db } from '../db/knex';
 import { listen, type Listener } from '../db/listen';
-import { ApiError } from '../http/errors';
 import { singleFlight } from '../infra/single-flight';
 import { logger } from '../logger';
-import type { StartOptions, TemporalGateway } from './gateway';
+import type { StartOptions, TemporalGateway, Unavailable } from './gateway';
 
 /** Notified (by a trigger of migration 20261203000010) when a start is written. */
 export const WORKFLOW_STARTS_CHANNEL = 'hostflow_workflow_starts';
@@ -73,16 +73,20 @@ export async function cancelPendingStarts(trx: Knex | Knex.Transaction, workflow
   return trx('workflow_starts').where({ workflow_id: workflowId }).whereNull('started_at').delete();
 }
 
-/** An error as last_error keeps it: the message, and what Temporal said behind a 503. */
+/**
+ * An error as last_error keeps it: the message, and what Temporal said behind a 503 (the
+ * `detail` of the caller's error: a DomainError's details, or the data of a feature's ApiError).
+ */
 function describeError(err: unknown): string {
   const message = (err as Error)?.message ?? String(err);
-  const detail = err instanceof ApiError ? err.extra.detail : undefined;
+  const data = err instanceof DomainError ? err.details : (err as { extra?: Record<string, unknown> } | null)?.extra;
+  const detail = data?.detail;
   return typeof detail === 'string' && detail ? `${message} (${detail})` : message;
 }
 
 export type StartOutcome = 'started' | 'taken' | Error;
 
-const relayUnavailable = (detail?: string) => new ApiError(503, 'temporal_unavailable', `workflow start: ${detail ?? 'Temporal unreachable'}`);
+const relayUnavailable: Unavailable = (detail?: string) => new DomainError('unavailable', 'temporal_unavailable', `workflow start: ${detail ?? 'Temporal unreachable'}`);
 
 /**
  * Starts outbox entries: the API's fast path right after its commit, and the relay. One entry
@@ -108,12 +112,12 @@ export class WorkflowStarts {
    * call deadline. `started`: this call (or an earlier one) started it; `taken`: a relay holds
    * it at this moment; an error: it stays pending, and a relay tries again after the backoff.
    */
-  async startNow(ids: number[], unavailable: (detail?: string) => ApiError = relayUnavailable): Promise<StartOutcome[]> {
+  async startNow(ids: number[], unavailable: Unavailable = relayUnavailable): Promise<StartOutcome[]> {
     return Promise.all(ids.map((id) => this.attempt(id, unavailable)));
   }
 
   /** The fast path for the entries waiting for `workflowId` (when the caller did not keep their ids). */
-  async startPendingOf(workflowId: string, unavailable: (detail?: string) => ApiError = relayUnavailable): Promise<StartOutcome[]> {
+  async startPendingOf(workflowId: string, unavailable: Unavailable = relayUnavailable): Promise<StartOutcome[]> {
     const ids: number[] = (await this.db('workflow_starts').where({ workflow_id: workflowId }).whereNull('started_at').orderBy('id').pluck('id')).map(Number);
     const out: StartOutcome[] = [];
     // In order: a later entry (a restart) replaces what an earlier one started.
@@ -122,7 +126,7 @@ export class WorkflowStarts {
   }
 
   /** One try of one entry (see the class). */
-  async attempt(id: number, unavailable: (detail?: string) => ApiError = relayUnavailable, timeoutMs?: number): Promise<StartOutcome> {
+  async attempt(id: number, unavailable: Unavailable = relayUnavailable, timeoutMs?: number): Promise<StartOutcome> {
     return this.db.transaction(async (trx) => {
       const row: StartRow | undefined = await trx('workflow_starts').where({ id }).forUpdate().skipLocked().first();
       if (!row) return 'taken';
@@ -145,7 +149,7 @@ export class WorkflowStarts {
     });
   }
 
-  private async launch(row: StartRow, unavailable: (detail?: string) => ApiError, timeoutMs?: number): Promise<void> {
+  private async launch(row: StartRow, unavailable: Unavailable, timeoutMs?: number): Promise<void> {
     if (row.attempts > 0 && (await this.startedBefore(row, unavailable, timeoutMs))) return;
     const options: StartOptions<Workflow> = {
       workflowId: row.workflow_id,
@@ -160,7 +164,7 @@ export class WorkflowStarts {
   }
 
   /** Whether the current run of the entry's workflow id was started from this entry (an earlier try whose answer was lost). */
-  private async startedBefore(row: StartRow, unavailable: (detail?: string) => ApiError, timeoutMs?: number): Promise<boolean> {
+  private async startedBefore(row: StartRow, unavailable: Unavailable, timeoutMs?: number): Promise<boolean> {
     try {
       const d = await this.temporal.call(unavailable, (c) => c.workflow.getHandle(row.workflow_id).describe(), timeoutMs);
       const memo = d.memo as Record<string, unknown> | undefined;

@@ -6,7 +6,7 @@ import type { Config } from '../config';
  * of that kind.
  *
  * - interactive (TEMPORAL_TASK_QUEUE): what a caller waits for, or what must answer within
- *   seconds: the register saga, chat follow-ups, domain checks (and the bench workflows).
+ *   seconds: the register saga, chat follow-ups, domain checks.
  * - bulk (TEMPORAL_BULK_TASK_QUEUE, default `<TEMPORAL_TASK_QUEUE>-bulk`): long activities over
  *   many rows or files: translation pipelines and the tenant workflows.
  *
@@ -15,18 +15,22 @@ import type { Config } from '../config';
  */
 export type TaskQueueKind = 'interactive' | 'bulk';
 
-export const WORKFLOW_TASK_QUEUES = {
+/** The production workflow types; the bench worker places its own with placeWorkflows. */
+export const WORKFLOW_TASK_QUEUES: Record<string, TaskQueueKind> = {
   register: 'interactive',
   chatFollowUp: 'interactive',
   domainCheck: 'interactive',
-  benchNoop: 'interactive',
-  benchLocal: 'interactive',
   translationPipeline: 'bulk',
   tenantBootstrap: 'bulk',
   tenantVerifyWorkflow: 'bulk',
   tenantTeardown: 'bulk',
   tenantPush: 'bulk',
-} as const satisfies Record<string, TaskQueueKind>;
+};
+
+/** Places workflow types that are not the service's (bench/worker.ts: the bench workflows). */
+export function placeWorkflows(types: Record<string, TaskQueueKind>): void {
+  Object.assign(WORKFLOW_TASK_QUEUES, types);
+}
 
 export interface TaskQueues {
   interactive: string;
@@ -44,7 +48,7 @@ export function bulkQueueOf(interactive: string): string {
 
 /** The queue a workflow type starts on; a type not listed here is a programming error, not a default. */
 export function taskQueueFor(workflowType: string, queues: TaskQueues): string {
-  const kind = (WORKFLOW_TASK_QUEUES as Record<string, TaskQueueKind | undefined>)[workflowType];
+  const kind = Object.hasOwn(WORKFLOW_TASK_QUEUES, workflowType) ? WORKFLOW_TASK_QUEUES[workflowType] : undefined;
   if (!kind) throw new Error(`workflow type ${workflowType} has no task queue in src/temporal/task-queues.ts`);
   return queues[kind];
 }

@@ -35,21 +35,21 @@ export function startTenantPushRelay(opts: { db: Db; temporal: TemporalGateway; 
       .whereIn('t.state', ['ready', 'not_ready'])
       .whereExists(db('tenant_push_jobs as j').whereRaw('j.tenant_id = t.id').andWhere('j.status', 'queued'))
       .select('t.id', 't.uid', 't.site_id');
-    for (const t of due) {
+    for (const tenant of due) {
       await temporal.start(
         tenantPush,
         {
-          workflowId: await temporal.ids.build('tenant-push', t.uid),
-          args: [{ tenantId: Number(t.id), siteId: Number(t.site_id) }],
+          workflowId: await temporal.ids.build('tenant-push', tenant.uid),
+          args: [{ tenantId: Number(tenant.id), siteId: Number(tenant.site_id) }],
           conflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-          memo: { site_id: Number(t.site_id), tenant_uid: t.uid },
-          searchAttributes: [{ key: SA_SITE_ID, value: Number(t.site_id) }],
-          summary: `Tenant push, site ${t.site_id}`,
+          memo: { site_id: Number(tenant.site_id), tenant_uid: tenant.uid },
+          searchAttributes: [{ key: SA_SITE_ID, value: Number(tenant.site_id) }],
+          summary: `Tenant push, site ${tenant.site_id}`,
         },
         unavailable,
       );
     }
-    return due.map((t) => Number(t.site_id));
+    return due.map((tenant) => Number(tenant.site_id));
   };
 
   // One pass at a time; a wake-up during a pass runs one more pass after it.

@@ -4,7 +4,7 @@ import type { Config } from '../config';
 import type { Db } from '../db/knex';
 import { publicBase } from '../http/public-url';
 import { parseId } from '../http/resource';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, fields, parseOrThrow } from '../http/validation';
 import type { TemporalGateway } from '../temporal/gateway';
 import { TenantService, type TenantOutcome } from './service';

@@ -4,9 +4,8 @@ import { TENANT_OPERATION_FAILED, tenantBootstrap, tenantTeardown, tenantVerifyW
 import type { Config } from '../config';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
 import type { Db } from '../db/knex';
-import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors';
+import { ApiError, conflict, invalidParams, notFoundItem, temporalUnavailable as temporalUnavailableError } from '../http/errors';
 import type { Logger } from '../logger';
-import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
 import type { TemporalGateway } from '../temporal/gateway';
 import { SA_SITE_ID } from '../temporal/search-attributes';
 import { enqueueStart, startPending, WorkflowStarts, type OutboxStart } from '../temporal/starts';
@@ -31,11 +30,11 @@ function temporalUnavailable(detail?: string): ApiError {
 const notATenant = (siteId: number) =>
   new ApiError(404, 'wu_rest_tenant_not_found', `Site ${siteId} is not an isolated tenant. Isolate it with POST /tenants/${siteId}/bootstrap.`);
 
-const busy = (t: TenantRow, doing: string) =>
+const busy = (tenant: TenantRow, doing: string) =>
   conflict(
     'wu_rest_tenant_busy',
-    `Site ${t.site_id} cannot ${doing} now: ${t.state === 'bootstrapping' ? 'bootstrap' : t.state === 'verifying' ? 'verification' : 'teardown'} is running (workflow ${t.workflow_id}). Wait for it to finish; migration-status shows its progress.`,
-    { state: t.state, workflow_id: t.workflow_id },
+    `Site ${tenant.site_id} cannot ${doing} now: ${tenant.state === 'bootstrapping' ? 'bootstrap' : tenant.state === 'verifying' ? 'verification' : 'teardown'} is running (workflow ${tenant.workflow_id}). Wait for it to finish; migration-status shows its progress.`,
+    { state: tenant.state, workflow_id: tenant.workflow_id },
   );
 
 /**
@@ -55,26 +54,26 @@ export class TenantService {
   }
 
   async status(siteId: number): Promise<TenantStatus> {
-    const t = await liveTenant(this.db, siteId);
-    if (!t) {
+    const tenant = await liveTenant(this.db, siteId);
+    if (!tenant) {
       await this.siteExists(siteId);
       throw notATenant(siteId);
     }
-    return tenantStatus(t);
+    return tenantStatus(tenant);
   }
 
   /** The outbox entry of an operation's workflow (its id is the one stored on the row). */
-  private startOf(op: Operation, t: Pick<TenantRow, 'id' | 'site_id' | 'uid'>, workflowId: string): OutboxStart<(typeof TENANT_WORKFLOWS)[Operation]> {
-    const input: TenantWorkflowInput = { tenantId: Number(t.id), siteId: Number(t.site_id) };
+  private startOf(op: Operation, tenant: Pick<TenantRow, 'id' | 'site_id' | 'uid'>, workflowId: string): OutboxStart<(typeof TENANT_WORKFLOWS)[Operation]> {
+    const input: TenantWorkflowInput = { tenantId: Number(tenant.id), siteId: Number(tenant.site_id) };
     return {
       workflow: TENANT_WORKFLOWS[op],
       workflowId,
       args: [input],
       // A running one is joined; a finished one with this id is run again.
       conflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      memo: { site_id: Number(t.site_id), tenant_uid: t.uid },
-      searchAttributes: [{ key: SA_SITE_ID, value: Number(t.site_id) }],
-      summary: `${SUMMARY[op]}, site ${t.site_id}`,
+      memo: { site_id: Number(tenant.site_id), tenant_uid: tenant.uid },
+      searchAttributes: [{ key: SA_SITE_ID, value: Number(tenant.site_id) }],
+      summary: `${SUMMARY[op]}, site ${tenant.site_id}`,
     };
   }
 
@@ -82,11 +81,11 @@ export class TenantService {
    * Moves the entry from one of `from` to `to`, with a new workflow id and its start written in
    * the same transaction (the outbox); null when it was not in `from`.
    */
-  private async transition(t: TenantRow, from: TenantState[], to: TenantState, op: Operation, extra: Partial<TenantRow> = {}): Promise<{ row: TenantRow; startId: number } | null> {
-    const workflowId = await this.temporal.ids.build(`tenant-${op}`, t.uid);
+  private async transition(tenant: TenantRow, from: TenantState[], to: TenantState, op: Operation, extra: Partial<TenantRow> = {}): Promise<{ row: TenantRow; startId: number } | null> {
+    const workflowId = await this.temporal.ids.build(`tenant-${op}`, tenant.uid);
     return this.db.transaction(async (trx) => {
       const [row] = await trx('tenants')
-        .where({ id: t.id })
+        .where({ id: tenant.id })
         .whereIn('state', from)
         .update({ state: to, workflow_id: workflowId, error: null, step: null, date_modified: trx.fn.now(), ...extra })
         .returning('*');
@@ -107,10 +106,10 @@ export class TenantService {
    * before the outbox existed is made again). Nothing is written, so nothing waits in the
    * outbox: Temporal unreachable is the 503. A start still waiting in the outbox is left to it.
    */
-  private async join(op: Operation, t: TenantRow, log: Logger): Promise<boolean> {
-    if (await startPending(this.db, t.workflow_id!)) return false;
+  private async join(op: Operation, tenant: TenantRow, log: Logger): Promise<boolean> {
+    if (await startPending(this.db, tenant.workflow_id!)) return false;
     try {
-      await this.temporal.start(TENANT_WORKFLOWS[op], this.startOf(op, t, t.workflow_id!), temporalUnavailable);
+      await this.temporal.start(TENANT_WORKFLOWS[op], this.startOf(op, tenant, tenant.workflow_id!), temporalUnavailable);
       return true;
     } catch (err) {
       log.warn({ err }, 'tenant workflow start failed');
@@ -124,11 +123,11 @@ export class TenantService {
    * run that failed after recording its outcome (TenantOperationFailed) answers that outcome, as
    * a run of older code that completed with it does; any other failure is the 500.
    */
-  private async wait(op: Operation, t: TenantRow, started: boolean): Promise<TenantWorkflowResult | null> {
+  private async wait(op: Operation, tenant: TenantRow, started: boolean): Promise<TenantWorkflowResult | null> {
     const waitMs = this.config.TENANT_WAIT_SECONDS * 1000;
     if (waitMs <= 0 || !started) return null;
     try {
-      return await this.temporal.result<(typeof TENANT_WORKFLOWS)[typeof op]>(t.workflow_id!, waitMs, temporalUnavailable);
+      return await this.temporal.result<(typeof TENANT_WORKFLOWS)[typeof op]>(tenant.workflow_id!, waitMs, temporalUnavailable);
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return null; // its start waits in the outbox
       if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === TENANT_OPERATION_FAILED && err.cause.details?.[0]) {
@@ -155,8 +154,8 @@ export class TenantService {
     this.validateHost(requestedHost);
     this.temporal.check(temporalUnavailable);
     for (let attempt = 0; attempt < 3; attempt++) {
-      const t = await liveTenant(this.db, siteId);
-      if (!t) {
+      const tenant = await liveTenant(this.db, siteId);
+      if (!tenant) {
         const uid = crypto.randomUUID();
         const workflowId = await this.temporal.ids.build('tenant-bootstrap', uid);
         let created: { row: TenantRow; startId: number };
@@ -172,22 +171,22 @@ export class TenantService {
         await this.startNow(created.startId, log);
         return this.accepted(created.row, 'Bootstrap started: poll migration-status (status_url).');
       }
-      const bound = t.database_host ?? t.requested_host;
-      if (requestedHost && bound && requestedHost !== bound) {
-        throw conflict('wu_rest_tenant_host_bound', `Site ${siteId} is bound to database host ${bound}; tear the tenant down to place it on ${requestedHost}.`, { database_host: bound });
+      const boundHost = tenant.database_host ?? tenant.requested_host;
+      if (requestedHost && boundHost && requestedHost !== boundHost) {
+        throw conflict('wu_rest_tenant_host_bound', `Site ${siteId} is bound to database host ${boundHost}; tear the tenant down to place it on ${requestedHost}.`, { database_host: boundHost });
       }
-      switch (t.state) {
+      switch (tenant.state) {
         case 'ready':
-          return { status: 200, poll: false, body: { ...tenantStatus(t), message: `Site ${siteId} is already isolated and verified; nothing was done.` } };
+          return { status: 200, poll: false, body: { ...tenantStatus(tenant), message: `Site ${siteId} is already isolated and verified; nothing was done.` } };
         case 'bootstrapping':
-          await this.join('bootstrap', t, log);
-          return this.accepted(t, 'Bootstrap is already running; joined it.');
+          await this.join('bootstrap', tenant, log);
+          return this.accepted(tenant, 'Bootstrap is already running; joined it.');
         case 'verifying':
         case 'tearing_down':
-          throw busy(t, 'bootstrap');
+          throw busy(tenant, 'bootstrap');
         case 'failed':
         case 'not_ready': {
-          const moved = await this.transition(t, ['failed', 'not_ready'], 'bootstrapping', 'bootstrap', requestedHost && !t.database_host ? { requested_host: requestedHost } : {});
+          const moved = await this.transition(tenant, ['failed', 'not_ready'], 'bootstrapping', 'bootstrap', requestedHost && !tenant.database_host ? { requested_host: requestedHost } : {});
           if (!moved) continue;
           await this.startNow(moved.startId, log);
           return this.accepted(moved.row, 'Bootstrap started again: finished steps are skipped, the rest is redone.');
@@ -203,40 +202,40 @@ export class TenantService {
    * The live entry of the site, moved into `to` with a new workflow started, or joined when
    * it is already in `to`. Refused (409) while the other operations run.
    */
-  private async startOrJoin(siteId: number, op: 'verify' | 'teardown', to: TenantState, log: Logger): Promise<{ t: TenantRow; started: boolean }> {
+  private async startOrJoin(siteId: number, op: 'verify' | 'teardown', to: TenantState, log: Logger): Promise<{ tenant: TenantRow; started: boolean }> {
     this.temporal.check(temporalUnavailable);
     for (;;) {
-      const t = await liveTenant(this.db, siteId);
-      if (!t) {
+      const tenant = await liveTenant(this.db, siteId);
+      if (!tenant) {
         await this.siteExists(siteId);
         throw notATenant(siteId);
       }
-      if (t.state === to) return { t, started: await this.join(op, t, log) };
-      if (t.state === 'bootstrapping' || t.state === 'verifying' || t.state === 'tearing_down') throw busy(t, op === 'verify' ? 'be verified' : 'be torn down');
+      if (tenant.state === to) return { tenant, started: await this.join(op, tenant, log) };
+      if (tenant.state === 'bootstrapping' || tenant.state === 'verifying' || tenant.state === 'tearing_down') throw busy(tenant, op === 'verify' ? 'be verified' : 'be torn down');
       if (op === 'teardown') {
-        const inFlight = await this.db('tenant_push_jobs').where({ tenant_id: t.id, status: 'running' }).first('id');
-        if (inFlight) throw conflict('wu_rest_tenant_busy', `Site ${siteId} cannot be torn down now: push job ${inFlight.id} is running.`, { state: t.state });
+        const inFlight = await this.db('tenant_push_jobs').where({ tenant_id: tenant.id, status: 'running' }).first('id');
+        if (inFlight) throw conflict('wu_rest_tenant_busy', `Site ${siteId} cannot be torn down now: push job ${inFlight.id} is running.`, { state: tenant.state });
       }
-      const moved = await this.transition(t, ['ready', 'not_ready', 'failed'], to, op);
+      const moved = await this.transition(tenant, ['ready', 'not_ready', 'failed'], to, op);
       if (!moved) continue; // changed meanwhile: look again
-      return { t: moved.row, started: await this.startNow(moved.startId, log) };
+      return { tenant: moved.row, started: await this.startNow(moved.startId, log) };
     }
   }
 
   /** POST /tenants/{site_id}/verify */
   async verify(siteId: number, log: Logger): Promise<TenantOutcome> {
-    const { t, started } = await this.startOrJoin(siteId, 'verify', 'verifying', log);
-    const result = await this.wait('verify', t, started);
-    const now = await this.fresh(t.id);
+    const { tenant, started } = await this.startOrJoin(siteId, 'verify', 'verifying', log);
+    const result = await this.wait('verify', tenant, started);
+    const now = await this.fresh(tenant.id);
     if (!result) return this.accepted(now, 'Verification is running: poll migration-status (status_url).');
     return { status: 200, poll: false, body: { ...tenantStatus(now), message: now.state === 'ready' ? 'Verification passed: the tenant is ready.' : 'Verification failed: see checks for what to fix, then verify again.' } };
   }
 
   /** DELETE /tenants/{site_id} */
   async teardown(siteId: number, log: Logger): Promise<TenantOutcome> {
-    const { t, started } = await this.startOrJoin(siteId, 'teardown', 'tearing_down', log);
-    const result = await this.wait('teardown', t, started);
-    if (!result) return this.accepted(await this.fresh(t.id), 'Teardown is running: poll migration-status (status_url) until it answers 404.');
+    const { tenant, started } = await this.startOrJoin(siteId, 'teardown', 'tearing_down', log);
+    const result = await this.wait('teardown', tenant, started);
+    if (!result) return this.accepted(await this.fresh(tenant.id), 'Teardown is running: poll migration-status (status_url) until it answers 404.');
     if (result.state !== 'torn_down') {
       throw new ApiError(503, 'wu_rest_tenant_teardown_incomplete', `Teardown stopped at step ${result.step}: ${result.error}. Fix the cause and send DELETE again; finished steps are skipped.`, {
         step: result.step ?? null,
@@ -245,7 +244,7 @@ export class TenantService {
     return { status: 200, poll: false, body: { site_id: siteId, deleted: true, state: 'torn_down', message: 'The tenant database, role, files and route are gone; its data is back in the shared tables.' } };
   }
 
-  private accepted(t: TenantRow, message: string): TenantOutcome {
-    return { status: 202, poll: true, body: { ...tenantStatus(t), message } };
+  private accepted(tenant: TenantRow, message: string): TenantOutcome {
+    return { status: 202, poll: true, body: { ...tenantStatus(tenant), message } };
   }
 }

@@ -48,26 +48,26 @@ export async function liveTenant(db: Db, siteId: number): Promise<TenantRow | un
 }
 
 /** The migration status object: the contract's fields, then the details behind them. */
-export function tenantStatus(t: TenantRow) {
+export function tenantStatus(tenant: TenantRow) {
   const checks = {} as Record<CheckName, CheckResult>;
-  for (const name of CHECK_NAMES) checks[name] = t.verification?.[name] ?? { status: 'pending', message: 'Not verified yet.', checked_at: null };
+  for (const name of CHECK_NAMES) checks[name] = tenant.verification?.[name] ?? { status: 'pending', message: 'Not verified yet.', checked_at: null };
   const verification = Object.fromEntries(CHECK_NAMES.map((n) => [n, checks[n].status])) as Record<CheckName, CheckStatus>;
   return {
-    site_id: Number(t.site_id),
-    isolation_model: t.isolation_model,
-    database_host: t.database_host ?? t.requested_host ?? null,
+    site_id: Number(tenant.site_id),
+    isolation_model: tenant.isolation_model,
+    database_host: tenant.database_host ?? tenant.requested_host ?? null,
     verification,
-    ready: t.state === 'ready' && CHECK_NAMES.every((n) => checks[n].status === 'passed'),
+    ready: tenant.state === 'ready' && CHECK_NAMES.every((n) => checks[n].status === 'passed'),
     checks,
-    state: t.state,
-    step: t.step,
-    workflow_id: t.workflow_id,
-    database_name: t.database_name,
-    hostname: t.hostname,
-    path: t.path,
-    error: t.error ?? null,
-    date_created: isoDate(t.date_created),
-    date_modified: isoDate(t.date_modified),
+    state: tenant.state,
+    step: tenant.step,
+    workflow_id: tenant.workflow_id,
+    database_name: tenant.database_name,
+    hostname: tenant.hostname,
+    path: tenant.path,
+    error: tenant.error ?? null,
+    date_created: isoDate(tenant.date_created),
+    date_modified: isoDate(tenant.date_modified),
   };
 }
 export type TenantStatus = ReturnType<typeof tenantStatus>;

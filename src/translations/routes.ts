@@ -7,7 +7,7 @@ import { ApiError, invalidParams, noRoute, notFoundItem } from '../http/errors';
 import { applyFields, parseView, parseWithView } from '../http/fields';
 import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders, type ListQuery } from '../http/list';
 import { publicBase } from '../http/public-url';
-import type { RouteRegistry } from '../http/routes';
+import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import type { ObjectStorage } from '../infra/object-storage';
 import type { TemporalGateway } from '../temporal/gateway';

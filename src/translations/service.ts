@@ -4,12 +4,11 @@ import { DECISION_REFUSED, translationApproveUpdate, translationPipeline, transl
 import type { Config } from '../config';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
 import { preparedRows, type Db } from '../db/knex';
-import { ApiError, conflict, invalidParams, notFoundItem } from '../http/errors';
+import { ApiError, conflict, invalidParams, notFoundItem, temporalUnavailable as temporalUnavailableError } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import { isoDate, zodParams } from '../http/validation';
 import { OutboundPolicy, urlRefusal } from '../infra/outbound-http';
 import { logger, type Logger } from '../logger';
-import { temporalUnavailable as temporalUnavailableError } from '../temporal/client';
 import type { TemporalGateway } from '../temporal/gateway';
 import { enqueueStart, startPending, WorkflowStarts, type OutboxStart } from '../temporal/starts';
 import { CHECK_SQL } from './check-query';

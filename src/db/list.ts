@@ -1,0 +1,347 @@
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import { DomainError } from './domain-error';
+import { readRowCount } from './row-counts';
+
+/**
+ * The SQL half of the list machinery every list endpoint shares (http/list.ts parses the
+ * request into a ListQuery and writes the headers): filters, search, order, keyset cursors,
+ * paging and the count. Every SQL identifier comes from the resource's whitelist, never from
+ * the request.
+ */
+/**
+ * `upper`: a string compared in upper case (currency codes). `ci`: a string compared
+ * case-insensitively, `lower(column) = lower(value)` (e-mails and user names, unique in any case:
+ * an index on lower(column) serves it).
+ */
+export type FilterType = 'int' | 'string' | 'upper' | 'ci' | 'bool' | { enum: readonly string[] };
+
+export interface ListSpec {
+  /** SQL column (qualified) used for the default order and the id filter. */
+  idColumn: string;
+  /** SQL column holding the creation time. */
+  dateCreatedColumn: string;
+  /** SQL expressions matched with ILIKE for `search`. */
+  searchable: string[];
+  /** orderby value -> SQL column. */
+  sortable: Record<string, string>;
+  /**
+   * filter parameter -> SQL column and value type; `known`: the only values the route
+   * takes (it checks them itself, with its own message), for the document.
+   */
+  filters: Record<string, { column: string; type: FilterType; known?: readonly string[] }>;
+  /**
+   * Exact counts kept by the table's triggers (row_counts): `table` for the unfiltered list;
+   * `by` maps a filter's SQL column to the counted column, for a list filtered on it alone.
+   * Without it (or for other filters), the count is exact up to COUNT_EXACT_UP_TO.
+   */
+  counted?: { table: string; by?: Record<string, string> };
+  /** Range filters besides date_created: `{name}[after]` / `{name}[before]` on this SQL column (a timestamp). */
+  dateRanges?: Record<string, string>;
+}
+
+export interface ListQuery {
+  page: number;
+  perPage: number;
+  search?: string;
+  /** The orderby value (the cursor is bound to it) and its SQL column. */
+  orderBy: string;
+  orderColumn: string;
+  order: 'asc' | 'desc';
+  /** The opaque keyset cursor of a `Link` (verified when the list runs). */
+  cursor?: string;
+  conditions: { column: string; op: 'eq' | 'in' | 'not_in'; values: (string | number | boolean)[]; caseInsensitive?: boolean }[];
+  dateAfter?: Date;
+  dateBefore?: Date;
+  /** The other date ranges asked for (ListSpec.dateRanges), each with one edge or both. */
+  ranges?: { name: string; column: string; after?: Date; before?: Date }[];
+}
+
+
+function escapeLike(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** `lower(column) = lower(?)` (or IN / NOT IN a list of them): what an index on lower(column) serves. */
+function whereLower(qb: Knex.QueryBuilder, c: ListQuery['conditions'][number]): void {
+  const values = c.values.map(() => 'lower(?)').join(', ');
+  qb.whereRaw(c.op === 'eq' ? `lower(??) = ${values}` : `lower(??) ${c.op === 'in' ? 'IN' : 'NOT IN'} (${values})`, [c.column, ...c.values]);
+}
+
+/** WHERE conditions of a parsed list query (shared by the page query and the count). */
+export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Knex.QueryBuilder {
+  for (const c of q.conditions) {
+    if (c.caseInsensitive) whereLower(qb, c);
+    else if (c.op === 'eq') qb.where(c.column, c.values[0]);
+    else if (c.op === 'in') qb.whereIn(c.column, c.values);
+    else qb.whereNotIn(c.column, c.values);
+  }
+  if (q.dateAfter) qb.where(spec.dateCreatedColumn, '>=', q.dateAfter);
+  if (q.dateBefore) qb.where(spec.dateCreatedColumn, '<=', q.dateBefore);
+  for (const r of q.ranges ?? []) {
+    if (r.after) qb.where(r.column, '>=', r.after);
+    if (r.before) qb.where(r.column, '<=', r.before);
+  }
+  if (q.search && spec.searchable.length > 0) {
+    const pattern = `%${escapeLike(q.search)}%`;
+    // Several columns: one trigram index over all of them (one index scan, not one per
+    // column) narrows the rows; the per-column test then drops matches across a separator.
+    if (spec.searchable.length > 1) qb.whereRaw(`${searchDocument(spec.searchable)} ILIKE ?`, [...spec.searchable, pattern]);
+    qb.where((w) => {
+      for (const col of spec.searchable) w.orWhere(col, 'ilike', pattern);
+    });
+  }
+  return qb;
+}
+
+/**
+ * The searched columns as one text, the expression their trigram index is built on
+ * (migrations/20261129000001_list_scale.ts writes the same, unqualified): each column
+ * coalesced, joined by the unit separator U+001F. Bindings: the columns.
+ */
+function searchDocument(columns: string[]): string {
+  return `(${columns.map(() => "coalesce(??, '')").join(' || chr(31) || ')})`;
+}
+
+/** A filtered list's `X-WP-Total` is exact up to this many rows, then the planner's estimate. */
+export const COUNT_EXACT_UP_TO = 1000;
+
+/** A page of a list, and what its headers say. */
+export interface ListPage<T> {
+  rows: T[];
+  total: number;
+  /** false: `total` is the planner's estimate (more than COUNT_EXACT_UP_TO rows match). */
+  exact: boolean;
+  /** Cursors of the next and the previous page, when there are such pages. */
+  next?: string;
+  prev?: string;
+}
+
+// --- Keyset cursors -------------------------------------------------------------------------
+
+export const CURSOR_SHAPE = /^[A-Za-z0-9_-]{1,1500}\.[A-Za-z0-9_-]{22}$/;
+export const CURSOR_INVALID = 'cursor is not a cursor this list gave out (follow the Link header as it is), or it belongs to another orderby/order.';
+
+/** [orderby, order, the order column's value as text (null for NULL), id, backwards]. */
+type CursorBody = [string, 'asc' | 'desc', string | null, string, 0 | 1];
+
+/** Per database (each app's Knex): where its cursor key comes from. */
+const cursorKeys = new WeakMap<Knex, () => Promise<Buffer>>();
+const processKey = crypto.randomBytes(32);
+
+/**
+ * The key the lists of `db` sign cursors with. The app sets one kept in that database, so
+ * every replica accepts every other's cursors; without it, this process signs with a key of
+ * its own.
+ */
+export function useCursorKey(db: Knex, source: () => Promise<Buffer>): void {
+  cursorKeys.set(db, source);
+}
+
+const cursorKey = (db: Knex): Promise<Buffer> => cursorKeys.get(db)?.() ?? Promise.resolve(processKey);
+
+async function signCursor(db: Knex, body: CursorBody): Promise<string> {
+  const payload = Buffer.from(JSON.stringify(body)).toString('base64url');
+  const mac = crypto.createHmac('sha256', await cursorKey(db)).update(payload).digest().subarray(0, 16).toString('base64url');
+  return `${payload}.${mac}`;
+}
+
+async function openCursor(db: Knex, raw: string, q: ListQuery): Promise<{ value: string | null; id: string; back: boolean }> {
+  const bad = () => DomainError.invalid({ cursor: CURSOR_INVALID });
+  const [payload, mac] = raw.split('.');
+  const expected = crypto.createHmac('sha256', await cursorKey(db)).update(payload).digest().subarray(0, 16);
+  const given = Buffer.from(mac, 'base64url');
+  if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected)) throw bad();
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    throw bad();
+  }
+  if (!Array.isArray(body) || body.length !== 5) throw bad();
+  const [orderBy, order, value, id, back] = body as CursorBody;
+  if (orderBy !== q.orderBy || order !== q.order || (value !== null && typeof value !== 'string') || typeof id !== 'string') throw bad();
+  return { value, id, back: back === 1 };
+}
+
+// --- Running a list ----------------------------------------------------------------------------
+
+const SORT_KEY = '_hf_sort_key';
+/** Ids looked at (per row of the page) from where a page ordered by id starts, before a date range uses its own index. */
+const DATE_WINDOW_PER_ROW = 50;
+const SORT_ID = '_hf_sort_id';
+
+/**
+ * The rows after (v, id) in the scan order, as ORDER BY col, id sorts them (PostgreSQL puts
+ * NULLs last ascending, first descending). Each part is one index range scan of
+ * `(col, id)`: `col >= v` is implied by the row comparison but is what the index can use.
+ * Two parts when NULLs follow: the second is asked only if the first runs short.
+ */
+function keysetParts(col: string, idCol: string, desc: boolean, v: string | null, id: string): ((qb: Knex.QueryBuilder) => void)[] {
+  if (col === idCol) return [(qb) => qb.where(idCol, desc ? '<' : '>', id)];
+  const cmp = desc ? '<' : '>';
+  if (v === null) {
+    const nulls = (qb: Knex.QueryBuilder) => qb.whereNull(col).where(idCol, cmp, id);
+    return desc ? [nulls, (qb) => qb.whereNotNull(col)] : [nulls];
+  }
+  const values = (qb: Knex.QueryBuilder) => qb.where(col, desc ? '<=' : '>=', v).whereRaw(`(??, ??) ${cmp} (?, ?)`, [col, idCol, v, id]);
+  return desc ? [values] : [values, (qb) => qb.whereNull(col)];
+}
+
+/** A cursor value from the database's text form failed to cast back (a column of another type). */
+const BAD_TEXT = /^22/;
+
+/**
+ * Runs a list: `base` selects the rows (joins included); filters, order, paging and the
+ * count are added here. Page 1, `page=N` (OFFSET, as WordPress clients send it) and keyset
+ * cursors (the `Link` URLs: an index range scan from the last row seen, whatever the depth)
+ * all answer the same rows; the count runs beside the page (see countRows).
+ */
+export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Promise<ListPage<T>> {
+  const cursor = q.cursor === undefined ? undefined : await openCursor(db, q.cursor, q);
+  const back = cursor?.back === true;
+  const desc = (q.order === 'desc') !== back;
+  const dir = desc ? 'desc' : 'asc';
+  const want = q.perPage + 1;
+  const pageQuery = (limit: number, part?: (qb: Knex.QueryBuilder) => void) => {
+    const qb = applyFilters(base(), q, spec).select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]));
+    part?.(qb);
+    qb.orderBy(q.orderColumn, dir);
+    if (q.orderColumn !== spec.idColumn) qb.orderBy(spec.idColumn, dir);
+    qb.limit(limit);
+    if (!cursor && q.page > 1) qb.offset((q.page - 1) * q.perPage);
+    return qb as Promise<Record<string, unknown>[]>;
+  };
+  /** The rows of these ids (keys of the page, in order), with their sort keys. */
+  const rowsOf = async (ids: string[]) => {
+    if (ids.length === 0) return [];
+    const found: Record<string, unknown>[] = await base()
+      .select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]))
+      .whereIn(spec.idColumn, ids);
+    const byId = new Map(found.map((r) => [r[SORT_ID] as string, r]));
+    return ids.map((id) => byId.get(id)).filter((r): r is Record<string, unknown> => r !== undefined);
+  };
+  const readPage = async () => {
+    const byDate = q.orderColumn === spec.idColumn && (q.dateAfter !== undefined || q.dateBefore !== undefined);
+    if (!cursor && !byDate) return pageQuery(want);
+    const rows: Record<string, unknown>[] = [];
+    const parts = cursor ? keysetParts(q.orderColumn, spec.idColumn, desc, cursor.value, cursor.id) : [undefined];
+    if (byDate) {
+      // Ordered by id within a date range. PostgreSQL, knowing nothing of how ids follow
+      // dates, walks the id index from the newest row and skips every row newer than the
+      // range. First a bounded window of ids (the ids next to where the page
+      // starts, DATE_WINDOW_PER_ROW a row): when the page is all there (a recent range) that is the answer; else the
+      // range's own index gives its ids (an index-only scan, in proportion to the range).
+      const window = BigInt(DATE_WINDOW_PER_ROW * want);
+      const part = parts[0];
+      const end: { [SORT_ID]: string }[] = cursor ? [] : await base().clearSelect().select(db.raw('??::text AS ??', [spec.idColumn, SORT_ID])).orderBy(spec.idColumn, dir).limit(1);
+      const start = BigInt(cursor ? cursor.id : (end[0]?.[SORT_ID] ?? '0'));
+      // From the first id (included, without a cursor) over `window` ids.
+      const edge = desc ? start - window : start + window;
+      const windowed = await pageQuery(want, (qb) => {
+        part?.(qb);
+        qb.where(spec.idColumn, desc ? '>' : '<', edge.toString());
+      });
+      if (windowed.length >= want) return windowed;
+      const ids = applyFilters(base(), q, spec).clearSelect().select(db.raw('??::text AS ??', [spec.idColumn, SORT_ID]));
+      part?.(ids);
+      // `+ 0`: sorted after the range's index gave its rows, not read off the id index.
+      const keys: { [SORT_ID]: string }[] = await ids
+        .orderByRaw(`?? + 0 ${dir}`, [spec.idColumn])
+        .limit(want)
+        .offset(cursor ? 0 : (q.page - 1) * q.perPage);
+      return rowsOf(keys.map((k) => k[SORT_ID]));
+    }
+    for (const part of parts) {
+      rows.push(...(await pageQuery(want - rows.length, part)));
+      if (rows.length >= want) break;
+    }
+    return rows;
+  };
+  /**
+   * A search on the first pages: ONE query finds the matches' keys, up to COUNT_EXACT_UP_TO
+   * + 1 of them, in the list's order; the page and the count both come from it (the
+   * trigram scan, a search's main cost, runs once), then the page's rows by id.
+   */
+  const searchOnce = async () => {
+    const offset = (q.page - 1) * q.perPage;
+    const keys: { [SORT_ID]: string }[] = await applyFilters(base(), q, spec)
+      .clearSelect()
+      .select(db.raw('??::text AS ??', [spec.idColumn, SORT_ID]))
+      .orderBy(q.orderColumn, dir)
+      .modify((qb) => {
+        if (q.orderColumn !== spec.idColumn) qb.orderBy(spec.idColumn, dir);
+      })
+      .limit(COUNT_EXACT_UP_TO + 1);
+    const fetchedRows = await rowsOf(keys.slice(offset, offset + want).map((k) => k[SORT_ID]));
+    const count = keys.length <= COUNT_EXACT_UP_TO ? { total: keys.length, exact: true } : await estimateRows(db, base, q, spec, keys.length);
+    return [fetchedRows, count] as const;
+  };
+  const searchFirstPages = q.search !== undefined && !cursor && (q.page - 1) * q.perPage + want <= COUNT_EXACT_UP_TO + 1;
+  const [fetched, count] = await (searchFirstPages
+    ? searchOnce()
+    : Promise.all([
+        readPage().catch((err: { code?: string }) => {
+          // A signed cursor always casts back; this guards a key shared with another schema.
+          if (cursor && typeof err?.code === 'string' && BAD_TEXT.test(err.code)) throw DomainError.invalid({ cursor: CURSOR_INVALID });
+          throw err;
+        }),
+        countRows(db, base, q, spec),
+      ]));
+  const more = fetched.length > q.perPage;
+  const rows = fetched.slice(0, q.perPage);
+  if (back) rows.reverse();
+  const keyOf = (r: Record<string, unknown>) => [r[SORT_KEY] as string | null, r[SORT_ID] as string] as const;
+  const first = rows[0];
+  const last = rows[rows.length - 1];
+  const page: ListPage<T> = { rows: rows as T[], ...count };
+  // Forward: a next page when a row was left over; a previous one from page 2 on.
+  // Backwards (a prev link): the other way round.
+  const hasNext = back ? last !== undefined : more;
+  const hasPrev = back ? more : q.page > 1 && first !== undefined;
+  if (hasNext && last) page.next = await signCursor(db, [q.orderBy, q.order, ...keyOf(last), 0]);
+  if (hasPrev && first) page.prev = await signCursor(db, [q.orderBy, q.order, ...keyOf(first), 1]);
+  for (const r of rows) {
+    delete r[SORT_KEY];
+    delete r[SORT_ID];
+  }
+  return page;
+}
+
+/**
+ * `X-WP-Total` at a bounded cost: exact from the trigger-kept counts for the unfiltered list
+ * and a counted filter alone; otherwise the matches counted up to COUNT_EXACT_UP_TO (a
+ * search's cost thus never depends on how common its term is), and past that the planner's
+ * estimate (`exact: false`).
+ */
+async function countRows(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Promise<{ total: number; exact: boolean }> {
+  const counted = spec.counted;
+  const narrowed = q.search !== undefined || q.dateAfter !== undefined || q.dateBefore !== undefined;
+  if (counted && !narrowed) {
+    if (q.conditions.length === 0) return { total: await readRowCount(db, counted.table, ''), exact: true };
+    const [c] = q.conditions;
+    const column = counted.by?.[c.column];
+    if (q.conditions.length === 1 && column && c.op !== 'not_in') {
+      const totals = await Promise.all([...new Set(c.values.map(String))].map((v) => readRowCount(db, counted.table, `${column}=${v}`)));
+      return { total: totals.reduce((a, b) => a + b, 0), exact: true };
+    }
+  }
+  const matches = applyFilters(base(), q, spec).clearSelect().clearOrder().select(db.raw('1'));
+  // In a date range, read the range off its index: planning LIMIT as if matches were spread
+  // evenly, PostgreSQL would otherwise seq-scan from wherever the table starts (or another
+  // scan is: synchronized scans), and the rows of a date range sit together, maybe at the end.
+  if (q.dateAfter !== undefined || q.dateBefore !== undefined) matches.orderBy(spec.dateCreatedColumn);
+  const capped = matches.limit(COUNT_EXACT_UP_TO + 1).toSQL();
+  const { rows } = await db.raw(`SELECT count(*)::int AS n FROM (${capped.sql}) s`, capped.bindings);
+  const n = (rows[0] as { n: number }).n;
+  if (n <= COUNT_EXACT_UP_TO) return { total: n, exact: true };
+  return estimateRows(db, base, q, spec, n);
+}
+
+/** More than COUNT_EXACT_UP_TO match (`atLeast` seen): the planner's estimate of the matches. */
+async function estimateRows(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec, atLeast: number): Promise<{ total: number; exact: boolean }> {
+  const all = applyFilters(base(), q, spec).clearSelect().clearOrder().select(db.raw('1')).toSQL();
+  const plan = await db.raw(`EXPLAIN (FORMAT JSON) ${all.sql}`, all.bindings);
+  const estimate = Math.round(Number(plan.rows[0]['QUERY PLAN'][0].Plan['Plan Rows']));
+  return { total: Math.max(estimate, atLeast), exact: false };
+}
