@@ -1,3 +1,5 @@
+import { sessionRecord, type SessionRow } from '../chat/sessions';
+import { ticketRecord } from '../chat/tickets';
 import { customerExamples } from '../customers/examples';
 import { domainExamples } from '../domains/examples';
 import { membershipExamples } from '../memberships/examples';
@@ -64,6 +66,33 @@ function sampleTenant(over: Partial<TenantRow>): TenantRow {
     ...over,
   };
 }
+const SAMPLE_SESSION: SessionRow = {
+  id: 31,
+  status: 'waiting',
+  customer_id: 1,
+  customer_name: 'Alice Martin',
+  customer_email: 'alice@example.com',
+  site_id: 1,
+  identity_verified: true,
+  page_url: 'https://alice.example.com/checkout',
+  page_title: 'Checkout',
+  referrer: null,
+  locale: 'en_US',
+  metadata: { plan: 'pro' },
+  assigned_agent_id: null,
+  ticket_id: null,
+  fallback_reason: null,
+  token_sha256: '(not part of the record)',
+  token_expires_at: new Date('2026-11-27T12:18:46Z'),
+  follow_up_workflow_id: 'h3f9c2a71-chat-follow-up-31',
+  assigned_at: null,
+  first_response_at: null,
+  resolved_at: null,
+  closed_at: null,
+  last_message_at: new Date('2026-11-26T12:18:46Z'),
+  date_created: new Date('2026-11-26T12:18:46Z'),
+  date_modified: new Date('2026-11-26T12:18:46Z'),
+};
 const REGISTRATION_WORKFLOW_ID = 'h3f9c2a71-register-5d0e8c1b-7a4f-4e2b-9c3d-2f6a1b8e0c47';
 
 const TYPES: EventType[] = [
@@ -120,6 +149,28 @@ const TYPES: EventType[] = [
     objectType: 'tenant',
     severity: 3,
     example: () => tenantStatus(sampleTenant({ state: 'torn_down', database_name: null, hostname: null, path: null, date_torn_down: new Date('2026-11-26T12:30:00Z') })),
+  },
+  {
+    slug: 'chat_session_waiting',
+    name: 'Chat session waiting',
+    desc: 'A support chat session waits for an agent: opened (when agents are available), or unassigned. The payload is the session as agents see it.',
+    objectType: 'chat_session',
+    severity: 3,
+    example: () => sessionRecord(SAMPLE_SESSION),
+  },
+  {
+    slug: 'chat_ticket_created',
+    name: 'Ticket created',
+    desc: 'A support ticket was opened from a chat session (no agent available, outside business hours, a wait that timed out, or by an agent): the payload is the ticket with its transcript.',
+    objectType: 'ticket',
+    severity: 3,
+    example: () =>
+      ticketRecord(
+        { id: 12, subject: 'Chat #31 with Alice Martin', status: 'open', priority: 'normal', category: null, source: 'chat', customer_id: 1, customer_name: 'Alice Martin', customer_email: 'alice@example.com', site_id: 1, identity_verified: true, date_created: SAMPLE_SESSION.date_created, date_modified: SAMPLE_SESSION.date_created },
+        [{ id: 40, sender_type: 'customer', sender_name: 'Alice Martin', body: 'My domain does not resolve.', chat_message_id: 77, date_created: SAMPLE_SESSION.date_created }],
+        [],
+        [31],
+      ),
   },
 ];
 
