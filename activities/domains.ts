@@ -2,6 +2,8 @@ import { Resolver } from 'node:dns/promises';
 import fs from 'node:fs';
 import tls from 'node:tls';
 import type { Db } from '../src/db/knex';
+import { TableService } from '../src/db/table-service';
+import { domainTable, recordDomainEvents } from '../src/domains/service';
 import { canonicalIp, MappingTarget, recordText, requiredRecord, type DnsRecord } from '../src/domains/target';
 import { checkedLookup, OutboundPolicy } from '../src/infra/outbound-http';
 import { SettingsStore } from '../src/settings/store';
@@ -143,6 +145,7 @@ export function checkCertificate(name: string, opts: { address?: string; port: n
 export function createDomainActivities(deps: DomainActivityDeps) {
   const { db } = deps;
   const target = new MappingTarget(deps.mappingTarget, new SettingsStore(db));
+  const domains = new TableService(db, domainTable(target));
 
   async function step(
     input: CheckStepInput,
@@ -156,9 +159,18 @@ export function createDomainActivities(deps: DomainActivityDeps) {
     if (row && stage === 'checking-dns' && row.stage === 'checking-ssl-cert') return { outcome: 'passed' }; // started at the certificate
     if (!row || row.stage !== stage) return { outcome: 'gone' };
     const result = await probe(row.domain);
-    const guarded = () => db('domains').where({ id: input.domainId, stage, domain: row.domain });
+    // The row moves on only while still in this step's stage; a stage change writes its event in the same transaction.
+    const guarded = (cols: Record<string, unknown>) =>
+      db.transaction(async (trx) => {
+        const [after] = await trx('domains')
+          .where({ id: input.domainId, stage, domain: row.domain })
+          .update({ ...cols, date_modified: trx.fn.now() })
+          .returning('*');
+        if (after && after.stage !== stage) await recordDomainEvents(trx, { before: { ...after, stage }, after, record: await domains.recordOf(after) });
+        return after ? 1 : 0;
+      });
     if (result.ok) {
-      const n = await guarded().update({ ...onPass, last_error: null, next_check_at: null, date_modified: db.fn.now() });
+      const n = await guarded({ ...onPass, last_error: null, next_check_at: null });
       return { outcome: n ? 'passed' : 'gone' };
     }
     const last = input.attempt >= input.maxTries;
@@ -167,7 +179,7 @@ export function createDomainActivities(deps: DomainActivityDeps) {
     const error = `${label} try ${input.attempt} of ${input.maxTries}: ${result.error}. ${
       next ? `Next try at ${next.toISOString()}; to try at once, ${retry}.` : `The check stopped (stage ${onFail.stage}); to check again, ${retry}.`
     }`;
-    const n = await guarded().update({ ...(last ? onFail : {}), last_error: error, next_check_at: next, date_modified: db.fn.now() });
+    const n = await guarded({ ...(last ? onFail : {}), last_error: error, next_check_at: next });
     if (!n) return { outcome: 'gone' };
     return { outcome: last ? 'failed' : 'retry', error };
   }

@@ -8,7 +8,7 @@ import { deletePrefix, LocalObjectStorage, movePrefix, type ObjectStorage } from
 import { siteUploadsPrefix } from '../src/sites/uploads';
 import { decryptSecret, encryptSecret, parseCredentialsKey } from '../src/tenants/crypto';
 import { tenantHosts, type TenantDbHost } from '../src/tenants/hosts';
-import { CHECK_NAMES, type CheckName, type CheckResult, type TenantRow } from '../src/tenants/store';
+import { changeTenant, CHECK_NAMES, type CheckName, type CheckResult, type TenantRow } from '../src/tenants/store';
 import {
   authenticateWithLoginKey,
   createRoleAndDatabase,
@@ -363,9 +363,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
 
       progress({ step: 'verification', checked: 'tenant_users' });
       const ready = CHECK_NAMES.every((n) => results[n].status === 'passed');
-      await db('tenants')
-        .where({ id: tenantId })
-        .update({ verification: JSON.stringify(results), state: ready ? 'ready' : 'not_ready', step: null, error: null, date_modified: db.fn.now() });
+      await changeTenant(db, tenantId, { verification: JSON.stringify(results), state: ready ? 'ready' : 'not_ready', step: null, error: null, date_modified: db.fn.now() });
       return { ready, results };
     },
 
@@ -379,7 +377,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
         for (const name of CHECK_NAMES) failed[name] = { status: 'failed', message: `Verification could not run: ${input.message}`, checked_at: new Date().toISOString() };
         patch.verification = JSON.stringify(failed);
       }
-      await db('tenants').where({ id: input.tenantId }).update(patch);
+      await changeTenant(db, input.tenantId, patch, { failed: true });
     },
 
     // ---- teardown ------------------------------------------------------------------------
@@ -455,7 +453,7 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
 
     /** Teardown 5: the registry entry is kept, marked torn down. */
     async tenantMarkTornDown(tenantId: number): Promise<void> {
-      await db('tenants').where({ id: tenantId }).update({ state: 'torn_down', step: null, error: null, date_torn_down: db.fn.now(), date_modified: db.fn.now() });
+      await changeTenant(db, tenantId, { state: 'torn_down', step: null, error: null, date_torn_down: db.fn.now(), date_modified: db.fn.now() });
     },
   });
 }

@@ -23,6 +23,7 @@ import * as m20261203000030 from './20261203000030_payment_refunds';
 import * as m20261203000040 from './20261203000040_membership_date_ranges';
 import * as m20261203000050 from './20261203000050_product_price_variations';
 import * as m20261203000060 from './20261203000060_discount_codes';
+import * as m20261203000070 from './20261203000070_events';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -53,6 +54,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261203000040_membership_date_ranges': m20261203000040,
   '20261203000050_product_price_variations': m20261203000050,
   '20261203000060_discount_codes': m20261203000060,
+  '20261203000070_events': m20261203000070,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -7,6 +7,7 @@ import { mountCustomers } from './customers/routes';
 import type { Db } from './db/knex';
 import { mountDiscountCodes } from './discount-codes/routes';
 import { mountDomains } from './domains/routes';
+import { mountEvents } from './events/routes';
 import { requireApiAuth } from './http/auth';
 import { refuseCrossSite } from './http/cross-site';
 import { errorHandler, notFoundHandler } from './http/errors';
@@ -329,6 +330,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   mountRegister(wu, registry, WU_NAMESPACE, { db, settings, temporal: gateway, metrics, config });
   mountTenants(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config });
   mountTranslations(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config, storage });
+  mountEvents(wu, registry, WU_NAMESPACE, db);
   wu.use(notFoundHandler);
 
   app.use(`${prefix}/${WU_NAMESPACE}`, wu);

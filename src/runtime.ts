@@ -7,6 +7,7 @@ import { createApp } from './app';
 import type { Config } from './config';
 import { createDb, type Db } from './db/knex';
 import { migrateLatest } from './db/migrate';
+import { startEventRetention } from './events/retention';
 import { answerClientError } from './http/client-error';
 import { Metrics } from './http/metrics';
 import { startEmbeddedPostgres, type EmbeddedPg } from './infra/embedded-postgres';
@@ -100,16 +101,18 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
 
 /**
  * The relays a worker process runs beside its worker (every replica: row locks and workflow ids
- * keep their starts single): the workflow start outbox and the tenant push outbox. Their calls
+ * keep their starts single): the workflow start outbox and the tenant push outbox; and the
+ * sweep that deletes events past EVENT_RETENTION_DAYS. Their calls
  * have a background job's deadline (10 s), not the API's.
  */
-export function startRelays(db: Db, temporal: TemporalHandle, config: Pick<Config, 'WORKFLOW_ID_PREFIX'>): { stop(): Promise<void> } {
+export function startRelays(db: Db, temporal: TemporalHandle, config: Pick<Config, 'WORKFLOW_ID_PREFIX' | 'EVENT_RETENTION_DAYS'>): { stop(): Promise<void> } {
   const gateway = new TemporalGateway(temporal, null, { callTimeoutMs: 10_000, ids: new WorkflowIds(db, config.WORKFLOW_ID_PREFIX) });
   const starts = startWorkflowRelay({ db, temporal: gateway });
   const pushes = startTenantPushRelay({ db, temporal: gateway });
+  const retention = startEventRetention({ db, days: config.EVENT_RETENTION_DAYS });
   return {
     async stop() {
-      await Promise.all([starts.stop(), pushes.stop()]);
+      await Promise.all([starts.stop(), pushes.stop(), retention.stop()]);
       gateway.close();
     },
   };

@@ -198,6 +198,9 @@ describe('support chat', () => {
       expect(res.body.realtime.url).toMatch(/^ws:\/\/.*\/wp-json\/ultimate-multisite-support-tickets\/v1\/chat\/realtime\?token=/);
       expect(res.body.poll_interval_seconds).toBe(15);
       expect(res.body.availability).toMatchObject({ online: true, reason: 'agents_available' });
+      // Waiting for an agent is an event (issue 19), its payload the session as agents see it.
+      const waiting = await ctx.db('events').where({ slug: 'chat_session_waiting', object_type: 'chat_session', object_id: res.body.session.id });
+      expect(waiting.map((e) => e.payload)).toEqual([expect.objectContaining({ id: res.body.session.id, status: 'waiting', customer_email: 'ada@example.com', metadata: { plan: 'pro' } })]);
       expect(res.body.messages).toHaveLength(1);
       expect(res.body.messages[0]).toMatchObject({ sender_type: 'customer', sender_name: 'Ada Lovelace', body: 'Hello, I need help with my site.' });
     });
@@ -294,6 +297,8 @@ describe('support chat', () => {
       expect(transfer.body).toMatchObject({ assigned_agent_id: admin.id, assigned_at: mine.body.assigned_at });
       const none = await ctx.http.post(`${CHAT}/chat/sessions/${s.id}/assign`).set(bearer(agent.token)).send({ agent_id: null });
       expect(none.body).toMatchObject({ status: 'waiting', assigned_agent_id: null });
+      // Waiting again (unassigned) is a second chat_session_waiting; the transfer was none.
+      expect((await ctx.db('events').where({ slug: 'chat_session_waiting', object_id: s.id }).orderBy('id')).map((e) => e.payload.status)).toEqual(['waiting', 'waiting']);
       expectError(await ctx.http.post(`${CHAT}/chat/sessions/${s.id}/assign`).set(api()).send({}), 400, 'wu_rest_invalid_parameter');
     });
 
@@ -593,6 +598,11 @@ describe('support chat', () => {
         expect(res.body.availability).toMatchObject({ online: false, reason: 'no_agent_online' });
         expect(res.body.messages.map((m: any) => m.sender_type)).toEqual(['customer', 'system']);
         expect(res.body.messages[1].body).toContain(`ticket #${session.ticket_id}`);
+        // A ticket instead of a wait: chat_ticket_created with the ticket and its transcript as it was then
+        // (the customer's message; the notice follows), and no chat_session_waiting.
+        const created = await ctx.db('events').where({ slug: 'chat_ticket_created', object_id: session.ticket_id });
+        expect(created.map((e) => [e.object_type, e.payload.chat_session_ids, e.payload.messages.map((m: any) => m.body)])).toEqual([['ticket', [session.id], ['Is anyone there?']]]);
+        expect(await ctx.db('events').where({ slug: 'chat_session_waiting', object_id: session.id })).toEqual([]);
         await ctx.http.post(`${CHAT}/chat/sessions/${session.id}/messages`).set(bearer(res.body.token)).send({ body: 'My site shows a 502.' });
         const ticket = (await ctx.http.get(`${CHAT}/chat/agent/tickets/${session.ticket_id}`).set(api())).body;
         expect(ticket).toMatchObject({ subject: `Chat #${session.id} with Night Owl`, status: 'open', customer_email: 'owl@example.com', chat_session_ids: [session.id] });

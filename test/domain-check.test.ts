@@ -65,6 +65,14 @@ describe('domain checks (Temporal workflow)', () => {
     expect(d).toMatchObject({ stage: 'done', secure: true, active: true, last_error: null });
     expect(await workflowStatus(ctx, created.body.workflow_id)).toBe('COMPLETED');
     expect(dns.queries).toContain(GOOD);
+    // Each stage the check moved it to is an event, written with the move, its payload the record then.
+    const events = await ctx.db('events').where({ object_type: 'domain', object_id: created.body.id }).orderBy('id');
+    expect(events.map((e) => [e.slug, e.payload.stage, e.payload.secure])).toEqual([
+      ['domain_created', 'checking-dns', false],
+      ['domain_stage_changed', 'checking-ssl-cert', false],
+      ['domain_stage_changed', 'done', true],
+    ]);
+    expect(events[2].payload).toMatchObject({ id: created.body.id, model: 'domain', domain: GOOD, active: true, dns_record: created.body.dns_record });
   });
 
   test('NXDOMAIN on every try: failed after the max tries, one interval apart, with the error recorded', async () => {

@@ -162,6 +162,11 @@ describe('isolated tenants', () => {
     }
     // B went to the host with fewer tenants.
     expect((await status(ctx, B.siteId)).body.database_host).toBe('primary');
+    // Becoming ready is an event, its payload the status the API answers.
+    const ready = await ctx.db('events').where({ slug: 'tenant_ready', object_type: 'tenant', object_id: A.siteId });
+    expect(ready).toHaveLength(1);
+    const { message: _message, status_url: _url, ...answered } = (await status(ctx, A.siteId)).body;
+    expect(ready[0].payload).toMatchObject({ ...answered, date_modified: expect.any(String) });
   });
 
   test('the tenant is real: its own database and role, its data and users, its folder and route', async () => {
@@ -359,6 +364,8 @@ describe('isolated tenants', () => {
       expect(res.body.message).toMatch(/^Teardown stopped at step pull_back: database host "nowhere" is not configured/);
       const row = await tenantRow(B.siteId);
       expect(row).toMatchObject({ state: 'tearing_down', error: { operation: 'teardown', step: 'pull_back' } });
+      const failed = await ctx.db('events').where({ slug: 'tenant_failed', object_id: B.siteId });
+      expect(failed.map((e) => e.payload)).toEqual([expect.objectContaining({ site_id: B.siteId, state: 'tearing_down', error: expect.objectContaining({ operation: 'teardown', step: 'pull_back' }) })]);
       // Operators find it among the Failed runs, with the recorded outcome as its failure.
       const handle = ctx.temporal.client.workflow.getHandle(row.workflow_id);
       expect((await handle.describe()).status.name).toBe('FAILED');
@@ -392,6 +399,7 @@ describe('isolated tenants', () => {
     expect(fs.readFileSync(path.join(env.DATA_DIR, 'uploads', 'sites', String(A.siteId), 'logo.txt'), 'utf8')).toBe('logo bytes');
     // Gone is gone: a second DELETE is 404.
     expect((await ctx.http.delete(`${BASE}/tenants/${A.siteId}`).set(auth())).status).toBe(404);
+    expect((await ctx.db('events').where({ slug: 'tenant_torn_down', object_id: A.siteId })).map((e) => e.payload.state)).toEqual(['torn_down']);
   });
 
   test('a torn-down site can be isolated again, from scratch', async () => {

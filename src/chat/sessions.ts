@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
+import { recordEvent } from '../events/record';
 import { conflict, invalidParams, notFoundItem } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import { isoDate } from '../http/validation';
@@ -288,6 +289,7 @@ export class SessionStore {
         messages.push(opening.message);
         session = opening.session;
       }
+      if (!fallback) await recordEvent(trx, { slug: 'chat_session_waiting', objectId: Number(session.id), payload: sessionRecord(session) });
       if (fallback) {
         const ticketId = await createTicketForSession(trx, session, fallback.reason);
         session = await lockSession(trx, session.id);
@@ -405,6 +407,7 @@ export class SessionStore {
         if (before.status === 'assigned') changes.status = 'waiting';
       }
       let [session] = await trx('chat_sessions').where({ id }).update(changes).returning('*');
+      if (session.status === 'waiting' && before.status !== 'waiting') await recordEvent(trx, { slug: 'chat_session_waiting', objectId: id, payload: sessionRecord(session) });
       let notice: MessageRow | null = null;
       if (agent && Number(before.assigned_agent_id) !== agent.id) {
         const joined = await insertMessage(trx, session, { sender_type: 'system', sender_name: 'System', body: `${agent.name} joined the chat${by !== agent.name ? ` (assigned by ${by})` : ''}.` });

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
+import { recordEvent } from '../events/record';
 import { notFoundItem } from '../http/errors';
 import { isoDate } from '../http/validation';
 
@@ -67,6 +68,7 @@ export async function createTicketForSession(
   const ticketId = Number(ticket.id);
   await trx('chat_sessions').where({ id: session.id }).update({ ticket_id: ticketId, fallback_reason: reason, date_modified: trx.fn.now() });
   await copyTranscript(trx, ticketId, session.id);
+  await recordEvent(trx, { slug: 'chat_ticket_created', objectId: ticketId, payload: await ticketDetail(trx, ticketId) });
   return ticketId;
 }
 
@@ -78,6 +80,11 @@ export async function ticketDetail(db: Knex, id: number) {
     db('ticket_notes').where({ ticket_id: id }).orderBy('id'),
     db('chat_sessions').where({ ticket_id: id }).orderBy('id').pluck('id'),
   ]);
+  return ticketRecord(ticket, messages, notes, sessions);
+}
+
+/** A ticket as the API answers it, from its row, its messages, its notes and its sessions' ids. */
+export function ticketRecord(ticket: Record<string, any>, messages: Record<string, any>[], notes: Record<string, any>[], sessionIds: (number | string)[]) {
   return {
     id: Number(ticket.id),
     subject: ticket.subject,
@@ -90,7 +97,7 @@ export async function ticketDetail(db: Knex, id: number) {
     customer_email: ticket.customer_email,
     site_id: ticket.site_id,
     identity_verified: ticket.identity_verified,
-    chat_session_ids: sessions.map(Number),
+    chat_session_ids: sessionIds.map(Number),
     messages: messages.map((message) => ({ id: message.id, sender_type: message.sender_type, sender_name: message.sender_name, body: message.body, chat_message_id: message.chat_message_id, date_created: isoDate(message.date_created)! })),
     notes: notes.map((note) => ({ id: note.id, agent_id: note.agent_id, note: note.note, date_created: isoDate(note.date_created)! })),
     date_created: isoDate(ticket.date_created)!,

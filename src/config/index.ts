@@ -146,6 +146,9 @@ const schema = z.object({
   // How long an Idempotency-Key of a wu/v2 write, and the answer it replays, are kept.
   IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().int().min(1).max(720).default(24),
 
+  // How long events (/events) are kept; older ones are deleted by the sweep beside the worker.
+  EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(90),
+
   // /register: how long the request waits for the registration workflow before answering 202.
   REGISTER_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(30),
 

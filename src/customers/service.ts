@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION } from '../db/errors';
 import type { Db } from '../db/knex';
 import { TableService, type Row, type Trx } from '../db/table-service';
+import { recordEvent } from '../events/record';
 import { conflict, invalidParams } from '../http/errors';
 import type { ListSpec } from '../http/list';
 import { usersStore } from '../users/store';
@@ -79,6 +80,7 @@ export async function takeTrial(trx: Trx, id: number): Promise<boolean> {
   return taken > 0;
 }
 
+
 /**
  * Customers, read joined to their user (username, email and display_name are the account's).
  * A create takes user_id of an existing user, or username, email and password (or, from
@@ -131,6 +133,7 @@ export function createCustomerService(db: Db): TableService {
       customers_user_id_unique: { field: 'user_id', message: 'user_id already belongs to another customer; a user can have only one customer.' },
     },
     hooks: {
+      changed: (trx, change) => recordEvent(trx, { slug: change.before ? 'customer_updated' : 'customer_created', objectId: Number(change.record.id), payload: change.record }),
       async beforeCreate(trx, cols, _refs, { input }) {
         if (input.user_id !== undefined) {
           await assertAccount(trx, { user_id: input.user_id });

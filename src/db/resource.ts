@@ -41,6 +41,8 @@ export interface ResourceDefinition<Rec> {
   links?: Record<string, ResourceLink>;
   /** Examples for the document, from a real run (test/examples.test.ts replays them). */
   examples?: ResourceExamples;
+  /** false: list and get only (a log the service writes itself); create, update and delete match no route. */
+  writable?: boolean;
 }
 
 /**

@@ -29,6 +29,16 @@ export interface WriteContext {
   afterCommit(effect: () => Promise<unknown>): void;
 }
 
+/** A create or update, as the `changed` hook sees it. */
+export interface RecordChange {
+  /** The row before the write (raw columns); null on a create. */
+  before: Row | null;
+  /** The row after it (raw columns). */
+  after: Row;
+  /** The record the write answers. */
+  record: Row;
+}
+
 export interface TableResourceConfig {
   table: string;
   /** Model name for error codes and the `model` field. */
@@ -77,6 +87,12 @@ export interface TableResourceConfig {
     afterUpdate?(trx: Trx, before: Row, after: Row, write: WriteContext): Promise<Row | void>;
     /** Without it a delete is one statement (no row to lock and hand over). */
     beforeDelete?(trx: Trx, row: Row, write: WriteContext): Promise<void>;
+    /**
+     * Last, in the write's transaction: the change, with `record` as the write answers it
+     * (`present` applied) and `before` the row as it was (null on a create). Where a resource
+     * writes its events, so a change and its events commit together (the transactional outbox).
+     */
+    changed?(trx: Trx, change: RecordChange): Promise<void>;
   };
   /** Extra fields computed for the API from the row. */
   decorate?(row: Row, rec: Row): void;
@@ -310,7 +326,7 @@ export class TableService implements ResourceService<Row> {
           .insert(opts.id !== undefined ? { ...cols, id: opts.id } : cols)
           .returning('*');
         const changed = await this.cfg.hooks?.afterCreate?.(trx, row, write);
-        return this.written(trx, changed ?? row);
+        return this.announce(trx, null, changed ?? row, await this.written(trx, changed ?? row));
       });
     } catch (err) {
       throw this.mapWriteError(err);
@@ -318,6 +334,22 @@ export class TableService implements ResourceService<Row> {
     await committed();
     await this.cfg.present?.([rec], undefined);
     return rec;
+  }
+
+  /** A row's record as answers show it (`present` applied): for a write made outside the service, such as a workflow's step. */
+  async recordOf(row: Row): Promise<Row> {
+    const rec = this.toRecord(row);
+    await this.cfg.present?.([rec], undefined);
+    return rec;
+  }
+
+  /** The `changed` hook, given the record as answered (`present` applied first when there is one). */
+  private async announce(trx: Trx, before: Row | null, after: Row, record: Row): Promise<Row> {
+    const hook = this.cfg.hooks?.changed;
+    if (!hook) return record;
+    await this.cfg.present?.([record], undefined);
+    await hook(trx, { before, after, record });
+    return record;
   }
 
   async update(id: number, input: Row, outer?: Trx): Promise<Row | null> {
@@ -338,7 +370,7 @@ export class TableService implements ResourceService<Row> {
           .update({ ...cols, date_modified: trx.fn.now() })
           .returning('*');
         const changed = await this.cfg.hooks?.afterUpdate?.(trx, current, after, write);
-        return this.written(trx, changed ?? after);
+        return this.announce(trx, current, changed ?? after, await this.written(trx, changed ?? after));
       });
     } catch (err) {
       throw this.mapWriteError(err, id);

@@ -1,5 +1,6 @@
 import type { Db } from '../db/knex';
-import { TableService, type Row, type Trx } from '../db/table-service';
+import { TableService, type RecordChange, type Row, type TableResourceConfig, type Trx } from '../db/table-service';
+import { recordEvent } from '../events/record';
 import { conflict, invalidParams } from '../http/errors';
 import type { ListSpec } from '../http/list';
 import { cancelPendingStarts } from '../temporal/starts';
@@ -98,6 +99,13 @@ const RETRY_FROM: Record<string, string> = {
   'ssl-failed': 'checking-ssl-cert',
 };
 
+/** domain_created; domain_stage_changed whenever its stage changes (by the API, or by its check: activities/domains.ts). */
+export async function recordDomainEvents(trx: Trx, change: RecordChange): Promise<void> {
+  const { before, after, record } = change;
+  if (!before) await recordEvent(trx, { slug: 'domain_created', objectId: Number(after.id), payload: record });
+  else if (before.stage !== after.stage) await recordEvent(trx, { slug: 'domain_stage_changed', objectId: Number(after.id), payload: record });
+}
+
 /**
  * Domain mappings. A mapping created in (or moved to) `checking-dns` gets a durable check
  * workflow (`checking-ssl-cert` too: the check then starts at the certificate), written to the
@@ -107,30 +115,9 @@ const RETRY_FROM: Record<string, string> = {
  */
 export function createDomainService(db: Db, checks: DomainChecks, target: MappingTarget): TableService {
   return new TableService(db, {
-    table: 'domains',
-    model: 'domain',
-    columns: {
-      domain: 'text',
-      blog_id: 'int',
-      customer_id: 'int',
-      active: 'bool',
-      primary_domain: 'bool',
-      secure: 'bool',
-      stage: 'text',
-      workflow_id: 'text',
-      last_error: 'text',
-      next_check_at: 'timestamp',
-    },
-    listSpec: domainListSpec,
-    references: {
-      blog_id: { table: 'sites', label: 'site' },
-      customer_id: { table: 'customers', label: 'customer' },
-    },
-    uniques: {
-      domains_domain_uq: { field: 'domain', message: 'domain is already mapped.' },
-      domains_one_primary_uq: { field: 'primary_domain', message: 'another domain of this site was marked primary at the same moment; try again.' },
-    },
+    ...domainTable(target),
     hooks: {
+      changed: recordDomainEvents,
       // A check that cannot start is refused before anything is read or written.
       beforeWrite(input, op) {
         if (CHECKING_STAGES.has(op === 'create' ? (input.stage ?? 'checking-dns') : input.stage)) checks.assertAvailable();
@@ -169,6 +156,35 @@ export function createDomainService(db: Db, checks: DomainChecks, target: Mappin
         write.afterCommit(() => checks.stop(row.workflow_id));
       },
     },
+  });
+}
+
+/** The domains table as records read it (with dns_record); what the check's activities answer its events with. */
+export function domainTable(target: MappingTarget): TableResourceConfig {
+  return {
+    table: 'domains',
+    model: 'domain',
+    columns: {
+      domain: 'text',
+      blog_id: 'int',
+      customer_id: 'int',
+      active: 'bool',
+      primary_domain: 'bool',
+      secure: 'bool',
+      stage: 'text',
+      workflow_id: 'text',
+      last_error: 'text',
+      next_check_at: 'timestamp',
+    },
+    listSpec: domainListSpec,
+    references: {
+      blog_id: { table: 'sites', label: 'site' },
+      customer_id: { table: 'customers', label: 'customer' },
+    },
+    uniques: {
+      domains_domain_uq: { field: 'domain', message: 'domain is already mapped.' },
+      domains_one_primary_uq: { field: 'primary_domain', message: 'another domain of this site was marked primary at the same moment; try again.' },
+    },
     computedFrom: { dns_record: ['domain'] },
     // Each record gets dns_record, the record its name needs (unless the fields asked leave it out).
     async present(records, fields) {
@@ -176,7 +192,7 @@ export function createDomainService(db: Db, checks: DomainChecks, target: Mappin
       const value = await target.value();
       for (const rec of records) rec.dns_record = requiredRecord(rec.domain, value);
     },
-  });
+  };
 }
 
 /**

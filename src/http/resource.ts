@@ -29,6 +29,7 @@ export function mountResource<Rec>(router: Router, registry: RouteRegistry, name
   const service = def.service as ResourceService<Record<string, any>>;
   registerLinkedResource(registry, { model: def.model, plural: def.plural, namespace, links, getMany: (ids, read) => service.getMany(ids, read) });
   const presenter = new RecordPresenter(registry, def.model);
+  const writable = def.writable !== false;
 
   const tags = [def.plural];
   const name = componentName(def.model);
@@ -45,7 +46,7 @@ export function mountResource<Rec>(router: Router, registry: RouteRegistry, name
       fields,
       responses: { 200: { description: `A page of ${def.plural} (a bare array).`, schema: { type: 'array', items: record }, headers: LIST_HEADERS, examples: ex?.list } },
     });
-    registry.operation(namespace, 'POST', base, {
+    if (writable) registry.operation(namespace, 'POST', base, {
       summary: `Create a ${def.model}${alias}`,
       description: def.description,
       tags,
@@ -59,7 +60,7 @@ export function mountResource<Rec>(router: Router, registry: RouteRegistry, name
       fields,
       responses: { 200: { description: `The ${def.model}.`, schema: record, examples: ex?.one } },
     });
-    for (const method of ['PUT', 'PATCH', 'POST'] as const) {
+    for (const method of writable ? (['PUT', 'PATCH', 'POST'] as const) : []) {
       registry.operation(namespace, method, `${base}/:id`, {
         summary: `Update a ${def.model}${alias}${method === 'POST' ? ' (POST on the id, as the original)' : ''}`,
         description: `${def.description ? `${def.description} ` : ''}A field that does not exist or cannot be set: 400 wu_rest_${def.model}_invalid_set_method.`,
@@ -69,7 +70,7 @@ export function mountResource<Rec>(router: Router, registry: RouteRegistry, name
         responses: { 200: { description: `The updated ${def.model}.`, schema: record, examples: ex?.updated } },
       });
     }
-    registry.operation(namespace, 'DELETE', `${base}/:id`, {
+    if (writable) registry.operation(namespace, 'DELETE', `${base}/:id`, {
       summary: `Delete a ${def.model}${alias}`,
       tags,
       responses: { 200: { description: 'Deleted: the literal true.', schema: { type: 'boolean', const: true } } },
@@ -82,7 +83,7 @@ export function mountResource<Rec>(router: Router, registry: RouteRegistry, name
       res.json(await presenter.present(req, page.rows, view));
     });
 
-    router.post(base, async (req, res) => {
+    if (writable) router.post(base, async (req, res) => {
       const input = parseOrThrow(def.createSchema, bodyObject(req.body));
       res.status(200).json(await presenter.presentOne(req, await service.create(input)));
     });
@@ -95,6 +96,7 @@ export function mountResource<Rec>(router: Router, registry: RouteRegistry, name
       res.json((await presenter.present(req, [rec], view))[0]);
     });
 
+    if (!writable) continue;
     const update = async (req: Request, res: import('express').Response) => {
       const id = parseId(req, def.model);
       const body = bodyObject(req.body);

@@ -1,5 +1,6 @@
 import type { Db } from '../db/knex';
-import { TableService, type Refs, type Row, type Trx } from '../db/table-service';
+import { TableService, type RecordChange, type Refs, type Row, type Trx } from '../db/table-service';
+import { recordEvent } from '../events/record';
 import { invalidParams } from '../http/errors';
 import type { ListSpec } from '../http/list';
 import { DURATION_UNITS } from '../shared-enums';
@@ -68,6 +69,24 @@ async function publishPendingSites(trx: Trx, membershipId: number): Promise<void
   await trx.raw("UPDATE sites SET type = 'customer_owned', active = true, date_modified = now() WHERE membership_id = ? AND type = 'pending'", [membershipId]);
 }
 
+/**
+ * A membership's events (the rule in one place, for the API, /register and refunds):
+ * membership_activated when it becomes active; membership_renewed when, active before and
+ * after, its date_expiration moves later; membership_cancelled and membership_expired when it
+ * becomes so.
+ */
+export async function recordMembershipEvents(trx: Trx, change: RecordChange): Promise<void> {
+  const { before, after, record } = change;
+  const event = (slug: string) => recordEvent(trx, { slug, objectId: Number(after.id), payload: record });
+  const became = (status: string) => after.status === status && before?.status !== status;
+  if (became('active')) await event('membership_activated');
+  const time = (v: unknown) => (v == null ? null : new Date(v as string).getTime());
+  const [until, untilBefore] = [time(after.date_expiration), time(before?.date_expiration)];
+  if (before?.status === 'active' && after.status === 'active' && until !== null && untilBefore !== null && until > untilBefore) await event('membership_renewed');
+  if (became('cancelled')) await event('membership_cancelled');
+  if (became('expired')) await event('membership_expired');
+}
+
 export function createMembershipService(db: Db): TableService {
   return new TableService(db, {
     table: 'memberships',
@@ -104,6 +123,7 @@ export function createMembershipService(db: Db): TableService {
       plan_id: { table: 'products', label: 'product' },
     },
     hooks: {
+      changed: recordMembershipEvents,
       async beforeCreate(trx, cols, refs) {
         await checkProducts(trx, cols, refs);
         const status = cols.status ?? 'pending';

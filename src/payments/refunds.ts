@@ -4,7 +4,9 @@ import type { Row, TableService } from '../db/table-service';
 import { ApiError, invalidParams, notFoundItem } from '../http/errors';
 import { Decimal, minorUnits, moneyOut } from '../http/money';
 import { isoDate } from '../http/validation';
+import { recordMembershipEvents } from '../memberships/service';
 import { statusesThatMayBecome } from '../memberships/status';
+import { recordPaymentEvents } from './service';
 
 /** A payment takes at most this many refunds (its list is answered whole). */
 export const MAX_REFUNDS_PER_PAYMENT = 100;
@@ -48,6 +50,7 @@ export class RefundService {
   constructor(
     private readonly db: Db,
     private readonly payments: TableService,
+    private readonly memberships: TableService,
   ) {}
 
   async list(paymentId: number): Promise<RefundRecord[]> {
@@ -80,20 +83,27 @@ export class RefundService {
         }
         let membershipCancelled = false;
         if (input.cancel_membership_on_refund && payment.membership_id !== null) {
-          const cancelled = await trx('memberships')
-            .where({ id: payment.membership_id })
-            .whereIn('status', statusesThatMayBecome('cancelled'))
-            .update({ status: 'cancelled', auto_renew: false, date_cancellation: trx.fn.now(), date_modified: trx.fn.now() });
-          membershipCancelled = cancelled > 0;
+          const before = await trx('memberships').where({ id: payment.membership_id }).whereIn('status', statusesThatMayBecome('cancelled')).forUpdate().first();
+          if (before) {
+            const [after] = await trx('memberships')
+              .where({ id: before.id })
+              .update({ status: 'cancelled', auto_renew: false, date_cancellation: trx.fn.now(), date_modified: trx.fn.now() })
+              .returning('*');
+            await recordMembershipEvents(trx, { before, after, record: this.memberships.toRecord(after) });
+            membershipCancelled = true;
+          }
         }
         const [row] = await trx('payment_refunds')
           .insert({ payment_id: paymentId, amount: amount.toFixed(), reason: input.reason, gateway_refund_id: input.gateway_refund_id ?? null, membership_cancelled: membershipCancelled })
           .returning('*');
         const refundTotal = new Decimal(payment.refund_total).plus(amount);
-        await trx('payments')
+        const [after] = await trx('payments')
           .where({ id: paymentId })
-          .update({ refund_total: refundTotal.toFixed(), status: refundTotal.gte(payment.total) ? 'refunded' : 'partially-refunded', date_modified: trx.fn.now() });
-        return { refund: toRecord(row), payment: (await this.payments.get(paymentId, { db: trx }))! };
+          .update({ refund_total: refundTotal.toFixed(), status: refundTotal.gte(payment.total) ? 'refunded' : 'partially-refunded', date_modified: trx.fn.now() })
+          .returning('*');
+        const record = (await this.payments.get(paymentId, { db: trx }))!;
+        await recordPaymentEvents(trx, { before: payment, after, record });
+        return { refund: toRecord(row), payment: record };
       });
     } catch (err) {
       if (isPgError(err, PG_UNIQUE_VIOLATION)) throw invalidParams({ gateway_refund_id: `gateway_refund_id ${input.gateway_refund_id} is already recorded for a refund of payment ${paymentId}.` });

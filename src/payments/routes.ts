@@ -6,6 +6,7 @@ import { money } from '../http/money';
 import { mountResource, parseId } from '../http/resource';
 import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, fields, parseOrThrow } from '../http/validation';
+import { createMembershipService } from '../memberships/service';
 import { paymentExamples } from './examples';
 import { MAX_REFUNDS_PER_PAYMENT, RefundService } from './refunds';
 import { createPaymentSchema, lineItemRecord, updatePaymentSchema } from './schema';
@@ -48,7 +49,7 @@ export function mountPayments(router: Router, registry: RouteRegistry, namespace
   });
   mountResource(router, registry, namespace, resource);
 
-  const refunds = new RefundService(db, service);
+  const refunds = new RefundService(db, service, createMembershipService(db));
   const Refund = registry.component('PaymentRefund', refundRecord);
   for (const base of ['/payments', '/payment']) {
     const singular = base === '/payment' ? ' (singular path)' : '';

@@ -1,5 +1,6 @@
 import type { Db } from '../db/knex';
-import { TableService, type Refs, type Row, type Trx } from '../db/table-service';
+import { TableService, type RecordChange, type Refs, type Row, type Trx } from '../db/table-service';
+import { recordEvent } from '../events/record';
 import { invalidParams } from '../http/errors';
 import type { ListSpec } from '../http/list';
 import { Decimal, moneyOut } from '../http/money';
@@ -93,6 +94,22 @@ function normaliseLineItems(cols: Row): LineItem[] | undefined {
   return items;
 }
 
+const REFUNDED: ReadonlySet<string> = new Set(['refunded', 'partially-refunded']);
+
+/**
+ * A payment's events, for a change by the API, /register or a refund: payment_created; then
+ * payment_completed when it becomes completed; payment_refunded when its refund_total grows or
+ * it becomes (partially) refunded.
+ */
+export async function recordPaymentEvents(trx: Trx, change: RecordChange): Promise<void> {
+  const { before, after, record } = change;
+  const event = (slug: string) => recordEvent(trx, { slug, objectId: Number(after.id), payload: record });
+  if (!before) await event('payment_created');
+  if (after.status === 'completed' && before?.status !== 'completed') await event('payment_completed');
+  const refunded = new Decimal(after.refund_total ?? 0).gt(before?.refund_total ?? 0) || (REFUNDED.has(after.status) && !REFUNDED.has(before?.status));
+  if (refunded) await event('payment_refunded');
+}
+
 export function createPaymentService(db: Db): TableService {
   return new TableService(db, {
     table: 'payments',
@@ -129,6 +146,7 @@ export function createPaymentService(db: Db): TableService {
       payments_gateway_payment_id_unique: { field: 'gateway_payment_id', message: 'gateway_payment_id is already recorded for another payment of this gateway.' },
     },
     hooks: {
+      changed: recordPaymentEvents,
       async beforeCreate(trx, cols, refs) {
         keepRefundTotal(cols);
         await checkRelations(trx, cols, refs);

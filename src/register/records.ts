@@ -3,6 +3,7 @@ import { createCustomerService, takeTrial } from '../customers/service';
 import type { Db } from '../db/knex';
 import type { TableService } from '../db/table-service';
 import { takeDiscountUse } from '../discount-codes/service';
+import { recordEvent } from '../events/record';
 import { ApiError, asApiError, invalidParams } from '../http/errors';
 import { Decimal } from '../http/money';
 import { createMembershipService } from '../memberships/service';
@@ -10,7 +11,7 @@ import { createPaymentService } from '../payments/service';
 import { addPeriod } from '../products/pricing';
 import { createSiteService } from '../sites/service';
 import { priceCart } from './cart';
-import { HOLD_HOURS } from './store';
+import { HOLD_HOURS, markRegistrationFailed } from './store';
 import type { CommitOutcome, ErrorBody, RegisterResult, RegistrationIds, RegistrationRequest } from './types';
 import { SITE_URL_TAKEN } from './validate';
 
@@ -129,6 +130,7 @@ export class RegistrationRecords {
             provisioning: provision ? 'running' : null,
             date_modified: trx.fn.now(),
           });
+        await recordEvent(trx, { slug: 'registration_completed', objectId: registrationId, payload: { workflow_id: row.workflow_id, ...result } });
         return { status: 'committed', ids: created.ids, provision };
       });
     } catch (err) {
@@ -136,11 +138,7 @@ export class RegistrationRecords {
       const body = requestError(err);
       if (!body) throw err;
       // Refused: the answer is recorded (the transaction above rolled back everything else).
-      const [row] = await this.db('registrations')
-        .where({ id: registrationId, status: 'running' })
-        .update({ status: 'failed', error: JSON.stringify(body), password_hash: null, date_modified: this.db.fn.now() })
-        .returning('*');
-      if (row) return { status: 'rejected' };
+      if (await markRegistrationFailed(this.db, registrationId, body)) return { status: 'rejected' };
       return this.outcomeOf(await this.db('registrations').where({ id: registrationId }).first());
     }
   }
@@ -155,9 +153,7 @@ export class RegistrationRecords {
       message: 'The registration could not be written (the database did not answer); nothing was kept. Send it again; with the same Idempotency-Key it is never registered twice.',
       data: { status: 503 },
     };
-    await this.db('registrations')
-      .where({ id: registrationId, status: 'running' })
-      .update({ status: 'failed', error: JSON.stringify(body), password_hash: null, date_modified: this.db.fn.now() });
+    await markRegistrationFailed(this.db, registrationId, body);
     return this.outcomeOf(await this.db('registrations').where({ id: registrationId }).first());
   }
 

@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex';
+import { recordEvent } from '../events/record';
 import type { ErrorBody, RegisterResult, RegistrationRequest } from './types';
 
 /**
@@ -101,9 +102,23 @@ export class RegistrationStore {
    * now: `completed` when the transaction won the race (then that is the answer).
    */
   async abandon(id: number, body: ErrorBody): Promise<RegistrationRow> {
-    await this.db('registrations')
-      .where({ id, status: 'running' })
-      .update({ status: 'failed', error: JSON.stringify(body), password_hash: null, date_modified: this.db.fn.now() });
+    await markRegistrationFailed(this.db, id, body);
     return (await this.byId(id))!;
   }
+}
+
+/**
+ * A running registration decided as failed, with its answer, and its registration_failed event
+ * in the same transaction. False when it was no longer running (decided meanwhile).
+ */
+export async function markRegistrationFailed(db: Db, id: number, body: ErrorBody): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const [row] = await trx('registrations')
+      .where({ id, status: 'running' })
+      .update({ status: 'failed', error: JSON.stringify(body), password_hash: null, date_modified: trx.fn.now() })
+      .returning(['workflow_id']);
+    if (!row) return false;
+    await recordEvent(trx, { slug: 'registration_failed', objectId: id, payload: { workflow_id: row.workflow_id, ...body } });
+    return true;
+  });
 }

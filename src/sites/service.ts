@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
-import { TableService, type Refs, type Row, type Trx } from '../db/table-service';
+import { TableService, type RecordChange, type Refs, type Row, type Trx } from '../db/table-service';
 import type { DomainChecks } from '../domains/checks';
+import { recordEvent } from '../events/record';
 import { conflict, invalidParams } from '../http/errors';
 import type { ListSpec } from '../http/list';
 import { SITE_TYPES } from './schema';
@@ -124,6 +125,16 @@ async function refuseIsolatedSite(trx: Trx, row: Row): Promise<void> {
   }
 }
 
+/** A site is published when it is active, public and not archived. */
+const published = (row: Row | null) => row !== null && Boolean(row.active) && Boolean(row.public) && !row.archived;
+
+/** site_created; site_published when a site becomes published (on its creation too). */
+export async function recordSiteEvents(trx: Trx, change: RecordChange): Promise<void> {
+  const { before, after, record } = change;
+  if (!before) await recordEvent(trx, { slug: 'site_created', objectId: Number(after.id), payload: record });
+  if (published(after) && !published(before)) await recordEvent(trx, { slug: 'site_published', objectId: Number(after.id), payload: record });
+}
+
 /**
  * Sites. With `checks`, deleting a site stops the checks of its domain mappings (which go with
  * it: ON DELETE CASCADE).
@@ -155,6 +166,7 @@ export function createSiteService(db: Db, checks?: DomainChecks): TableService {
     },
     uniques: { sites_domain_path_uq: { field: 'domain', message: 'domain with this path is already used by another site.' } },
     hooks: {
+      changed: recordSiteEvents,
       beforeCreate: (trx, cols, refs) => checkSite(trx, cols, refs),
       afterCreate: (trx, row) => seedSiteContent(trx, row),
       beforeUpdate: (trx, current, cols, refs) => checkSite(trx, cols, refs, current),

@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex';
+import { recordEvent } from '../events/record';
 import { isoDate } from '../http/validation';
 
 /** The three verification checks, in the order they run. */
@@ -70,3 +71,20 @@ export function tenantStatus(tenant: TenantRow) {
   };
 }
 export type TenantStatus = ReturnType<typeof tenantStatus>;
+
+/**
+ * A change of a tenant's registry entry by its workflow, and the event it makes, in one
+ * transaction: tenant_ready when it becomes ready, tenant_torn_down when torn down,
+ * tenant_failed when the workflow could not finish (`failed`). The payload is the status
+ * GET /tenants/{site_id} answers.
+ */
+export async function changeTenant(db: Db, tenantId: number, patch: Record<string, unknown>, opts: { failed?: boolean } = {}): Promise<void> {
+  await db.transaction(async (trx) => {
+    const before = await trx('tenants').where({ id: tenantId }).forUpdate().first('state');
+    if (!before) return;
+    const [after] = (await trx('tenants').where({ id: tenantId }).update(patch).returning('*')) as TenantRow[];
+    const slug = opts.failed ? 'tenant_failed' : after.state !== before.state && after.state === 'ready' ? 'tenant_ready' : after.state !== before.state && after.state === 'torn_down' ? 'tenant_torn_down' : null;
+    if (slug) await recordEvent(trx, { slug, objectId: Number(after.site_id), payload: tenantStatus(after) });
+  });
+}
+
