@@ -392,6 +392,12 @@ describe('memberships', () => {
       for (const s of [pending1, pending2]) expect(await siteRow(s.id)).toMatchObject({ type: 'customer_owned', active: true });
       expect(await siteRow(template.id)).toMatchObject({ type: 'site_template', active: false });
       expect(await siteRow(otherPending.id)).toMatchObject({ type: 'pending', active: false });
+      // Each published site is a site_published event (issue 19), written with the activation.
+      const published = await ctx.db('events').where({ slug: 'site_published' }).whereIn('object_id', [pending1.id, pending2.id, template.id, otherPending.id]).orderBy('object_id');
+      expect(published.map((e) => [Number(e.object_id), e.payload.type, e.payload.active])).toEqual([
+        [pending1.id, 'customer_owned', true],
+        [pending2.id, 'customer_owned', true],
+      ]);
     });
 
     test('on-hold -> trialing publishes too; date_activated kept when already set', async () => {

@@ -4,6 +4,7 @@ import { recordEvent } from '../events/record';
 import { invalidParams } from '../http/errors';
 import type { ListSpec } from '../http/list';
 import { DURATION_UNITS } from '../shared-enums';
+import { createSiteService, recordSiteEvents } from '../sites/service';
 import { MEMBERSHIP_STATUSES, type MembershipStatus } from './schema';
 import { checkTransition } from './status';
 
@@ -63,10 +64,15 @@ async function checkProducts(trx: Trx, cols: Row, refs: Refs): Promise<void> {
 }
 
 /**
- * A pending/on-hold membership that becomes active or trialing publishes its pending sites.
+ * A pending/on-hold membership that becomes active or trialing publishes its pending sites,
+ * each with its site events (site_published) in the same transaction.
  */
-async function publishPendingSites(trx: Trx, membershipId: number): Promise<void> {
-  await trx.raw("UPDATE sites SET type = 'customer_owned', active = true, date_modified = now() WHERE membership_id = ? AND type = 'pending'", [membershipId]);
+async function publishPendingSites(trx: Trx, membershipId: number, sites: TableService): Promise<void> {
+  const pending: Row[] = await trx('sites').where({ membership_id: membershipId, type: 'pending' }).forUpdate();
+  for (const before of pending) {
+    const [after] = await trx('sites').where({ id: before.id }).update({ type: 'customer_owned', active: true, date_modified: trx.fn.now() }).returning('*');
+    await recordSiteEvents(trx, { before, after, record: sites.toRecord(after) });
+  }
 }
 
 /**
@@ -88,6 +94,8 @@ export async function recordMembershipEvents(trx: Trx, change: RecordChange): Pr
 }
 
 export function createMembershipService(db: Db): TableService {
+  // The records of the sites an activation publishes (their events' payloads).
+  const sites = createSiteService(db);
   return new TableService(db, {
     table: 'memberships',
     model: 'membership',
@@ -162,7 +170,7 @@ export function createMembershipService(db: Db): TableService {
         }
       },
       async afterUpdate(trx, before, after) {
-        if (ACTIVATABLE_FROM.has(before.status) && ACTIVE.has(after.status)) await publishPendingSites(trx, Number(after.id));
+        if (ACTIVATABLE_FROM.has(before.status) && ACTIVE.has(after.status)) await publishPendingSites(trx, Number(after.id), sites);
       },
     },
   });
