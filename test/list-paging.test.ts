@@ -6,7 +6,8 @@ import { membershipListSpec } from '../src/memberships/store';
 import { paymentListSpec } from '../src/payments/store';
 import { productListSpec } from '../src/products/store';
 import { siteListSpec } from '../src/sites/store';
-import { jobListSpec, projectListSpec } from '../src/translations/service';
+import { jobListSpec } from '../src/translations/jobs';
+import { projectListSpec } from '../src/translations/projects';
 import { BASE, createTestContext, type TestContext } from './helpers';
 
 /**
