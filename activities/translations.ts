@@ -8,7 +8,7 @@ import { applyHuman, GettextError, parsePot, placeholderProblem, poTranslations,
 import { glotpressLocale, glotpressUrl, languageName, pluralForms } from '../src/translations/locales';
 import { buildPackage } from '../src/translations/package';
 import { MAX_GETTEXT } from '../src/translations/schema';
-import { sourceLabel, type Decision, type DecisionOutcome, type PipelineStep } from '../src/translations/types';
+import { logLine, sourceLabel, type Decision, type DecisionOutcome, type PipelineStep } from '../src/translations/types';
 
 /**
  * The side effects of the translation pipeline (workflow `translationPipeline`). Each activity
@@ -68,10 +68,6 @@ function counts(entries: Entry[]) {
     ai_strings: ai,
     source: sourceLabel(human, ai),
   };
-}
-
-function logLine(step: string, message: string, level: 'info' | 'warn' | 'error' = 'info') {
-  return JSON.stringify([{ at: new Date().toISOString(), step, level, message }]);
 }
 
 /**

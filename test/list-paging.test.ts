@@ -6,7 +6,8 @@ import { membershipListSpec } from '../src/memberships/service';
 import { paymentListSpec } from '../src/payments/service';
 import { productListSpec } from '../src/products/service';
 import { siteListSpec } from '../src/sites/service';
-import { jobListSpec, projectListSpec } from '../src/translations/service';
+import { jobListSpec } from '../src/translations/jobs';
+import { projectListSpec } from '../src/translations/projects';
 import { BASE, createTestContext, type TestContext } from './helpers';
 
 /**

@@ -8,7 +8,7 @@ import { TemporalGateway, UPDATE_TRIES } from '../src/temporal/gateway';
 import { promoteVersion, workerDeploymentOptions } from '../src/temporal/versioning';
 import { workerBundle } from '../src/temporal/worker';
 import { WorkflowIds } from '../src/temporal/workflow-ids';
-import { TranslationService } from '../src/translations/service';
+import { TranslationJobs } from '../src/translations/jobs';
 import { approveSignal, DECISION_REFUSED, PATCHES, translationApproveUpdate, translationRejectUpdate } from '../workflows/translationPipeline';
 import { BASE, decodedJson, type TestContext } from './helpers';
 import { startAiContext, status, waitForJob, type AiContext } from './translation-helpers';
@@ -109,7 +109,7 @@ describe('translation decisions are updates', () => {
   test('an approve whose first answer is lost is asked again with the same update id: decided once, and the job goes on', async () => {
     const job = await parked('de_DE');
     const { gateway, calls } = lossyGateway(1);
-    await new TranslationService(ctx.db, gateway, ctx.config).approve(job.id, 'admin');
+    await new TranslationJobs(ctx.db, gateway, ctx.config).approve(job.id, 'admin');
     expect(calls).toEqual([`approve-${job.id}`, `approve-${job.id}`]);
     const row = await ctx.db('translation_jobs').where({ id: job.id }).first('approved_at', 'approved_by');
     expect(row.approved_at).not.toBeNull();
@@ -125,7 +125,7 @@ describe('translation decisions are updates', () => {
   test('a reject whose every answer is lost: 503 saying that sending it again is safe; it was recorded once, and the job ended rejected', async () => {
     const job = await parked('fr_FR');
     const { gateway, calls } = lossyGateway(UPDATE_TRIES);
-    const err = await new TranslationService(ctx.db, gateway, ctx.config).reject(job.id, 'Wrong glossary', 'admin').catch((e: unknown) => e);
+    const err = await new TranslationJobs(ctx.db, gateway, ctx.config).reject(job.id, 'Wrong glossary', 'admin').catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 503, code: 'wu_rest_temporal_unavailable' });
     expect((err as Error).message).toContain('Sending the same request again is safe');
     expect(calls).toEqual(Array(UPDATE_TRIES).fill(`reject-${job.id}`));

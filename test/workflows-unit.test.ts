@@ -1,15 +1,25 @@
 /**
  * The workflows' own logic, against activities written here, on the time-skipping test server:
- * saga order and compensation, signals against timers, retry counting, and waits of days that
- * pass in skipped time. The end-to-end suites run the same workflows with the real activities.
+ * saga order and compensation, signals and updates against timers, retry counting, and waits of
+ * days that pass in skipped time. The end-to-end suites run the same workflows with the real activities.
  */
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Decision, DecisionOutcome } from '../src/translations/types';
 import { chatFollowUp, closedSignal, assignedSignal } from '../workflows/chatFollowUp';
 import { domainCheck } from '../workflows/domainCheck';
 import { register, REGISTER_FAILURES } from '../workflows/register';
 import { TENANT_OPERATION_FAILED, tenantTeardown, tenantVerifyWorkflow } from '../workflows/tenants';
+import {
+  approveSignal,
+  DECISION_REFUSED,
+  TRANSLATION_FAILED,
+  translationApproveUpdate,
+  translationPipeline,
+  translationRejectUpdate,
+  type PipelineInput,
+} from '../workflows/translationPipeline';
 import { createTimeSkippingEnv, withWorker } from './workflow-env';
 
 jest.setTimeout(120_000);
@@ -240,6 +250,208 @@ describe('tenant workflows: a run that gives up', () => {
       const r = await env.client.workflow.execute(tenantVerifyWorkflow, { taskQueue, workflowId: wid('verify'), args: [{ tenantId: 5, siteId: 6 }] });
       expect(r).toEqual({ state: 'not_ready' });
       expect(calls.map((c) => c[0])).toEqual(['tenantChecksRunning', 'tenantVerify']);
+    });
+  });
+});
+
+describe('translationPipeline', () => {
+  const DAY = 86_400;
+  const input = (jobId: number, extra: Partial<PipelineInput> = {}): PipelineInput => ({
+    jobId,
+    slug: 'hello-dolly',
+    type: 'plugin',
+    version: '1.7.2',
+    locale: 'de_DE',
+    aiMaxTries: 3,
+    approvalTimeoutSeconds: 30 * DAY,
+    batchesPerRun: 500,
+    ...extra,
+  });
+
+  /** Activities of a job with `strings` strings to translate, one per batch; `overrides` replace some. */
+  function pipelineActivities(strings: number, overrides: Record<string, (...args: any[]) => Promise<unknown>> = {}) {
+    let remaining = strings;
+    return {
+      translationImport: async () => ({ total: strings, remaining: strings, autoApprove: false }),
+      translationAwaitApproval: async () => ({ approved: false }),
+      translationDecide: async (_jobId: number, decision: Decision): Promise<DecisionOutcome> =>
+        decision.decision === 'approve' ? { state: 'approved', by: decision.by } : { state: 'rejected', reason: decision.reason },
+      translationExpire: async (_jobId: number, timeoutSeconds: number) => ({ state: 'expired', reason: `Not approved within ${timeoutSeconds / DAY} days.` }),
+      translationFail: async () => undefined,
+      translationStartProcessing: async () => ({ remaining, provider: true, batchSize: 1 }),
+      translationBatch: async () => ({ remaining: --remaining, batch: 1 }),
+      translationPackage: async () => ({ path: 'hello-dolly/1.7.2/de_DE.zip', size: 100 }),
+      ...overrides,
+    };
+  }
+  const names = (calls: [string, ...unknown[]][]) => calls.map((call) => call[0]);
+
+  // A run that a failed test leaves waiting ends with it: later tests skip time over their own runs only.
+  let started: WorkflowHandle[] = [];
+  afterEach(async () => {
+    await Promise.all(started.map((handle) => handle.terminate('test over').catch(() => undefined)));
+    started = [];
+  });
+  async function start(taskQueue: string, args: PipelineInput) {
+    const handle = await env.client.workflow.start(translationPipeline, { taskQueue, workflowId: wid('tr'), args: [args] });
+    started.push(handle);
+    return handle;
+  }
+  const execute = async (taskQueue: string, args: PipelineInput) => (await start(taskQueue, args)).result();
+
+  /** Once the run waits for approval: the length of its timer, in seconds. */
+  async function approvalTimerSeconds(handle: WorkflowHandle): Promise<number> {
+    for (let tries = 0; tries < 400; tries++) {
+      const timer = (await handle.fetchHistory()).events?.find((event) => event.timerStartedEventAttributes)?.timerStartedEventAttributes;
+      if (timer) return Number(String(timer.startToFireTimeout?.seconds));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error('the run never started its approval wait');
+  }
+
+  test('waits days for approval in skipped time, then goes on right after the approve update: process, package', async () => {
+    await withWorker(env, pipelineActivities(2), async (taskQueue, calls) => {
+      const handle = await start(taskQueue, input(21));
+      expect(await approvalTimerSeconds(handle)).toBe(30 * DAY);
+      const before = await env.currentTimeMs();
+      await env.sleep(3 * DAY * 1000);
+      expect(names(calls)).toEqual(['translationImport', 'translationAwaitApproval']);
+      const answer = await handle.executeUpdate(translationApproveUpdate, { args: [{ by: 'admin' }], updateId: 'approve-21' });
+      expect(answer).toEqual({ state: 'approved', by: 'admin' });
+      // Measured before result(): while it waits, the server may skip past any timer left.
+      const waited = (await env.currentTimeMs()) - before;
+      expect(waited).toBeGreaterThanOrEqual(3 * DAY * 1000);
+      expect(waited).toBeLessThan(30 * DAY * 1000);
+      expect(await handle.result()).toEqual({ status: 'ready' });
+      expect(names(calls)).toEqual(['translationImport', 'translationAwaitApproval', 'translationDecide', 'translationStartProcessing', 'translationBatch', 'translationBatch', 'translationPackage']);
+      expect(calls[2]).toEqual(['translationDecide', 21, { decision: 'approve', by: 'admin' }]);
+    });
+  });
+
+  test('the approve signal of older API replicas still ends the wait (they wrote the row: no decide activity)', async () => {
+    await withWorker(env, pipelineActivities(1), async (taskQueue, calls) => {
+      const handle = await start(taskQueue, input(22));
+      await approvalTimerSeconds(handle);
+      await env.sleep(5 * DAY * 1000);
+      await handle.signal(approveSignal, { by: 'admin' });
+      expect(await handle.result()).toEqual({ status: 'ready' });
+      expect(names(calls)).toEqual(['translationImport', 'translationAwaitApproval', 'translationStartProcessing', 'translationBatch', 'translationPackage']);
+    });
+  });
+
+  test('a reject records the failure at pending_approval and completes the run with it (a decision, not a failed run)', async () => {
+    await withWorker(env, pipelineActivities(2), async (taskQueue, calls) => {
+      const handle = await start(taskQueue, input(23));
+      await approvalTimerSeconds(handle);
+      const answer = await handle.executeUpdate(translationRejectUpdate, { args: [{ by: 'admin', reason: 'Wrong glossary' }] });
+      expect(answer).toEqual({ state: 'rejected', reason: 'Wrong glossary' });
+      const reason = 'Rejected by an administrator: Wrong glossary';
+      expect(await handle.result()).toEqual({ status: 'failed', step: 'pending_approval', reason });
+      expect(names(calls)).toEqual(['translationImport', 'translationAwaitApproval', 'translationDecide', 'translationFail']);
+      expect(calls[3]).toEqual(['translationFail', 23, 'pending_approval', reason]);
+    });
+  });
+
+  test('a decision after the reject is refused by the validator: nothing more is recorded', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await withWorker(env, pipelineActivities(2, { translationFail: () => held }), async (taskQueue, calls) => {
+      const handle = await start(taskQueue, input(24));
+      await approvalTimerSeconds(handle);
+      let late: unknown;
+      try {
+        await handle.executeUpdate(translationRejectUpdate, { args: [{ by: 'admin', reason: 'No' }] });
+        // The run is still open (its translationFail is held): a late approve meets the validator.
+        late = await handle.executeUpdate(translationApproveUpdate, { args: [{ by: 'admin' }] }).catch((e: unknown) => e);
+      } finally {
+        release();
+      }
+      // The run ends before anything is asserted: an activity still running when the test ends
+      // would hold the test server's skipped time for the tests after it.
+      const result = await handle.result();
+      expect(late).toBeInstanceOf(WorkflowUpdateFailedError);
+      expect((late as WorkflowUpdateFailedError).cause).toMatchObject({ type: DECISION_REFUSED, details: [{ state: 'rejected' }] });
+      expect(result).toMatchObject({ status: 'failed', step: 'pending_approval' });
+      expect(names(calls).filter((name) => name === 'translationDecide')).toHaveLength(1);
+    });
+  });
+
+  test('nobody decides: the approval timeout fires in skipped time and the job is expired', async () => {
+    await withWorker(env, pipelineActivities(2), async (taskQueue, calls) => {
+      const handle = await start(taskQueue, input(25, { approvalTimeoutSeconds: 14 * DAY }));
+      expect(await approvalTimerSeconds(handle)).toBe(14 * DAY);
+      const before = await env.currentTimeMs();
+      expect(await handle.result()).toEqual({ status: 'expired', step: 'pending_approval', reason: 'Not approved within 14 days.' });
+      expect((await env.currentTimeMs()) - before).toBeGreaterThanOrEqual(14 * DAY * 1000);
+      expect(calls).toEqual([
+        ['translationImport', 25],
+        ['translationAwaitApproval', 25],
+        ['translationExpire', 25, 14 * DAY],
+      ]);
+    });
+  });
+
+  test('a run started before the timeout was an input waits the default 30 days', async () => {
+    await withWorker(env, pipelineActivities(2), async (taskQueue, calls) => {
+      const { approvalTimeoutSeconds: _omitted, ...older } = input(26);
+      const handle = await start(taskQueue, older);
+      expect(await approvalTimerSeconds(handle)).toBe(30 * DAY);
+      expect(await handle.result()).toMatchObject({ status: 'expired' });
+      expect(calls[2]).toEqual(['translationExpire', 26, 30 * DAY]);
+    });
+  });
+
+  test.each([
+    ['an approval: the job goes on', { state: 'approved', reason: '' }, ['translationStartProcessing', 'translationBatch', 'translationPackage'], { status: 'ready' }],
+    ['a rejection: the job fails with it', { state: 'rejected', reason: 'Too late' }, ['translationFail'], { status: 'failed', step: 'pending_approval', reason: 'Rejected by an administrator: Too late' }],
+  ])('the timer fires but the row already holds %s', async (_what, expired, after, result) => {
+    await withWorker(env, pipelineActivities(1, { translationExpire: async () => expired }), async (taskQueue, calls) => {
+      expect(await execute(taskQueue, input(27, { approvalTimeoutSeconds: 7 * DAY }))).toEqual(result);
+      expect(names(calls)).toEqual(['translationImport', 'translationAwaitApproval', 'translationExpire', ...after]);
+    });
+  });
+
+  test('auto-approved at import, or approved before the run: no wait for a decision', async () => {
+    await withWorker(env, pipelineActivities(1, { translationImport: async () => ({ total: 1, remaining: 1, autoApprove: true }) }), async (taskQueue, calls) => {
+      expect(await execute(taskQueue, input(28))).toEqual({ status: 'ready' });
+      expect(names(calls)).toEqual(['translationImport', 'translationStartProcessing', 'translationBatch', 'translationPackage']);
+    });
+    await withWorker(env, pipelineActivities(1, { translationAwaitApproval: async () => ({ approved: true }) }), async (taskQueue, calls) => {
+      // A wait would end expired (its timer passes in skipped time): ready means there was none.
+      expect(await execute(taskQueue, input(29))).toEqual({ status: 'ready' });
+      expect(names(calls)).toEqual(['translationImport', 'translationAwaitApproval', 'translationStartProcessing', 'translationBatch', 'translationPackage']);
+    });
+  });
+
+  test('processing continues as new every batchesPerRun batches, each new run starting from processing', async () => {
+    await withWorker(env, pipelineActivities(5, { translationImport: async () => ({ total: 5, remaining: 5, autoApprove: true }) }), async (taskQueue, calls) => {
+      const handle = await start(taskQueue, input(30, { batchesPerRun: 2 }));
+      expect(await handle.result()).toEqual({ status: 'ready' });
+      expect(names(calls)).toEqual([
+        'translationImport',
+        ...['translationStartProcessing', 'translationBatch', 'translationBatch'],
+        ...['translationStartProcessing', 'translationBatch', 'translationBatch'],
+        ...['translationStartProcessing', 'translationBatch'],
+        'translationPackage',
+      ]);
+      expect((await handle.describe()).runId).not.toBe(handle.firstExecutionRunId);
+    });
+  });
+
+  test('a batch the provider refuses fails the job at processing: recorded first, then the run fails as TranslationFailed', async () => {
+    const refusedBatch = async () => {
+      throw ApplicationFailure.nonRetryable('the provider answered HTTP 401 (invalid_api_key)', 'TranslationProviderRejected');
+    };
+    await withWorker(env, pipelineActivities(2, { translationBatch: refusedBatch }), async (taskQueue, calls) => {
+      const handle = await start(taskQueue, input(31));
+      await approvalTimerSeconds(handle);
+      await handle.executeUpdate(translationApproveUpdate, { args: [{ by: 'admin' }] });
+      const err = await handle.result().catch((e: unknown) => e);
+      expect(failureType(err)).toBe(TRANSLATION_FAILED);
+      const reason = 'Translation failed: the provider answered HTTP 401 (invalid_api_key)';
+      expect((err as WorkflowFailedError).cause).toMatchObject({ message: reason, nonRetryable: true, details: [{ status: 'failed', step: 'processing', reason }] });
+      expect(names(calls)).toEqual(['translationImport', 'translationAwaitApproval', 'translationDecide', 'translationStartProcessing', 'translationBatch', 'translationFail']);
+      expect(calls[5]).toEqual(['translationFail', 31, 'processing', reason]);
     });
   });
 });

@@ -20,7 +20,7 @@ export type { PipelineInput, PipelineResult } from '../src/translations/types';
 
 /**
  * Approve and reject (README "Decisions: updates and signals"): the API calls these updates
- * (src/translations/service.ts) with the update id approve-<job id> / reject-<job id>, and waits
+ * (src/translations/pipeline.ts) with the update id approve-<job id> / reject-<job id>, and waits
  * for the answer. The validator refuses a job that is not waiting for approval or was already
  * decided (nothing is recorded then); the handler records the decision through the activity
  * translationDecide and answers what the job's row says.

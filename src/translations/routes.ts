@@ -11,7 +11,11 @@ import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import type { ObjectStorage } from '../infra/object-storage';
 import type { TemporalGateway } from '../temporal/gateway';
+import { PackageStatusChecks, parseBatchItem, type BatchError, type PackageStatus } from './batches';
+import { packageFile } from './downloads';
+import { jobListSpec, TranslationJobs } from './jobs';
 import { localeProblem, SLUG_PATTERN, VERSION_PATTERN, WORDPRESS_LOCALES } from './locales';
+import { projectListSpec, TranslationProjects } from './projects';
 import {
   BATCH_MAX_LOCALES,
   BATCH_MAX_PACKAGES,
@@ -27,7 +31,6 @@ import {
   statusSchema,
   updateProjectSchema,
 } from './schema';
-import { jobListSpec, parseBatchItem, projectListSpec, TranslationService, type BatchError, type PackageStatus } from './service';
 import { PACKAGE_TYPES } from './types';
 
 export interface TranslationDeps {
@@ -70,11 +73,11 @@ function ownQuery(query: Record<string, unknown>): Record<string, unknown> {
 /** The jobs list's locale filters name known WordPress locales only (a typo would list nothing). */
 function checkLocaleFilters(q: ListQuery): void {
   const params: Record<string, string> = {};
-  for (const c of q.conditions) {
-    if (c.column !== jobListSpec.filters.locale.column) continue;
-    const name = c.op === 'eq' ? 'locale' : `locale__${c.op}`;
-    const bad = c.values.map(String).find((v) => localeProblem(v) !== null);
-    if (bad !== undefined) params[name] = c.op === 'eq' ? `locale ${localeProblem(bad)}` : `${name}: ${bad.slice(0, 40)} ${localeProblem(bad)}`;
+  for (const condition of q.conditions) {
+    if (condition.column !== jobListSpec.filters.locale.column) continue;
+    const name = condition.op === 'eq' ? 'locale' : `locale__${condition.op}`;
+    const bad = condition.values.map(String).find((value) => localeProblem(value) !== null);
+    if (bad !== undefined) params[name] = condition.op === 'eq' ? `locale ${localeProblem(bad)}` : `${name}: ${bad.slice(0, 40)} ${localeProblem(bad)}`;
   }
   if (Object.keys(params).length) throw invalidParams(params);
 }
@@ -98,7 +101,6 @@ const packageNotFound = () => new ApiError(404, 'wu_rest_translation_package_not
  * replaces an old pack. Mount before the API authentication.
  */
 export function mountTranslationDownloads(router: Router, registry: RouteRegistry, namespace: string, deps: TranslationDeps): void {
-  const service = new TranslationService(deps.db, deps.temporal, deps.config);
   registry.operation(namespace, 'GET', '/translations/packages/:type/:slug/:version/:locale.zip', {
     summary: 'Download a ready language pack (zip of .po, .mo, .l10n.php and per-script .json)',
     description:
@@ -116,15 +118,15 @@ export function mountTranslationDownloads(router: Router, registry: RouteRegistr
     },
   });
   router.get('/translations/packages/:type/:slug/:version/:locale.zip', async (req: Request, res: Response) => {
-    const p = { type: String(req.params.type), slug: String(req.params.slug), version: String(req.params.version), locale: String(req.params.locale) };
+    const pkg = { type: String(req.params.type), slug: String(req.params.slug), version: String(req.params.version), locale: String(req.params.locale) };
     const params: Record<string, string> = {};
-    if (!(PACKAGE_TYPES as readonly string[]).includes(p.type)) params.type = 'type is not one of plugin and theme.';
-    if (!SLUG_PATTERN.test(p.slug)) params.slug = 'slug is not a valid plugin or theme slug.';
-    if (!VERSION_PATTERN.test(p.version)) params.version = 'version is not a valid version.';
-    const badLocale = localeProblem(p.locale);
+    if (!(PACKAGE_TYPES as readonly string[]).includes(pkg.type)) params.type = 'type is not one of plugin and theme.';
+    if (!SLUG_PATTERN.test(pkg.slug)) params.slug = 'slug is not a valid plugin or theme slug.';
+    if (!VERSION_PATTERN.test(pkg.version)) params.version = 'version is not a valid version.';
+    const badLocale = localeProblem(pkg.locale);
     if (badLocale) params.locale = `locale ${badLocale}`;
     if (Object.keys(params).length) throw invalidParams(params);
-    const found = await service.packageFile(p);
+    const found = await packageFile(deps.db, pkg);
     if (!found) throw packageNotFound();
     const etag = `"${found.sha256}"`;
     const caching = { ETag: etag, 'Cache-Control': 'public, max-age=300' };
@@ -133,7 +135,7 @@ export function mountTranslationDownloads(router: Router, registry: RouteRegistr
       return;
     }
     await sendStoredFile(req, res, deps.storage, found.key, {
-      headers: { ...caching, 'Content-Type': 'application/zip', 'Content-Disposition': `attachment; filename="${p.slug}-${p.locale}.zip"` },
+      headers: { ...caching, 'Content-Type': 'application/zip', 'Content-Disposition': `attachment; filename="${pkg.slug}-${pkg.locale}.zip"` },
       etag,
       missing: packageNotFound,
     });
@@ -141,21 +143,24 @@ export function mountTranslationDownloads(router: Router, registry: RouteRegistr
 }
 
 /** Status checks, projects and jobs (behind the API authentication). */
-export function mountTranslations(router: Router, registry: RouteRegistry, namespace: string, deps: TranslationDeps): TranslationService {
-  const service = new TranslationService(deps.db, deps.temporal, deps.config);
-  const status = registry.component('TranslationPackageStatus', statusSchema);
-  const project = registry.component('TranslationProject', projectRecordSchema);
-  const job = registry.component('TranslationJob', jobRecordSchema);
-  document(registry, namespace, { status, project, job });
+export function mountTranslations(router: Router, registry: RouteRegistry, namespace: string, deps: TranslationDeps): void {
+  const checks = new PackageStatusChecks(deps.db, deps.temporal, deps.config);
+  const projects = new TranslationProjects(deps.db, deps.config);
+  const jobs = new TranslationJobs(deps.db, deps.temporal, deps.config);
+  document(registry, namespace, {
+    status: registry.component('TranslationPackageStatus', statusSchema),
+    project: registry.component('TranslationProject', projectRecordSchema),
+    job: registry.component('TranslationJob', jobRecordSchema),
+  });
 
   const sendRetryAfter = (res: Response, items: (PackageStatus | BatchError)[]) => {
-    const waits = items.map((s) => ('retry_after' in s ? s.retry_after : undefined)).filter((n): n is number => n !== undefined);
+    const waits = items.map((item) => ('retry_after' in item ? item.retry_after : undefined)).filter((n): n is number => n !== undefined);
     if (waits.length) res.setHeader('Retry-After', String(Math.min(...waits)));
   };
 
   router.get('/translations/check', async (req, res) => {
     const input = parseOrThrow(checkSchema, ownQuery(req.query as Record<string, unknown>));
-    const [out] = await service.check([input], namespaceUrl(req), req.log);
+    const [out] = await checks.check([input], namespaceUrl(req), req.log);
     if ('error' in out) throw new ApiError(out.error.data.status, out.error.code, out.error.message);
     sendRetryAfter(res, [out]);
     res.json(out);
@@ -172,7 +177,7 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
     if (locales.size > BATCH_MAX_LOCALES) {
       throw invalidParams({ packages: `packages must cover at most ${BATCH_MAX_LOCALES} different locales per call (this one has ${locales.size}).` });
     }
-    const out = await service.check(items, namespaceUrl(req), req.log);
+    const out = await checks.check(items, namespaceUrl(req), req.log);
     sendRetryAfter(res, out);
     res.json(out);
   });
@@ -180,28 +185,28 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
   // ---- projects ----
   router.get('/translations/projects', async (req, res) => {
     const { q, view } = parseWithView(req.query as Record<string, unknown>, (query) => parseListQuery(query, projectListSpec));
-    const page = await service.listProjects(q);
+    const page = await projects.list(q);
     setPagingHeaders(req, res, q, page);
     res.json(page.rows.map((r) => applyFields(r, view.fields)));
   });
   router.post('/translations/projects', async (req, res) => {
-    res.json(await service.createProject(parseOrThrow(createProjectSchema, bodyObject(req.body))));
+    res.json(await projects.create(parseOrThrow(createProjectSchema, bodyObject(req.body))));
   });
   router.get('/translations/projects/:id', async (req, res) => {
     const { fields } = parseView(req.query as Record<string, unknown>);
-    const p = await service.getProject(parseId(req, 'translation_project'));
-    if (!p) throw notFoundItem('translation_project');
-    res.json(applyFields(p, fields));
+    const project = await projects.get(parseId(req, 'translation_project'));
+    if (!project) throw notFoundItem('translation_project');
+    res.json(applyFields(project, fields));
   });
   router.put('/translations/projects/:id', async (req, res) => {
     const id = parseId(req, 'translation_project');
     const input = parseOrThrow(updateProjectSchema, bodyObject(req.body));
-    const p = await service.updateProject(id, input);
-    if (!p) throw notFoundItem('translation_project');
-    res.json(p);
+    const project = await projects.update(id, input);
+    if (!project) throw notFoundItem('translation_project');
+    res.json(project);
   });
   router.delete('/translations/projects/:id', async (req, res) => {
-    if (!(await service.removeProject(parseId(req, 'translation_project')))) throw notFoundItem('translation_project');
+    if (!(await projects.remove(parseId(req, 'translation_project')))) throw notFoundItem('translation_project');
     res.json(true);
   });
 
@@ -209,18 +214,18 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
   router.get('/translations/jobs', async (req, res) => {
     const { q, view } = parseWithView(req.query as Record<string, unknown>, (query) => parseListQuery(query, jobListSpec));
     checkLocaleFilters(q);
-    const page = await service.listJobs(q, namespaceUrl(req));
+    const page = await jobs.list(q, namespaceUrl(req));
     setPagingHeaders(req, res, q, page);
     res.json(page.rows.map((r) => applyFields(r, view.fields)));
   });
   router.post('/translations/jobs/approve', async (req, res) => {
     const filter = parseOrThrow(bulkApproveSchema, bodyObject(req.body));
-    res.json(await service.approveMany(filter, actor(req)));
+    res.json(await jobs.approveMany(filter, actor(req)));
   });
   const getJob = async (req: Request, id: number) => {
-    const j = await service.getJob(id, namespaceUrl(req));
-    if (!j) throw notFoundItem('translation_job');
-    return j;
+    const job = await jobs.get(id, namespaceUrl(req));
+    if (!job) throw notFoundItem('translation_job');
+    return job;
   };
   router.get('/translations/jobs/:id', async (req, res) => {
     const { fields } = parseView(req.query as Record<string, unknown>);
@@ -229,22 +234,21 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
   router.post('/translations/jobs/:id/approve', async (req, res) => {
     const id = parseId(req, 'translation_job');
     parseOrThrow(z.strictObject({}), bodyObject(req.body));
-    await service.approve(id, actor(req));
+    await jobs.approve(id, actor(req));
     res.json(await getJob(req, id));
   });
   router.post('/translations/jobs/:id/reject', async (req, res) => {
     const id = parseId(req, 'translation_job');
     const { reason } = parseOrThrow(rejectSchema, bodyObject(req.body));
-    await service.reject(id, reason, actor(req));
+    await jobs.reject(id, reason, actor(req));
     res.json(await getJob(req, id));
   });
   router.post('/translations/jobs/:id/retry', async (req, res) => {
     const id = parseId(req, 'translation_job');
     parseOrThrow(z.strictObject({}), bodyObject(req.body));
-    await service.retry(id);
+    await jobs.retry(id);
     res.json(await getJob(req, id));
   });
-  return service;
 }
 
 function document(registry: RouteRegistry, namespace: string, refs: { status: { $ref: string }; project: { $ref: string }; job: { $ref: string } }): void {

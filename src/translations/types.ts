@@ -1,4 +1,4 @@
-/** Shared by the routes, the activities and the workflow (types and pure helpers only). */
+/** Shared by the routes, the services, the activities and the workflow (types and small helpers, no I/O). */
 
 export const PACKAGE_TYPES = ['plugin', 'theme'] as const;
 export type PackageType = (typeof PACKAGE_TYPES)[number];
@@ -11,9 +11,20 @@ export const JOB_STATUSES = ['importing', 'pending_approval', 'processing', 'pac
 export type JobStatus = (typeof JOB_STATUSES)[number];
 export const PACKAGE_STATUSES = ['missing', ...JOB_STATUSES] as const;
 
+/** A language pack: one version of a plugin or theme in one locale (a job builds one). */
+export interface TranslationPackage {
+  slug: string;
+  type: string;
+  version: string;
+  locale: string;
+}
+
 /** Steps of the pipeline, in order; a failed job remembers the step it failed in. */
 export const PIPELINE_STEPS = ['importing', 'pending_approval', 'processing', 'packaging'] as const;
 export type PipelineStep = (typeof PIPELINE_STEPS)[number];
+
+/** A job at one of the pipeline's steps is in flight (it has not ended). */
+export const IN_FLIGHT_STATUSES: readonly JobStatus[] = PIPELINE_STEPS;
 
 /** What a failed step means for an operator: the contract's validation, translation or packaging (an expired job: `expired`). */
 export const FAILURE_KIND: Record<PipelineStep, string> = {
@@ -24,6 +35,11 @@ export const FAILURE_KIND: Record<PipelineStep, string> = {
 };
 
 export const SOURCES = ['none', 'human', 'ai', 'mixed'] as const;
+
+/** One entry of a job's `logs` (a JSON array, appended with `logs || ?::jsonb`). */
+export function logLine(step: string, message: string, level: 'info' | 'warn' | 'error' = 'info'): string {
+  return JSON.stringify([{ at: new Date().toISOString(), step, level, message }]);
+}
 
 /** Where the translations came from: human, ai, mixed, or none yet. */
 export function sourceLabel(human: number, ai: number): (typeof SOURCES)[number] {

@@ -1,0 +1,231 @@
+import { WorkflowIdConflictPolicy } from '@temporalio/client';
+import type { Db } from '../db/knex';
+import { conflict, notFoundItem, type ApiError } from '../http/errors';
+import { runList, type ListQuery, type ListSpec } from '../http/list';
+import { isoDate } from '../http/validation';
+import { logger } from '../logger';
+import type { TemporalGateway } from '../temporal/gateway';
+import { downloadUrl } from './downloads';
+import { WORDPRESS_LOCALES } from './locales';
+import { TranslationPipeline, type PipelineConfig } from './pipeline';
+import { FAILURE_KIND, IN_FLIGHT_STATUSES, JOB_STATUSES, logLine, PACKAGE_TYPES, type DecisionRefusal, type PipelineStep, type TranslationPackage } from './types';
+
+export const jobListSpec: ListSpec = {
+  idColumn: 'translation_jobs.id',
+  dateCreatedColumn: 'translation_jobs.date_created',
+  searchable: ['translation_jobs.slug', 'translation_jobs.locale'],
+  sortable: {
+    id: 'translation_jobs.id',
+    slug: 'translation_jobs.slug',
+    locale: 'translation_jobs.locale',
+    status: 'translation_jobs.status',
+    remaining_strings: 'translation_jobs.remaining_strings',
+    date_created: 'translation_jobs.date_created',
+    date_modified: 'translation_jobs.date_modified',
+  },
+  filters: {
+    status: { column: 'translation_jobs.status', type: { enum: JOB_STATUSES } },
+    slug: { column: 'translation_jobs.slug', type: 'string' },
+    type: { column: 'translation_jobs.type', type: { enum: PACKAGE_TYPES } },
+    // Known WordPress locales only: routes.ts checks them (checkLocaleFilters).
+    locale: { column: 'translation_jobs.locale', type: 'string', known: WORDPRESS_LOCALES },
+    version: { column: 'translation_jobs.version', type: 'string' },
+    project_id: { column: 'translation_jobs.project_id', type: 'int' },
+  },
+};
+
+/** Columns of a job without its strings (and, for lists, its logs). */
+const JOB_COLUMNS = [
+  'id', 'project_id', 'slug', 'type', 'version', 'locale', 'status', 'source', 'total_strings', 'remaining_strings', 'human_strings', 'ai_strings',
+  'batches_done', 'workflow_id', 'failure_step', 'failure_reason', 'rejection_reason', 'approved_at', 'approved_by', 'package_path', 'package_size',
+  'package_sha256', 'package_files', 'date_created', 'date_modified',
+].map((column) => `translation_jobs.${column}`);
+
+function jobRecord(row: Record<string, any>, base: string, withLogs = false) {
+  const step = row.failure_step as PipelineStep | null;
+  return {
+    id: Number(row.id),
+    model: 'translation_job' as const,
+    project_id: row.project_id === null ? null : Number(row.project_id),
+    slug: row.slug,
+    type: row.type,
+    version: row.version,
+    locale: row.locale,
+    status: row.status,
+    source: row.source,
+    total_strings: row.total_strings,
+    remaining_strings: row.remaining_strings,
+    human_strings: row.human_strings,
+    ai_strings: row.ai_strings,
+    batches_done: row.batches_done,
+    workflow_id: row.workflow_id,
+    failure_step: step,
+    failure_kind: row.status === 'expired' ? 'expired' : row.status === 'failed' && step ? FAILURE_KIND[step] : null,
+    failure_reason: row.failure_reason,
+    rejection_reason: row.rejection_reason,
+    approved_at: isoDate(row.approved_at),
+    approved_by: row.approved_by,
+    download_url: row.status === 'ready' && row.package_path ? downloadUrl(base, row as TranslationPackage) : null,
+    package_size: row.package_size === null ? null : Number(row.package_size),
+    package_sha256: row.package_sha256,
+    package_files: row.package_files,
+    ...(withLogs ? { logs: row.logs } : {}),
+    date_created: isoDate(row.date_created)!,
+    date_modified: isoDate(row.date_modified)!,
+  };
+}
+
+function notPending(status: string, action: string): ApiError {
+  if (status === 'expired') {
+    return conflict(
+      'wu_rest_translation_job_expired',
+      `This job waited for approval longer than TRANSLATION_APPROVAL_TIMEOUT_DAYS and expired, so it can no longer be ${action}; POST .../retry makes it wait for approval again.`,
+      { job_status: status },
+    );
+  }
+  return conflict('wu_rest_translation_job_not_pending', `Only a job waiting for approval (pending_approval) can be ${action}; this one is ${status}.`, { job_status: status });
+}
+
+/**
+ * The jobs (one per package): reading them, and their lifecycle: approve, reject (decided by
+ * the job's pipeline), retry. Which state allows what is decided here.
+ */
+export class TranslationJobs {
+  private readonly pipeline: TranslationPipeline;
+
+  constructor(
+    private readonly db: Db,
+    temporal: TemporalGateway,
+    config: PipelineConfig,
+  ) {
+    this.pipeline = new TranslationPipeline(db, temporal, config);
+  }
+
+  async list(q: ListQuery, base: string) {
+    const page = await runList<Record<string, any>>(this.db, () => this.db('translation_jobs').select(JOB_COLUMNS), q, jobListSpec);
+    return { ...page, rows: page.rows.map((row) => jobRecord(row, base)) };
+  }
+
+  async get(id: number, base: string) {
+    const row = await this.db('translation_jobs').where({ id }).first([...JOB_COLUMNS, 'translation_jobs.logs']);
+    return row ? jobRecord(row, base, true) : null;
+  }
+
+  private async requireJob(id: number) {
+    const row = await this.db('translation_jobs').where({ id }).first('id', 'status', 'approved_at', 'slug', 'type', 'version', 'locale', 'workflow_id', 'failure_step');
+    if (!row) throw notFoundItem('translation_job');
+    return row;
+  }
+
+  /** The 409 for a refused decision, from what the row says now (the refusal's reason while the row still shows the job waiting). */
+  private async refusedDecision(id: number, refusal: DecisionRefusal, action: 'approved' | 'rejected'): Promise<ApiError> {
+    const row = await this.requireJob(id);
+    if (row.status !== 'pending_approval') return notPending(row.status, action);
+    if (row.approved_at) return notPending('approved', action);
+    if (refusal.state === 'deciding') {
+      return conflict('wu_rest_translation_job_not_pending', `Another decision on this job is being recorded, so it was not ${action}.`, { job_status: row.status });
+    }
+    return notPending(refusal.state === 'not_pending' ? row.status : refusal.state, action);
+  }
+
+  /**
+   * Approves a pending job (again: no-op) through the pipeline's update, which records the
+   * approval (translationDecide) and goes on. Nothing is written here: no rollback to get wrong.
+   */
+  async approve(id: number, by: string): Promise<void> {
+    const job = await this.requireJob(id);
+    if (job.status !== 'pending_approval') throw notPending(job.status, 'approved');
+    if (job.approved_at) return;
+    const answer = await this.pipeline.approve(job, { by });
+    // Approved before this call (another request, auto_approve): approving again changes nothing.
+    if (answer.state === 'approved') return;
+    throw await this.refusedDecision(id, answer, 'approved');
+  }
+
+  /** Rejects a pending job through the pipeline's update, which records the rejection: the job ends failed with the reason. */
+  async reject(id: number, reason: string, by: string): Promise<void> {
+    const job = await this.requireJob(id);
+    if (job.status !== 'pending_approval' || job.approved_at) throw notPending(job.approved_at ? 'approved' : job.status, 'rejected');
+    const answer = await this.pipeline.reject(job, { by, reason });
+    if (answer.state === 'rejected' && 'reason' in answer) return;
+    throw await this.refusedDecision(id, answer, 'rejected');
+  }
+
+  /** Approves every pending, not yet approved job matching the filters, a few updates at a time. */
+  async approveMany(filter: { locale?: string; slug?: string; type?: string; version?: string }, by: string): Promise<{ approved: number[]; failed: { id: number; error: string }[] }> {
+    const where: Record<string, string> = {};
+    for (const field of ['locale', 'slug', 'type', 'version'] as const) if (filter[field] !== undefined) where[field] = filter[field]!;
+    const rows: { id: number; workflow_id: string }[] = await this.db('translation_jobs')
+      .where({ ...where, status: 'pending_approval' })
+      .whereNull('approved_at')
+      .orderBy('id')
+      .select('id', 'workflow_id');
+    const approved: number[] = [];
+    const failed: { id: number; error: string }[] = [];
+    for (let i = 0; i < rows.length; i += 10) {
+      await Promise.all(
+        rows.slice(i, i + 10).map(async (job) => {
+          try {
+            const answer = await this.pipeline.approve(job, { by, bulk: true });
+            if (answer.state === 'approved') approved.push(Number(job.id));
+            else failed.push({ id: Number(job.id), error: (await this.refusedDecision(Number(job.id), answer, 'approved')).message });
+          } catch (err) {
+            failed.push({ id: Number(job.id), error: (err as Error).message });
+          }
+        }),
+      );
+    }
+    return { approved: approved.sort((a, b) => a - b), failed };
+  }
+
+  /**
+   * Starts a failed job again from the step it failed in (an expired one: waiting for approval). A job shown in progress whose
+   * workflow no longer runs (terminated by an operator, history lost) is restarted from its
+   * current step the same way; one whose workflow runs is refused.
+   */
+  async retry(id: number): Promise<void> {
+    const job = await this.requireJob(id);
+    let from: PipelineStep;
+    let note: string;
+    if (job.status === 'failed' || job.status === 'expired') {
+      from = job.failure_step ?? 'importing';
+      note = job.status === 'expired' ? 'Retry of an expired job: waiting for approval again.' : `Retry from ${from}.`;
+    } else if (IN_FLIGHT_STATUSES.includes(job.status)) {
+      if (await this.pipeline.startWaiting(job.workflow_id)) {
+        throw conflict('wu_rest_translation_job_not_failed', `This job's pipeline is waiting to be started (the workflow service was unreachable); it starts by itself.`, { job_status: job.status });
+      }
+      const state = await this.pipeline.runStatus(job.workflow_id);
+      if (state === 'RUNNING') {
+        throw conflict('wu_rest_translation_job_not_failed', `Only a failed job can be retried; this one is ${job.status} and its workflow is running.`, { job_status: job.status });
+      }
+      from = job.status as PipelineStep;
+      note = `Restarted from ${from}: its workflow was ${state === null ? 'not found' : state.toLowerCase()}.`;
+    } else {
+      throw conflict('wu_rest_translation_job_not_failed', `Only a failed job can be retried; this one is ${job.status}.`, { job_status: job.status });
+    }
+    this.pipeline.assertAvailable();
+    // The status and the new run's start in one transaction (the outbox); the failed run has
+    // finished (or is finishing): the new run replaces it, under the job's stored workflow id.
+    const startId = await this.db.transaction(async (trx) => {
+      const updated = await trx('translation_jobs')
+        .where({ id, status: job.status })
+        .update({
+          status: from,
+          failure_step: null,
+          failure_reason: null,
+          // A retry gives the AI provider a fresh error budget (TRANSLATION_AI_ERROR_BUDGET).
+          provider_failures: 0,
+          batch_provider_failures: 0,
+          ...(from === 'pending_approval' ? { rejection_reason: null, approved_at: null, approved_by: null } : {}),
+          status_changed_at: trx.fn.now(),
+          date_modified: trx.fn.now(),
+          logs: trx.raw('logs || ?::jsonb', [logLine(from, note)]),
+        });
+      if (updated === 0) throw conflict('wu_rest_translation_job_not_failed', 'The job changed meanwhile; try again.');
+      return this.pipeline.enqueue(trx, id, job.workflow_id, job, from, WorkflowIdConflictPolicy.TERMINATE_EXISTING);
+    });
+    const [outcome] = await this.pipeline.startNow([startId]);
+    // Not started now: the start relay tries again (the job shows its step meanwhile).
+    if (outcome instanceof Error) logger.warn({ err: outcome, jobId: id }, 'translation retry not started yet; the start relay tries again');
+  }
+}
