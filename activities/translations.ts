@@ -1,10 +1,12 @@
 import { ApplicationFailure, Context, heartbeat } from '@temporalio/activity';
-import type { Config } from '../src/config';
+import type { Knex } from 'knex';
+import { WU_NAMESPACE, type Config } from '../src/config';
 import type { Db } from '../src/db/knex';
 import type { ObjectStorage } from '../src/infra/object-storage';
 import { OutboundError, outboundFetch, OutboundPolicy, urlForMessages, type OutboundResponse } from '../src/infra/outbound-http';
 import { logger } from '../src/logger';
 import { applyHuman, GettextError, parsePot, placeholderProblem, poTranslations, type Entry } from '../src/translations/gettext';
+import { recordJobStatusEvent } from '../src/translations/jobs';
 import { glotpressLocale, glotpressUrl, languageName, pluralForms } from '../src/translations/locales';
 import { buildPackage } from '../src/translations/package';
 import { MAX_GETTEXT } from '../src/translations/schema';
@@ -30,6 +32,8 @@ export interface TranslationActivityDeps {
   storage: ObjectStorage;
   config: Pick<
     Config,
+    | 'PUBLIC_URL'
+    | 'REST_PREFIX'
     | 'TRANSLATION_AI_BASE_URL'
     | 'TRANSLATION_AI_MODEL'
     | 'TRANSLATION_AI_API_KEY'
@@ -123,16 +127,27 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
     return row as JobRow;
   };
 
+  // Where event payloads link to (no request here: PUBLIC_URL, or paths from the REST root).
+  const apiBase = `${config.PUBLIC_URL?.replace(/\/$/, '') ?? ''}${config.REST_PREFIX}/${WU_NAMESPACE}`;
+  // A status change and its event (awaiting approval, ready, failed) in one transaction.
+  const changeStatus = (jobId: number, change: (trx: Knex.Transaction) => Promise<unknown>) =>
+    db.transaction(async (trx) => {
+      const before = await trx('translation_jobs').where({ id: jobId }).forUpdate().first('status');
+      await change(trx);
+      await recordJobStatusEvent(trx, jobId, apiBase, before?.status);
+    });
   const setStatus = (jobId: number, status: string, step: string, message: string, extra: Record<string, unknown> = {}) =>
-    db('translation_jobs')
-      .where({ id: jobId })
-      .update({
-        status,
-        ...extra,
-        status_changed_at: db.fn.now(),
-        date_modified: db.fn.now(),
-        logs: db.raw('logs || ?::jsonb', [logLine(step, message)]),
-      });
+    changeStatus(jobId, (trx) =>
+      trx('translation_jobs')
+        .where({ id: jobId })
+        .update({
+          status,
+          ...extra,
+          status_changed_at: trx.fn.now(),
+          date_modified: trx.fn.now(),
+          logs: trx.raw('logs || ?::jsonb', [logLine(step, message)]),
+        }),
+    );
 
   return {
     /**
@@ -347,6 +362,7 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
             date_modified: trx.fn.now(),
             logs: trx.raw('logs || ?::jsonb', [logLine('pending_approval', reason, 'warn')]),
           });
+        await recordJobStatusEvent(trx, jobId, apiBase);
         return { state: 'expired', reason };
       });
     },
@@ -387,22 +403,25 @@ export function createTranslationActivities(deps: TranslationActivityDeps) {
             date_modified: trx.fn.now(),
             logs: trx.raw('logs || ?::jsonb', [logLine('pending_approval', `Rejected (${d.by}): ${d.reason}`)]),
           });
+        await recordJobStatusEvent(trx, jobId, apiBase);
         return { state: 'rejected', reason: d.reason };
       });
     },
 
     /** failed: the step and the reason stay on the job, with a log line. */
     async translationFail(jobId: number, step: PipelineStep, reason: string): Promise<void> {
-      await db('translation_jobs')
-        .where({ id: jobId })
-        .update({
-          status: 'failed',
-          failure_step: step,
-          failure_reason: reason.slice(0, 2000),
-          status_changed_at: db.fn.now(),
-          date_modified: db.fn.now(),
-          logs: db.raw('logs || ?::jsonb', [logLine(step, reason, 'error')]),
-        });
+      await changeStatus(jobId, (trx) =>
+        trx('translation_jobs')
+          .where({ id: jobId })
+          .update({
+            status: 'failed',
+            failure_step: step,
+            failure_reason: reason.slice(0, 2000),
+            status_changed_at: trx.fn.now(),
+            date_modified: trx.fn.now(),
+            logs: trx.raw('logs || ?::jsonb', [logLine(step, reason, 'error')]),
+          }),
+      );
     },
   };
 }

@@ -89,6 +89,7 @@ describe('events', () => {
       if (h.object_type === 'registration') expect(h.payload).toMatchObject({ workflow_id: expect.stringMatching(/-register-/) });
       else if (h.object_type === 'tenant') expect(h.payload).toMatchObject({ site_id: expect.any(Number), isolation_model: 'sovereign', checks: expect.any(Object) });
       else if (h.object_type === 'chat_session') expect(h.payload).toMatchObject({ id: expect.any(Number), status: 'waiting', context: expect.any(Object) });
+      else if (h.object_type === 'translation_job') expect(h.payload).toMatchObject({ model: 'translation_job', id: expect.any(Number), status: expect.any(String) });
       else if (h.object_type === 'ticket') expect(h.payload).toMatchObject({ id: expect.any(Number), chat_session_ids: [expect.any(Number)], messages: expect.any(Array) });
       else expect(h.payload).toMatchObject({ model: h.object_type, id: expect.any(Number) });
       expect(JSON.stringify(h.payload)).not.toContain('token_sha256');

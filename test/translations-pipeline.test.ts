@@ -82,6 +82,14 @@ describe('translation pipeline (Temporal workflow)', () => {
     expect(asked.every((r) => r.authorization === `Bearer ${KEY}` && r.model === 'fake-gpt')).toBe(true);
     expect(ready.logs.map((l: any) => l.step)).toEqual(expect.arrayContaining(['importing', 'pending_approval', 'processing', 'packaging']));
     expect(JSON.stringify(ready.logs)).not.toContain(KEY);
+    // The job's events (issue 19), each written with its status change: waiting for approval, then ready with its link.
+    const events = await ctx.db('events').where({ object_type: 'translation_job', object_id: jobId }).orderBy('id');
+    expect(events.map((e) => [e.slug, e.payload.status])).toEqual([
+      ['translation_job_awaiting_approval', 'pending_approval'],
+      ['translation_job_ready', 'ready'],
+    ]);
+    expect(events[1].payload).toMatchObject({ id: jobId, model: 'translation_job', ai_strings: 7, download_url: expect.stringMatching(new RegExp(`${BASE}/translations/packages/plugin/${SLUG}/1.0.0/de_DE.zip$`)) });
+    expect(JSON.stringify(events.map((e) => e.payload))).not.toContain(KEY);
 
     const done = await check(SLUG, 'de_DE');
     expect(done.body).toMatchObject({ status: 'ready', remaining_strings: 0, total_strings: 10, source: 'mixed' });
@@ -187,6 +195,9 @@ describe('translation pipeline (Temporal workflow)', () => {
     expect((await post(`/translations/jobs/${id}/retry`)).body.code).toBe('wu_rest_translation_job_not_failed');
     await post(`/translations/jobs/${id}/approve`);
     await waitForJob(ctx, id, status('ready'));
+    // Rejected is translation_job_failed; the retry waits for approval again: a second awaiting_approval.
+    const slugs = (await ctx.db('events').where({ object_type: 'translation_job', object_id: id }).orderBy('id')).map((e) => e.slug);
+    expect(slugs).toEqual(['translation_job_awaiting_approval', 'translation_job_failed', 'translation_job_awaiting_approval', 'translation_job_ready']);
   });
 
   test('placeholder corruption is caught: tried 3 times, failed with a clear message; retry resumes from processing', async () => {

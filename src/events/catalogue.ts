@@ -6,6 +6,7 @@ import { membershipExamples } from '../memberships/examples';
 import { paymentExamples } from '../payments/examples';
 import { siteExamples } from '../sites/examples';
 import { tenantStatus, type TenantRow } from '../tenants/store';
+import { jobRecord } from '../translations/jobs';
 
 /** Severity as the original grades it: 1 debug … 3 info … 5 critical. */
 export type Severity = 1 | 2 | 3 | 4 | 5;
@@ -93,6 +94,39 @@ const SAMPLE_SESSION: SessionRow = {
   date_created: new Date('2026-11-26T12:18:46Z'),
   date_modified: new Date('2026-11-26T12:18:46Z'),
 };
+const EXAMPLE_API_BASE = 'https://network.example.com/wp-json/wu/v2';
+
+/** A translation job row for the examples (jobRecord makes the payload from it). */
+function sampleJob(over: Record<string, unknown>): Record<string, unknown> {
+  return {
+    id: 7,
+    project_id: 3,
+    slug: 'shop',
+    type: 'plugin',
+    version: '1.4.2',
+    locale: 'fr_FR',
+    status: 'pending_approval',
+    source: 'glotpress',
+    total_strings: 120,
+    remaining_strings: 90,
+    human_strings: 30,
+    ai_strings: 0,
+    batches_done: 0,
+    workflow_id: 'h3f9c2a71-translation-7',
+    failure_step: null,
+    failure_reason: null,
+    rejection_reason: null,
+    approved_at: null,
+    approved_by: null,
+    package_path: null,
+    package_size: null,
+    package_sha256: null,
+    package_files: null,
+    date_created: new Date('2026-11-26T12:18:46Z'),
+    date_modified: new Date('2026-11-26T12:20:00Z'),
+    ...over,
+  };
+}
 const REGISTRATION_WORKFLOW_ID = 'h3f9c2a71-register-5d0e8c1b-7a4f-4e2b-9c3d-2f6a1b8e0c47';
 
 const TYPES: EventType[] = [
@@ -171,6 +205,30 @@ const TYPES: EventType[] = [
         [],
         [31],
       ),
+  },
+  {
+    slug: 'translation_job_awaiting_approval',
+    name: 'Translation job awaiting approval',
+    desc: 'A translation job imported its strings and waits for an administrator to approve (or reject) the AI translation: the payload is the job as GET /translations/jobs/{id} answers it (without logs).',
+    objectType: 'translation_job',
+    severity: 3,
+    example: () => jobRecord(sampleJob({ status: 'pending_approval' }), EXAMPLE_API_BASE),
+  },
+  {
+    slug: 'translation_job_ready',
+    name: 'Translation job ready',
+    desc: 'A language pack was built: the payload is the job, with its download_url.',
+    objectType: 'translation_job',
+    severity: 3,
+    example: () => jobRecord(sampleJob({ status: 'ready', remaining_strings: 0, ai_strings: 90, batches_done: 2, approved_at: new Date('2026-11-26T12:30:00Z'), approved_by: 'admin', package_path: 'x', package_size: 48213, package_sha256: 'c0ffee'.padEnd(64, '0'), package_files: ['shop-fr_FR.po', 'shop-fr_FR.mo', 'shop-fr_FR.l10n.php'] }), EXAMPLE_API_BASE),
+  },
+  {
+    slug: 'translation_job_failed',
+    name: 'Translation job failed',
+    desc: 'A translation job ended without a pack: rejected, expired waiting for approval, or failed at a step (failure_step, failure_kind and failure_reason say which).',
+    objectType: 'translation_job',
+    severity: 4,
+    example: () => jobRecord(sampleJob({ status: 'failed', failure_step: 'pending_approval', failure_reason: 'Rejected by an administrator: wrong tone', rejection_reason: 'wrong tone' }), EXAMPLE_API_BASE),
   },
 ];
 

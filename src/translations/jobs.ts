@@ -1,5 +1,7 @@
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
+import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
+import { recordEvent } from '../events/record';
 import { conflict, notFoundItem, type ApiError } from '../http/errors';
 import { runList, type ListQuery, type ListSpec } from '../http/list';
 import { isoDate } from '../http/validation';
@@ -41,7 +43,7 @@ const JOB_COLUMNS = [
   'package_sha256', 'package_files', 'date_created', 'date_modified',
 ].map((column) => `translation_jobs.${column}`);
 
-function jobRecord(row: Record<string, any>, base: string, withLogs = false) {
+export function jobRecord(row: Record<string, any>, base: string, withLogs = false) {
   const step = row.failure_step as PipelineStep | null;
   return {
     id: Number(row.id),
@@ -73,6 +75,25 @@ function jobRecord(row: Record<string, any>, base: string, withLogs = false) {
     date_created: isoDate(row.date_created)!,
     date_modified: isoDate(row.date_modified)!,
   };
+}
+
+/** The slug of the event a job's new status makes (failed and expired both end it unfinished), or null. */
+const EVENT_OF_STATUS: Partial<Record<string, string>> = {
+  pending_approval: 'translation_job_awaiting_approval',
+  ready: 'translation_job_ready',
+  failed: 'translation_job_failed',
+  expired: 'translation_job_failed',
+};
+
+/**
+ * After a job's status changed in `trx` (from `previous`, when the caller read it): its event,
+ * with the job as the API answers it (links under `base`); none when the status stayed. The
+ * workflow's activities call it in the transaction of the change.
+ */
+export async function recordJobStatusEvent(trx: Knex, jobId: number, base: string, previous?: string): Promise<void> {
+  const row = await trx('translation_jobs').where({ id: jobId }).first(JOB_COLUMNS);
+  const slug = row && row.status !== previous && EVENT_OF_STATUS[row.status];
+  if (slug) await recordEvent(trx, { slug, objectId: jobId, payload: jobRecord(row, base) });
 }
 
 function notPending(status: string, action: string): ApiError {
@@ -183,7 +204,8 @@ export class TranslationJobs {
    * workflow no longer runs (terminated by an operator, history lost) is restarted from its
    * current step the same way; one whose workflow runs is refused.
    */
-  async retry(id: number): Promise<void> {
+  /** `base`: where the job's links point (the event a retry to pending_approval writes carries them). */
+  async retry(id: number, base: string): Promise<void> {
     const job = await this.requireJob(id);
     let from: PipelineStep;
     let note: string;
@@ -222,6 +244,7 @@ export class TranslationJobs {
           logs: trx.raw('logs || ?::jsonb', [logLine(from, note)]),
         });
       if (updated === 0) throw conflict('wu_rest_translation_job_not_failed', 'The job changed meanwhile; try again.');
+      await recordJobStatusEvent(trx, id, base);
       return this.pipeline.enqueue(trx, id, job.workflow_id, job, from, WorkflowIdConflictPolicy.TERMINATE_EXISTING);
     });
     const [outcome] = await this.pipeline.startNow([startId]);

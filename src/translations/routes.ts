@@ -246,7 +246,7 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
   router.post('/translations/jobs/:id/retry', async (req, res) => {
     const id = parseId(req, 'translation_job');
     parseOrThrow(z.strictObject({}), bodyObject(req.body));
-    await jobs.retry(id);
+    await jobs.retry(id, namespaceUrl(req));
     res.json(await getJob(req, id));
   });
 }
