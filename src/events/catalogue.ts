@@ -6,6 +6,7 @@ import { membershipExamples } from '../memberships/examples';
 import { paymentExamples } from '../payments/examples';
 import { siteExamples } from '../sites/examples';
 import { tenantStatus, type TenantRow } from '../tenants/store';
+import { webhookExamples } from '../webhooks/examples';
 
 /** Severity as the original grades it: 1 debug … 3 info … 5 critical. */
 export type Severity = 1 | 2 | 3 | 4 | 5;
@@ -38,6 +39,7 @@ const membership = payloadOf(membershipExamples.record);
 const payment = payloadOf(paymentExamples.record);
 const site = payloadOf(siteExamples.record);
 const domain = payloadOf(domainExamples.record);
+const webhook = payloadOf(webhookExamples.record);
 const PASSED = Object.fromEntries(['no_legacy', 'sovereign_push', 'tenant_users'].map((n) => [n, { status: 'passed', message: 'Passed.', checked_at: '2026-11-26T12:25:00.000Z' }])) as TenantRow['verification'];
 
 /** A tenant registry row for the examples (the serializer, tenantStatus, makes the payload from it). */
@@ -171,6 +173,14 @@ const TYPES: EventType[] = [
         [],
         [31],
       ),
+  },
+  {
+    slug: 'webhook_disabled',
+    name: 'Webhook disabled',
+    desc: 'A webhook was turned off by its deliveries: its receiver answered 410 Gone, or every attempt failed for WEBHOOK_DISABLE_AFTER_DAYS. The payload is the webhook (never its secret).',
+    objectType: 'webhook',
+    severity: 4,
+    example: () => ({ ...webhook, active: false, date_last_failed: '2026-11-27T06:45:00.000Z' }),
   },
 ];
 
