@@ -29,15 +29,6 @@ export function signedHeaders(secret: string, id: string, timestamp: number, bod
   };
 }
 
-/** Whether `header` (space-separated `v1,<sig>` entries) holds the signature; compared in constant time. */
-export function signatureMatches(secret: string, id: string, timestamp: number, body: string, header: string): boolean {
-  const expected = Buffer.from(signature(secret, id, timestamp, body));
-  return header.split(' ').some((candidate) => {
-    const given = Buffer.from(candidate);
-    return given.length === expected.length && crypto.timingSafeEqual(given, expected);
-  });
-}
-
 /** An event as a webhook's body carries it. */
 export interface EventRow {
   id: number | string;
