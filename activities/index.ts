@@ -7,6 +7,7 @@ import { createDomainActivities } from './domains';
 import { createRegisterActivities } from './register';
 import { createTenantActivities } from './tenants';
 import { createTranslationActivities } from './translations';
+import { createWebhookActivities } from './webhooks';
 
 export interface ActivityDeps {
   db: Db;
@@ -36,5 +37,6 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
     ...createTenantActivities({ db, config, storage }),
     ...createTranslationActivities({ db, config, storage }),
     ...createChatActivities({ db }),
+    ...createWebhookActivities({ db, config }),
   };
 }

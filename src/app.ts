@@ -35,6 +35,7 @@ import { TemporalGateway } from './temporal/gateway';
 import { WorkflowIds } from './temporal/workflow-ids';
 import { mountTenants } from './tenants/routes';
 import { mountTranslationDownloads, mountTranslations } from './translations/routes';
+import { mountWebhooks } from './webhooks/routes';
 
 
 export interface AppDeps {
@@ -331,6 +332,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   mountTenants(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config });
   mountTranslations(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config, storage });
   mountEvents(wu, registry, WU_NAMESPACE, db);
+  mountWebhooks(wu, registry, WU_NAMESPACE, db, config);
   wu.use(notFoundHandler);
 
   app.use(`${prefix}/${WU_NAMESPACE}`, wu);

@@ -20,6 +20,7 @@ import { startWorkflowRelay } from './temporal/starts';
 import { startQueueWorkers } from './temporal/worker';
 import { WorkflowIds } from './temporal/workflow-ids';
 import { startTenantPushRelay } from './tenants/push-relay';
+import { startWebhookRelay } from './webhooks/dispatch';
 
 export const EMBEDDED_DB_NAME = 'hostflow';
 
@@ -101,20 +102,36 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
 
 /**
  * The relays a worker process runs beside its worker (every replica: row locks and workflow ids
- * keep their starts single): the workflow start outbox and the tenant push outbox; and the
- * sweep that deletes events past EVENT_RETENTION_DAYS. Their calls
+ * keep their starts single): the workflow start outbox, the tenant push outbox and the webhook
+ * dispatch (events to deliveries, deliveries to their workflows); and the sweep that deletes
+ * events past EVENT_RETENTION_DAYS. Their calls
  * have a background job's deadline (10 s), not the API's.
  */
-export function startRelays(db: Db, temporal: TemporalHandle, config: Pick<Config, 'WORKFLOW_ID_PREFIX' | 'EVENT_RETENTION_DAYS'>): { stop(): Promise<void> } {
+export function startRelays(
+  db: Db,
+  temporal: TemporalHandle,
+  config: Pick<Config, 'WORKFLOW_ID_PREFIX' | 'EVENT_RETENTION_DAYS' | 'WEBHOOK_RETRY_INITIAL_MS' | 'WEBHOOK_RETRY_MAX_MS' | 'WEBHOOK_RETRY_HOURS' | 'WEBHOOK_TIMEOUT_MS'>,
+): { stop(): Promise<void> } {
   const gateway = new TemporalGateway(temporal, null, { callTimeoutMs: 10_000, ids: new WorkflowIds(db, config.WORKFLOW_ID_PREFIX) });
   const starts = startWorkflowRelay({ db, temporal: gateway });
   const pushes = startTenantPushRelay({ db, temporal: gateway });
   const retention = startEventRetention({ db, days: config.EVENT_RETENTION_DAYS });
+  const webhooks = startWebhookRelay({ db, temporal: gateway, retry: webhookRetry(config) });
   return {
     async stop() {
-      await Promise.all([starts.stop(), pushes.stop(), retention.stop()]);
+      await Promise.all([starts.stop(), pushes.stop(), retention.stop(), webhooks.stop()]);
       gateway.close();
     },
+  };
+}
+
+/** The delivery workflows' backoff and attempt deadline (the HTTP timeout, and 5 s for the database), from the configuration. */
+export function webhookRetry(config: Pick<Config, 'WEBHOOK_RETRY_INITIAL_MS' | 'WEBHOOK_RETRY_MAX_MS' | 'WEBHOOK_RETRY_HOURS' | 'WEBHOOK_TIMEOUT_MS'>) {
+  return {
+    initialMs: config.WEBHOOK_RETRY_INITIAL_MS,
+    maxMs: config.WEBHOOK_RETRY_MAX_MS,
+    forMs: Math.round(config.WEBHOOK_RETRY_HOURS * 3_600_000),
+    attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS + 5000,
   };
 }
 

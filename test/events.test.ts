@@ -49,13 +49,14 @@ describe('events', () => {
     expect((await get('/events?slug=customer_updated')).body.map((e: any) => [e.slug, e.initiator, e.author_id])).toEqual([['customer_updated', 'manual', 7]]);
     expect((await get('/events?object_type=customer&object_id=101&order=asc&orderby=id')).body.map((e: any) => e.slug)).toEqual(['customer_created', 'customer_updated']);
     expect((await get('/events?slug__in=customer_created&object_id=102')).body).toHaveLength(1);
+    expect((await get('/events?severity=4')).body.map((e: any) => e.object_id)).toEqual([102]);
     expect((await get('/events?date_created[after]=2000-01-01&date_created[before]=2000-01-02')).body).toEqual([]);
     expect((await get('/events?date_created[after]=2000-01-01')).body).toHaveLength(3);
   });
 
   test('bad filters are a 400 naming the parameter, hostile ones included; nothing changes', async () => {
     const before = await ctx.db('events').count({ n: '*' });
-    for (const q of ['slug=nope', 'object_id=abc', 'object_id=1e400', 'initiator=robot', 'orderby=payload', 'date_created[after]=yesterday', `slug=${'é'.repeat(300)}`, 'slug[a][b][c][d][e][f]=1']) {
+    for (const q of ['slug=nope', 'object_id=abc', 'object_id=1e400', 'initiator=robot', 'severity=6', 'severity=-999999999999999', 'orderby=payload', 'date_created[after]=yesterday', `slug=${'é'.repeat(300)}`, 'slug[a][b][c][d][e][f]=1']) {
       const res = await get(`/events?${q}`);
       expect({ q, status: res.status, code: res.body.code }).toEqual({ q, status: 400, code: 'wu_rest_invalid_parameter' });
     }

@@ -31,6 +31,7 @@ describe('which queue each workflow type runs on', () => {
       tenantVerifyWorkflow: 'hf-bulk',
       tenantTeardown: 'hf-bulk',
       tenantPush: 'hf-bulk',
+      webhookDelivery: 'hf-bulk',
     });
     expect(() => taskQueueFor('somethingNew', queues)).toThrow(/somethingNew has no task queue/);
   });

@@ -3,6 +3,7 @@
  * saga order and compensation, signals and updates against timers, retry counting, and waits of
  * days that pass in skipped time. The end-to-end suites run the same workflows with the real activities.
  */
+import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -20,6 +21,7 @@ import {
   translationRejectUpdate,
   type PipelineInput,
 } from '../workflows/translationPipeline';
+import { webhookDelivery } from '../workflows/webhookDelivery';
 import { createTimeSkippingEnv, withWorker } from './workflow-env';
 
 jest.setTimeout(120_000);
@@ -453,5 +455,53 @@ describe('translationPipeline', () => {
       expect(names(calls)).toEqual(['translationImport', 'translationAwaitApproval', 'translationDecide', 'translationStartProcessing', 'translationBatch', 'translationFail']);
       expect(calls[5]).toEqual(['translationFail', 31, 'processing', reason]);
     });
+  });
+});
+
+describe('webhookDelivery (per-object order, backoff, give-up)', () => {
+  const retry = { initialMs: 30_000, maxMs: 3_600_000, forMs: 72 * 3_600_000 };
+  const input = (queued: { deliveryId: number; eventId: number }[]) => ({ webhookId: 1, objectType: 'customer', objectId: 9, retry, queued });
+
+  test("one at a time in event-id order: a delivery that retries holds the object's later ones back", async () => {
+    let tries = 0;
+    await withWorker(
+      env,
+      {
+        attemptWebhookDelivery: async ({ deliveryId }: { deliveryId: number }) => (deliveryId === 11 && ++tries < 3 ? 'retry' : 'delivered'),
+        giveUpWebhookDelivery: async () => undefined,
+      },
+      async (taskQueue, calls) => {
+        const r = await env.client.workflow.execute(webhookDelivery, { taskQueue, workflowId: wid('wh'), args: [input([{ deliveryId: 12, eventId: 8 }, { deliveryId: 11, eventId: 7 }])] });
+        expect(r).toEqual({ delivered: 2 });
+        expect(calls.map((c) => (c[1] as { deliveryId: number }).deliveryId)).toEqual([11, 11, 11, 12]);
+      },
+    );
+  });
+
+  test('a receiver that never answers 2xx: attempts back off (doubling, jittered, at most maxMs) for 3 days, then the delivery is given up', async () => {
+    const at: number[] = [];
+    await withWorker(
+      env,
+      {
+        attemptWebhookDelivery: async () => {
+          // The server's (skipped) time of the attempt.
+          at.push(Context.current().info.currentAttemptScheduledTimestampMs);
+          return 'retry';
+        },
+        giveUpWebhookDelivery: async () => undefined,
+      },
+      async (taskQueue, calls) => {
+        await env.client.workflow.execute(webhookDelivery, { taskQueue, workflowId: wid('wh'), args: [input([{ deliveryId: 1, eventId: 1 }])] });
+        expect(calls[calls.length - 1]).toEqual(['giveUpWebhookDelivery', { deliveryId: 1 }]);
+        const gaps = at.slice(1).map((t, i) => t - at[i]);
+        // 15-30 s, then growing up to an hour (half of each delay random); 72 hours in all.
+        expect(gaps[0]).toBeGreaterThanOrEqual(14_000);
+        expect(gaps[0]).toBeLessThan(31_000);
+        expect(Math.max(...gaps)).toBeLessThan(3_600_000 + 5_000);
+        expect(gaps.slice(-5).every((g) => g >= 1_800_000 - 5_000)).toBe(true);
+        expect(at[at.length - 1] - at[0]).toBeLessThan(72 * 3_600_000);
+        expect(at[at.length - 1] - at[0]).toBeGreaterThan(70 * 3_600_000);
+      },
+    );
   });
 });

@@ -8,3 +8,4 @@ export { register } from './register';
 export { tenantBootstrap, tenantVerifyWorkflow, tenantTeardown, tenantPush } from './tenants';
 export { translationPipeline } from './translationPipeline';
 export { chatFollowUp } from './chatFollowUp';
+export { webhookDelivery } from './webhookDelivery';

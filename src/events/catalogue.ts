@@ -7,6 +7,7 @@ import { paymentExamples } from '../payments/examples';
 import { siteExamples } from '../sites/examples';
 import { tenantStatus, type TenantRow } from '../tenants/store';
 import { jobRecord } from '../translations/jobs';
+import { webhookExamples } from '../webhooks/examples';
 
 /** Severity as the original grades it: 1 debug … 3 info … 5 critical. */
 export type Severity = 1 | 2 | 3 | 4 | 5;
@@ -39,6 +40,7 @@ const membership = payloadOf(membershipExamples.record);
 const payment = payloadOf(paymentExamples.record);
 const site = payloadOf(siteExamples.record);
 const domain = payloadOf(domainExamples.record);
+const webhook = payloadOf(webhookExamples.record);
 const PASSED = Object.fromEntries(['no_legacy', 'sovereign_push', 'tenant_users'].map((n) => [n, { status: 'passed', message: 'Passed.', checked_at: '2026-11-26T12:25:00.000Z' }])) as TenantRow['verification'];
 
 /** A tenant registry row for the examples (the serializer, tenantStatus, makes the payload from it). */
@@ -229,6 +231,14 @@ const TYPES: EventType[] = [
     objectType: 'translation_job',
     severity: 4,
     example: () => jobRecord(sampleJob({ status: 'failed', failure_step: 'pending_approval', failure_reason: 'Rejected by an administrator: wrong tone', rejection_reason: 'wrong tone' }), EXAMPLE_API_BASE),
+  },
+  {
+    slug: 'webhook_disabled',
+    name: 'Webhook disabled',
+    desc: 'A webhook was turned off by its deliveries: its receiver answered 410 Gone, or every attempt failed for WEBHOOK_DISABLE_AFTER_DAYS. The payload is the webhook (never its secret).',
+    objectType: 'webhook',
+    severity: 4,
+    example: () => ({ ...webhook, active: false, date_last_failed: '2026-11-27T06:45:00.000Z' }),
   },
 ];
 

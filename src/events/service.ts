@@ -15,7 +15,8 @@ export const eventListSpec: ListSpec = {
     slug: { column: 't.slug', type: { enum: EVENT_SLUGS } },
     object_type: { column: 't.object_type', type: 'string' },
     object_id: { column: 't.object_id', type: 'int' },
-    severity: { column: 't.severity', type: 'int' },
+    // 1 to 5 only: an enumeration, so any other value is a 400 naming them (never a smallint overflow).
+    severity: { column: 't.severity', type: { enum: ['1', '2', '3', '4', '5'] } },
     initiator: { column: 't.initiator', type: { enum: EVENT_INITIATORS } },
     author_id: { column: 't.author_id', type: 'int' },
   },

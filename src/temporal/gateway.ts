@@ -180,6 +180,18 @@ export class TemporalGateway {
     return handle;
   }
 
+  /**
+   * Signals the workflow of `opts.workflowId`, starting it first when it is not running (one
+   * call, so a signal never falls between a run that ends and the next one).
+   */
+  async signalWithStart<T extends Workflow, Args extends unknown[]>(workflow: T, opts: StartOptions<T>, signal: SignalDefinition<Args>, signalArgs: Args, unavailable: Unavailable, timeoutMs?: number): Promise<void> {
+    await this.call(
+      unavailable,
+      (c) => c.workflow.signalWithStart(workflow, { ...this.startOptions(this.handle!, workflow.name, opts), signal, signalArgs } as unknown as Parameters<typeof c.workflow.signalWithStart<T, Args>>[1]),
+      timeoutMs,
+    );
+  }
+
   async signal<Args extends unknown[]>(workflowId: string, signal: SignalDefinition<Args>, args: Args, unavailable: Unavailable): Promise<void> {
     await this.call(unavailable, (c) => c.workflow.getHandle(workflowId).signal(signal, ...args));
   }

@@ -8,7 +8,8 @@ import type { Config } from '../config';
  * - interactive (TEMPORAL_TASK_QUEUE): what a caller waits for, or what must answer within
  *   seconds: the register saga, chat follow-ups, domain checks.
  * - bulk (TEMPORAL_BULK_TASK_QUEUE, default `<TEMPORAL_TASK_QUEUE>-bulk`): long activities over
- *   many rows or files: translation pipelines and the tenant workflows.
+ *   many rows or files: translation pipelines and the tenant workflows; and webhook deliveries,
+ *   whose attempts wait on receivers for up to 10 s each.
  *
  * So a register step never queues behind a tenant push or an AI batch for an activity slot or
  * a database connection; each kind is scaled with its own workers (README "Scaling workers").
@@ -25,6 +26,7 @@ export const WORKFLOW_TASK_QUEUES: Record<string, TaskQueueKind> = {
   tenantVerifyWorkflow: 'bulk',
   tenantTeardown: 'bulk',
   tenantPush: 'bulk',
+  webhookDelivery: 'bulk',
 };
 
 /** Places workflow types that are not the service's (bench/worker.ts: the bench workflows). */
