@@ -2,10 +2,8 @@ import type { Knex } from 'knex';
 import { deliveriesSignal, webhookDelivery, type WebhookRetry } from '../../workflows/webhookDelivery';
 import { DomainError } from '../db/domain-error';
 import type { Db } from '../db/knex';
-import { listen } from '../db/listen';
+import { relayLoop } from '../db/listen';
 import { notFoundItem } from '../http/errors';
-import { singleFlight } from '../infra/single-flight';
-import { logger } from '../logger';
 import type { TemporalGateway } from '../temporal/gateway';
 import { ALL_EVENTS } from './schema';
 
@@ -196,29 +194,14 @@ export function startWebhookRelay(opts: {
   idleMs?: number;
 }): WebhookRelay {
   const { db } = opts;
-  const log = logger.child({ component: 'webhook-relay' });
-  let stopped = false;
   const pass = async () => {
     const dispatched = await dispatchEvents(db);
     const signalled = await signalDeliveries(db, opts.temporal, opts.retry, opts.idleMs);
     return [{ dispatched, signalled }];
   };
-  const flight = singleFlight(pass, () => stopped);
-  const sweep = async () => (await flight.run()).reduce((a, b) => ({ dispatched: a.dispatched + b.dispatched, signalled: a.signalled + b.signalled }));
-  const wake = () => {
-    if (stopped) return;
-    sweep().catch((err: Error) => log.warn({ err: err.message }, 'webhook relay pass failed; the next one retries'));
-  };
-  const listeners = [listen(db, EVENTS_CHANNEL, wake, { name: 'webhook-relay-events' }), listen(db, DELIVERIES_CHANNEL, wake, { name: 'webhook-relay-deliveries' })];
-  const timer = setInterval(wake, opts.intervalMs ?? 2000);
-  timer.unref();
+  const loop = relayLoop({ db, name: 'webhook-relay', channels: [EVENTS_CHANNEL, DELIVERIES_CHANNEL], intervalMs: opts.intervalMs ?? 2000, pass });
   return {
-    sweep,
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await Promise.all(listeners.map((l) => l.stop()));
-      await flight.settled();
-    },
+    sweep: async () => (await loop.sweep()).reduce((a, b) => ({ dispatched: a.dispatched + b.dispatched, signalled: a.signalled + b.signalled })),
+    stop: () => loop.stop(),
   };
 }
