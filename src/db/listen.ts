@@ -82,13 +82,26 @@ export interface RelayLoop<T> {
 
 /**
  * The loop of an outbox relay: `pass` runs one at a time (a wake-up during a pass runs one more
- * after it), woken by NOTIFY on `channels` (and when a listener reconnects), by `wake()` and
- * every `intervalMs`, which catches what a lost listener missed.
+ * after it, `minGapMs` after it at the soonest), woken by NOTIFY on `channels` (and when a
+ * listener reconnects), by `wake()` and every `intervalMs`, which catches what a lost listener
+ * missed.
  */
-export function relayLoop<T>(opts: { db: Db; name: string; channels: string[]; intervalMs: number; pass: () => Promise<T[]> }): RelayLoop<T> {
+export function relayLoop<T>(opts: { db: Db; name: string; channels: string[]; intervalMs: number; pass: () => Promise<T[]>; minGapMs?: number }): RelayLoop<T> {
   const log = logger.child({ component: opts.name });
   let stopped = false;
-  const flight = singleFlight(opts.pass, () => stopped);
+  // With minGapMs, a pass starts at least that long after the previous one ended: under a stream
+  // of commits the NOTIFYs of that gap share one pass instead of passes running back to back.
+  let lastEnd = 0;
+  const spaced = async (): Promise<T[]> => {
+    const wait = lastEnd + (opts.minGapMs ?? 0) - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    try {
+      return await opts.pass();
+    } finally {
+      lastEnd = Date.now();
+    }
+  };
+  const flight = singleFlight(spaced, () => stopped);
   const wake = () => {
     if (stopped) return;
     flight.run().catch((err: Error) => log.warn({ err: err.message }, `${opts.name} pass failed; the next one retries`));

@@ -4,6 +4,7 @@ import { DomainError } from '../db/domain-error';
 import type { Db } from '../db/knex';
 import { relayLoop } from '../db/listen';
 import { notFoundItem } from '../http/errors';
+import { eachLimited } from '../infra/each-limited';
 import type { TemporalGateway } from '../temporal/gateway';
 import { ALL_EVENTS } from './schema';
 
@@ -14,6 +15,10 @@ export const DELIVERIES_CHANNEL = 'hostflow_webhook_deliveries';
 
 const EVENT_BATCH = 1000;
 const SIGNAL_BATCH = 500;
+/** The webhook relay's passes start at least this long after the previous one ended. */
+const RELAY_MIN_GAP_MS = 100;
+/** signalWithStart calls in flight at once (each (webhook, object) gets its own). */
+const SIGNAL_CONCURRENCY = 16;
 
 /**
  * The transaction id below which every transaction that may write events has ended: the oldest
@@ -154,7 +159,9 @@ export async function signalDeliveries(db: Db, temporal: TemporalGateway, retry:
     const key = `${r.webhook_id}|${r.object_type}|${r.object_id ?? ''}`;
     groups.set(key, [...(groups.get(key) ?? []), r]);
   }
-  for (const group of groups.values()) {
+  // The workflows of different objects are independent: signalled a few at a time, so a burst of
+  // new objects is not one Temporal round trip after another.
+  await eachLimited([...groups.values()], SIGNAL_CONCURRENCY, async (group) => {
     const first = group[0];
     const objectId = first.object_id === null ? null : Number(first.object_id);
     await temporal.signalWithStart(
@@ -169,7 +176,7 @@ export async function signalDeliveries(db: Db, temporal: TemporalGateway, retry:
       (detail) => new DomainError('unavailable', 'temporal_unavailable', `webhook relay: ${detail ?? 'Temporal unreachable'}`),
     );
     await db('webhook_deliveries').whereIn('id', group.map((d) => d.id)).whereNull('signalled_at').update({ signalled_at: db.fn.now() });
-  }
+  });
   return rows.length;
 }
 
@@ -199,7 +206,9 @@ export function startWebhookRelay(opts: {
     const signalled = await signalDeliveries(db, opts.temporal, opts.retry, opts.idleMs);
     return [{ dispatched, signalled }];
   };
-  const loop = relayLoop({ db, name: 'webhook-relay', channels: [EVENTS_CHANNEL, DELIVERIES_CHANNEL], intervalMs: opts.intervalMs ?? 2000, pass });
+  // Every committed event wakes it: passes at least 100 ms apart, so a stream of writes (most
+  // of them matching no webhook) costs a few passes a second, not one per commit.
+  const loop = relayLoop({ db, name: 'webhook-relay', channels: [EVENTS_CHANNEL, DELIVERIES_CHANNEL], intervalMs: opts.intervalMs ?? 2000, pass, minGapMs: RELAY_MIN_GAP_MS });
   return {
     sweep: async () => (await loop.sweep()).reduce((a, b) => ({ dispatched: a.dispatched + b.dispatched, signalled: a.signalled + b.signalled })),
     stop: () => loop.stop(),
