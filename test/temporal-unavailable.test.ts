@@ -20,6 +20,8 @@ import { samplePot } from './translation-servers';
  * answer as usual. A Temporal dev server of this file's own is paused, so no other test file
  * sees it.
  */
+const CALL_TIMEOUT_MS = 1000;
+
 describe('Temporal away: routes that start workflows fail fast, CRUD is unaffected', () => {
   let ctx: TestContext;
   let server: DevServer;
@@ -91,8 +93,9 @@ describe('Temporal away: routes that start workflows fail fast, CRUD is unaffect
   ];
 
   const apps: AppWithRegistry[] = [];
-  const appOn = async (temporal: TemporalHandle) => {
-    const app = createApp({ config: ctx.config, db: ctx.db, settings: ctx.settings, temporal, metrics: ctx.metrics, observeResponse: (r) => ctx.contract.check(r) });
+  const appOn = async (temporal: TemporalHandle, callTimeoutMs = ctx.config.TEMPORAL_CALL_TIMEOUT_MS) => {
+    const config = { ...ctx.config, TEMPORAL_CALL_TIMEOUT_MS: callTimeoutMs };
+    const app = createApp({ config, db: ctx.db, settings: ctx.settings, temporal, metrics: ctx.metrics, observeResponse: (r) => ctx.contract.check(r) });
     await app.locals.chat.realtime.ready();
     apps.push(app);
     return app;
@@ -103,10 +106,10 @@ describe('Temporal away: routes that start workflows fail fast, CRUD is unaffect
    * accepted with its start waiting in the outbox); a second call on the same app, with the
    * circuit open, at once; CRUD as usual.
    */
-  const checkRoutes = (temporal: () => TemporalHandle, firstMs = 2000) => {
+  const checkRoutes = (temporal: () => TemporalHandle, firstMs = 2000, callTimeoutMs?: number) => {
     for (const route of routes) {
       test(route.name, async () => {
-        const http = request(await appOn(temporal()));
+        const http = request(await appOn(temporal(), callTimeoutMs));
         let started = Date.now();
         const waiting = async () => Number((await ctx.db('workflow_starts').whereNull('started_at').count({ n: '*' }))[0].n);
         const waitingBefore = await waiting();
@@ -162,7 +165,10 @@ describe('Temporal away: routes that start workflows fail fast, CRUD is unaffect
   describe('the server paused (SIGSTOP)', () => {
     beforeAll(() => process.kill(server.pid!, 'SIGSTOP'));
     afterAll(() => process.kill(server.pid!, 'SIGCONT'));
-    checkRoutes(() => own);
+    // A paused server answers nothing: the route waits out the call deadline, here 1 s (the
+    // default is 1.5 s), so the 2 s bound leaves a second for the request's own work on a loaded
+    // machine and still fails if the deadline is not kept.
+    checkRoutes(() => own, 2000, CALL_TIMEOUT_MS);
   });
 
   describe('the connection refused', () => {

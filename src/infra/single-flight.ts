@@ -1,7 +1,7 @@
 /**
  * One pass at a time: a call while a pass runs asks for one more pass after it (however many
  * calls came meanwhile) and gets the same promise, which holds what every pass returned. The
- * relays (workflow starts, tenant pushes) sweep with it: a NOTIFY during a sweep is never lost
+ * relays run their passes with it (relayLoop, src/db/listen.ts): a NOTIFY during a sweep is never lost
  * and never runs a second sweep beside the first. `stopped`: no further pass once it says so.
  */
 export function singleFlight<T>(pass: () => Promise<T[]>, stopped: () => boolean): { run: () => Promise<T[]>; settled: () => Promise<void> } {

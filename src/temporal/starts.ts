@@ -3,8 +3,7 @@ import type { SearchAttributePair, Workflow } from '@temporalio/common';
 import type { Knex } from 'knex';
 import { DomainError } from '../db/domain-error';
 import type { Db } from '../db/knex';
-import { listen, type Listener } from '../db/listen';
-import { singleFlight } from '../infra/single-flight';
+import { relayLoop, type RelayLoop } from '../db/listen';
 import { logger } from '../logger';
 import type { StartOptions, TemporalGateway, Unavailable } from './gateway';
 
@@ -194,7 +193,6 @@ export function startWorkflowRelay(opts: { db: Db; temporal: TemporalGateway; in
   const starts = new WorkflowStarts(db, opts.temporal);
   const log = logger.child({ component: 'workflow-start-relay' });
   const intervalMs = opts.intervalMs ?? 10_000;
-  let stopped = false;
   let dueTimer: NodeJS.Timeout | undefined;
 
   const pass = async (): Promise<number[]> => {
@@ -203,7 +201,7 @@ export function startWorkflowRelay(opts: { db: Db; temporal: TemporalGateway; in
     ).map(Number);
     const started: number[] = [];
     for (const id of due) {
-      if (stopped) break;
+      if (loop.stopped) break;
       const out = await starts.attempt(id, relayUnavailable, opts.callTimeoutMs ?? 10_000);
       if (out === 'started') started.push(id);
       else if (out instanceof Error) log.warn({ startId: id, err: out.message }, 'workflow start failed; tried again after a backoff');
@@ -213,36 +211,23 @@ export function startWorkflowRelay(opts: { db: Db; temporal: TemporalGateway; in
       .delete();
     // Wake again when the next pending entry falls due (sooner than the sweep).
     const [{ next }] = await db('workflow_starts').whereNull('started_at').min({ next: 'next_attempt_at' });
-    if (next && !stopped) {
+    if (next && !loop.stopped) {
       const inMs = Math.max(50, new Date(next).getTime() - Date.now());
       if (inMs < intervalMs) {
         clearTimeout(dueTimer);
-        dueTimer = setTimeout(wake, inMs).unref();
+        dueTimer = setTimeout(() => loop.wake(), inMs).unref();
       }
     }
     return started;
   };
 
-  // One pass at a time; a wake-up during a pass runs one more pass after it.
-  const flight = singleFlight(pass, () => stopped);
-  const sweep = flight.run;
-  function wake(): void {
-    if (stopped) return;
-    sweep().catch((err) => log.warn({ err }, 'workflow start sweep failed; the next one retries'));
-  }
-
-  const listener: Listener = listen(db, WORKFLOW_STARTS_CHANNEL, wake, { name: 'workflow-start-relay' });
-  const timer = setInterval(wake, intervalMs);
-  timer.unref();
-
+  const loop: RelayLoop<number> = relayLoop({ db, name: 'workflow-start-relay', channels: [WORKFLOW_STARTS_CHANNEL], intervalMs, pass });
   return {
-    sweep,
+    sweep: loop.sweep,
     async stop() {
-      stopped = true;
-      clearInterval(timer);
+      await loop.stop();
+      // A pass may have set it before it ended.
       clearTimeout(dueTimer);
-      await listener.stop();
-      await flight.settled();
     },
   };
 }

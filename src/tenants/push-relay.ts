@@ -1,10 +1,8 @@
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import { tenantPush } from '../../workflows/tenants';
 import type { Db } from '../db/knex';
-import { listen } from '../db/listen';
+import { relayLoop } from '../db/listen';
 import { ApiError } from '../http/errors';
-import { singleFlight } from '../infra/single-flight';
-import { logger } from '../logger';
 import type { TemporalGateway } from '../temporal/gateway';
 import { SA_SITE_ID } from '../temporal/search-attributes';
 
@@ -27,8 +25,6 @@ export interface PushRelay {
 export function startTenantPushRelay(opts: { db: Db; temporal: TemporalGateway; intervalMs?: number }): PushRelay {
   const { db, temporal } = opts;
   const unavailable = (detail?: string) => new ApiError(503, 'temporal_unavailable', `tenant push relay: ${detail ?? 'Temporal unreachable'}`);
-  const log = logger.child({ component: 'tenant-push-relay' });
-  let stopped = false;
 
   const pass = async (): Promise<number[]> => {
     const due: { id: number; uid: string; site_id: number }[] = await db('tenants as t')
@@ -52,25 +48,5 @@ export function startTenantPushRelay(opts: { db: Db; temporal: TemporalGateway; 
     return due.map((tenant) => Number(tenant.site_id));
   };
 
-  // One pass at a time; a wake-up during a pass runs one more pass after it.
-  const flight = singleFlight(pass, () => stopped);
-  const sweep = flight.run;
-  const wake = () => {
-    if (stopped) return;
-    sweep().catch((err) => log.warn({ err }, 'tenant push sweep failed; the next one retries'));
-  };
-
-  const listener = listen(db, TENANT_PUSH_CHANNEL, wake, { name: 'tenant-push-relay' });
-  const timer = setInterval(wake, opts.intervalMs ?? 30_000);
-  timer.unref();
-
-  return {
-    sweep,
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await listener.stop();
-      await flight.settled();
-    },
-  };
+  return relayLoop({ db, name: 'tenant-push-relay', channels: [TENANT_PUSH_CHANNEL], intervalMs: opts.intervalMs ?? 30_000, pass });
 }

@@ -2,10 +2,9 @@ import type { Knex } from 'knex';
 import { deliveriesSignal, webhookDelivery, type WebhookRetry } from '../../workflows/webhookDelivery';
 import { DomainError } from '../db/domain-error';
 import type { Db } from '../db/knex';
-import { listen } from '../db/listen';
+import { relayLoop } from '../db/listen';
 import { notFoundItem } from '../http/errors';
-import { singleFlight } from '../infra/single-flight';
-import { logger } from '../logger';
+import { eachLimited } from '../infra/each-limited';
 import type { TemporalGateway } from '../temporal/gateway';
 import { ALL_EVENTS } from './schema';
 
@@ -16,6 +15,10 @@ export const DELIVERIES_CHANNEL = 'hostflow_webhook_deliveries';
 
 const EVENT_BATCH = 1000;
 const SIGNAL_BATCH = 500;
+/** The webhook relay's passes start at least this long after the previous one ended. */
+const RELAY_MIN_GAP_MS = 100;
+/** signalWithStart calls in flight at once (each (webhook, object) gets its own). */
+const SIGNAL_CONCURRENCY = 16;
 
 /**
  * The transaction id below which every transaction that may write events has ended: the oldest
@@ -156,7 +159,9 @@ export async function signalDeliveries(db: Db, temporal: TemporalGateway, retry:
     const key = `${r.webhook_id}|${r.object_type}|${r.object_id ?? ''}`;
     groups.set(key, [...(groups.get(key) ?? []), r]);
   }
-  for (const group of groups.values()) {
+  // The workflows of different objects are independent: signalled a few at a time, so a burst of
+  // new objects is not one Temporal round trip after another.
+  await eachLimited([...groups.values()], SIGNAL_CONCURRENCY, async (group) => {
     const first = group[0];
     const objectId = first.object_id === null ? null : Number(first.object_id);
     await temporal.signalWithStart(
@@ -171,7 +176,7 @@ export async function signalDeliveries(db: Db, temporal: TemporalGateway, retry:
       (detail) => new DomainError('unavailable', 'temporal_unavailable', `webhook relay: ${detail ?? 'Temporal unreachable'}`),
     );
     await db('webhook_deliveries').whereIn('id', group.map((d) => d.id)).whereNull('signalled_at').update({ signalled_at: db.fn.now() });
-  }
+  });
   return rows.length;
 }
 
@@ -196,29 +201,16 @@ export function startWebhookRelay(opts: {
   idleMs?: number;
 }): WebhookRelay {
   const { db } = opts;
-  const log = logger.child({ component: 'webhook-relay' });
-  let stopped = false;
   const pass = async () => {
     const dispatched = await dispatchEvents(db);
     const signalled = await signalDeliveries(db, opts.temporal, opts.retry, opts.idleMs);
     return [{ dispatched, signalled }];
   };
-  const flight = singleFlight(pass, () => stopped);
-  const sweep = async () => (await flight.run()).reduce((a, b) => ({ dispatched: a.dispatched + b.dispatched, signalled: a.signalled + b.signalled }));
-  const wake = () => {
-    if (stopped) return;
-    sweep().catch((err: Error) => log.warn({ err: err.message }, 'webhook relay pass failed; the next one retries'));
-  };
-  const listeners = [listen(db, EVENTS_CHANNEL, wake, { name: 'webhook-relay-events' }), listen(db, DELIVERIES_CHANNEL, wake, { name: 'webhook-relay-deliveries' })];
-  const timer = setInterval(wake, opts.intervalMs ?? 2000);
-  timer.unref();
+  // Every committed event wakes it: passes at least 100 ms apart, so a stream of writes (most
+  // of them matching no webhook) costs a few passes a second, not one per commit.
+  const loop = relayLoop({ db, name: 'webhook-relay', channels: [EVENTS_CHANNEL, DELIVERIES_CHANNEL], intervalMs: opts.intervalMs ?? 2000, pass, minGapMs: RELAY_MIN_GAP_MS });
   return {
-    sweep,
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await Promise.all(listeners.map((l) => l.stop()));
-      await flight.settled();
-    },
+    sweep: async () => (await loop.sweep()).reduce((a, b) => ({ dispatched: a.dispatched + b.dispatched, signalled: a.signalled + b.signalled })),
+    stop: () => loop.stop(),
   };
 }
