@@ -496,7 +496,7 @@ async function main(): Promise<void> {
         `one event INSERT in a transaction, alone: ${kept.eventInsertMs} ms; the baseline's (row skipped): ${kept.baselineInsertMs} ms\n\n` +
         `Delivery to a receiver on loopback (one webhook, "*"), POST /customers (one event each):\n` +
         `${textTable(['load', 's', 'events', 'written/s', 'delivered', 'delivered/s (load)', 'delivered/s (to last)', 'last after load ms', 'change->delivery p50 ms', 'p99 ms', 'p50 dispatch/signal/send ms'], deliveryRows)}\n\n` +
-        `Goals: overhead under 10% (${overhead.map((o) => `${o.scenario}: p50 +${o.p50OverheadPercent}%`).join('; ')}); ` +
+        `Goals: overhead under 10% (${overhead.map((o) => `${o.scenario}: p50 ${o.p50OverheadPercent >= 0 ? '+' : ''}${o.p50OverheadPercent}%`).join('; ')}); ` +
         `change -> delivery p50 under 1 s (${delivery.map((d) => `${d.label}: ${d.changeToDeliveryP50} ms`).join('; ')}).\n`,
     );
     const out = path.join(__dirname, 'events-results.json');
