@@ -30,6 +30,7 @@ describe('/register survives a worker crash', () => {
   beforeAll(async () => {
     ctx = await createTestContext({ REGISTER_WAIT_SECONDS: '0' });
     await ctx.db('products').insert({ slug: 'crash-plan', name: 'Crash Plan', type: 'plan', amount: '9.5' });
+    await ctx.db('discount_codes').insert({ name: 'Crash ten', code: 'CRASH10', value: '10', type: 'percentage', max_uses: 5 });
   });
   afterAll(async () => {
     if (child && child.exitCode === null) child.kill('SIGKILL');
@@ -37,7 +38,7 @@ describe('/register survives a worker crash', () => {
     await ctx?.close();
   });
 
-  test('killed while the records transaction runs: exactly one of every record afterwards', async () => {
+  test('killed while the records transaction runs: exactly one of every record afterwards, the discount code used once, one registration event', async () => {
     child = await spawnWorkerProcess(ctx);
 
     // The payment insert hangs, so the crash lands inside the transaction.
@@ -53,6 +54,7 @@ describe('/register survives a worker crash', () => {
         site: { site_url: 'crashsite', site_title: 'Crash Site' },
         membership: { status: 'active' },
         payment: { status: 'completed' },
+        discount_code: 'crash10',
       });
     expect(res.status).toBe(202);
     const workflowId = res.body.workflow_id as string;
@@ -74,7 +76,13 @@ describe('/register survives a worker crash', () => {
     expect(reg.status).toBe('completed');
     const result = reg.result;
     expect(await counts()).toEqual(oneMoreOfEach(before));
-    expect(result.payment).toMatchObject({ status: 'completed', membership_id: result.membership.id, total: 9.5 });
+    // 9.50 less 10%: 8.55. The code's use is counted once, by the transaction that committed.
+    expect(result.payment).toMatchObject({ status: 'completed', membership_id: result.membership.id, total: 8.55, discount_total: 0.95, discount_code: 'CRASH10' });
+    expect((await ctx.db('discount_codes').where({ code: 'CRASH10' }).first('uses')).uses).toBe(1);
+    // One registration_completed event, written by that transaction, with the answer: the code applied is part of it.
+    const registered = await ctx.db('events').where({ slug: 'registration_completed', object_id: reg.id });
+    expect(registered).toHaveLength(1);
+    expect(registered[0].payload).toMatchObject({ workflow_id: workflowId, payment: { discount_code: 'CRASH10', discount_total: 0.95 }, membership: { discount_code: 'CRASH10' } });
     expect(result.site).toMatchObject({ type: 'customer_owned', active: true });
     // The history shows the dead worker's workflow task timing out, then one transaction recorded.
     const history = await ctx.temporal.client.workflow.getHandle(workflowId).fetchHistory();
