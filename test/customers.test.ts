@@ -1,5 +1,6 @@
 import { customerListSpec } from '../src/customers/service';
-import { applyFilters, parseListQuery } from '../src/http/list';
+import { applyFilters } from '../src/db/list';
+import { parseListQuery } from '../src/http/list';
 import { verifyPassword } from '../src/users/password';
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 

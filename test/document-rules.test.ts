@@ -1,6 +1,6 @@
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { Decimal } from '../src/http/money';
+import { Decimal } from '../src/db/money';
 import { DATETIME_PATTERN } from '../src/http/validation';
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 

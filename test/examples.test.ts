@@ -1,7 +1,7 @@
 import { customerExamples } from '../src/customers/examples';
+import type { ResourceExamples } from '../src/db/resource';
 import { discountCodeExamples } from '../src/discount-codes/examples';
 import { domainExamples } from '../src/domains/examples';
-import type { ResourceExamples } from '../src/http/resource';
 import { membershipExamples } from '../src/memberships/examples';
 import { paymentExamples } from '../src/payments/examples';
 import { productExamples } from '../src/products/examples';

@@ -1,7 +1,7 @@
 import { sessionListSpec } from '../src/chat/sessions';
 import { customerListSpec } from '../src/customers/service';
+import type { ListSpec } from '../src/db/list';
 import { domainListSpec } from '../src/domains/service';
-import type { ListSpec } from '../src/http/list';
 import { membershipListSpec } from '../src/memberships/service';
 import { paymentListSpec } from '../src/payments/service';
 import { productListSpec } from '../src/products/service';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import type { Express } from 'express';
-import { Decimal } from '../src/http/money';
+import { Decimal } from '../src/db/money';
 import { openApiPath } from '../src/openapi/document';
 import { ContractChecker } from './contract';
 import { BASE, createTestContext, type TestContext } from './helpers';

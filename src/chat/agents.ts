@@ -1,6 +1,6 @@
 import type { Db } from '../db/knex';
+import { isoDate } from '../db/timestamps';
 import { conflict, notFoundItem } from '../http/errors';
-import { isoDate } from '../http/validation';
 import { makeToken } from './tokens';
 
 export type Presence = 'online' | 'away' | 'offline';

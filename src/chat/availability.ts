@@ -1,6 +1,6 @@
 import type { Db } from '../db/knex';
+import { isoDate } from '../db/timestamps';
 import { invalidParams } from '../http/errors';
-import { isoDate } from '../http/validation';
 import { agentRecord, type AgentStore, type Presence } from './agents';
 import { forbidden, type AgentCaller } from './auth';
 

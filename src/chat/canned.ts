@@ -1,6 +1,6 @@
 import type { Db } from '../db/knex';
+import { isoDate } from '../db/timestamps';
 import { conflict, notFoundItem } from '../http/errors';
-import { isoDate } from '../http/validation';
 
 /**
  * Canned replies with placeholders filled from the session when used:

@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { type ListQuery } from '../db/list';
 import { ApiError, invalidParams } from '../http/errors';
-import { parseListQuery, type ListQuery } from '../http/list';
+import { parseListQuery } from '../http/list';
 import { fields } from '../http/validation';
 import { DAYS, TIME_ZONES, validTimeZone } from './availability';
 import type { DownloadVariant } from './downloads';

@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
+import { runList, type ListQuery, type ListSpec } from '../db/list';
+import { isoDate } from '../db/timestamps';
 import { recordEvent } from '../events/record';
 import { conflict, invalidParams, notFoundItem } from '../http/errors';
-import { runList, type ListQuery, type ListSpec } from '../http/list';
-import { isoDate } from '../http/validation';
 import { appendToTicket, copyTranscript, createTicketForSession, type FallbackReason, type TicketPriority } from './tickets';
 import { makeToken } from './tokens';
 

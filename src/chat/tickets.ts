@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
+import { isoDate } from '../db/timestamps';
 import { recordEvent } from '../events/record';
 import { notFoundItem } from '../http/errors';
-import { isoDate } from '../http/validation';
 
 /**
  * Tickets: what a chat falls back to (support offline, realtime down, waiting too long) or is

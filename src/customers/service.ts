@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION } from '../db/errors';
 import type { Db } from '../db/knex';
+import type { ListSpec } from '../db/list';
 import { TableService, type Row, type Trx } from '../db/table-service';
 import { recordEvent } from '../events/record';
 import { conflict, invalidParams } from '../http/errors';
-import type { ListSpec } from '../http/list';
 import { usersStore } from '../users/store';
 import { CUSTOMER_TYPES, EMAIL_VERIFICATION } from './schema';
 

@@ -1,4 +1,4 @@
-import { Decimal } from '../http/money';
+import { Decimal } from '../db/money';
 import type { DiscountType } from './schema';
 
 type Row = Record<string, any>;

@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
+import type { ListSpec } from '../db/list';
+import { Decimal } from '../db/money';
 import { TableService, type Row, type Trx } from '../db/table-service';
 import { invalidParams } from '../http/errors';
-import type { ListSpec } from '../http/list';
-import { Decimal } from '../http/money';
 import { discountProblem, type DiscountRow } from './rules';
 import { DISCOUNT_TYPES } from './schema';
 

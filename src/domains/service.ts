@@ -1,8 +1,8 @@
 import type { Db } from '../db/knex';
+import type { ListSpec } from '../db/list';
 import { TableService, type RecordChange, type Row, type TableResourceConfig, type Trx } from '../db/table-service';
 import { recordEvent } from '../events/record';
 import { conflict, invalidParams } from '../http/errors';
-import type { ListSpec } from '../http/list';
 import { cancelPendingStarts } from '../temporal/starts';
 import type { DomainChecks } from './checks';
 import { CHECKING_STAGES, DOMAIN_STAGES, INACTIVE_STAGES } from './schema';

@@ -1,6 +1,7 @@
 import type { Request } from 'express';
+import { type FieldSet } from '../db/resource';
 import type { ResourceLink } from '../db/resource-link';
-import { applyFields, keeps, subTree, topLevel, type FieldSet, type FieldTree, type View } from './fields';
+import { applyFields, keeps, subTree, topLevel, type FieldTree, type View } from './fields';
 import { publicBase } from './public-url';
 import type { RouteRegistry } from './route-registry';
 

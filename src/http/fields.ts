@@ -20,7 +20,6 @@ import { codePointLength } from './validation';
 export type FieldTree = Map<string, FieldTree | true>;
 
 /** The top-level fields a read must produce: declared in db/resource.ts, where the services read them. */
-export type { FieldSet } from '../db/resource';
 
 export interface View {
   /** null: the whole answer */

@@ -1,9 +1,10 @@
 import type { Request, Response } from 'express';
 import { COUNT_EXACT_UP_TO, CURSOR_INVALID, CURSOR_SHAPE, type FilterType, type ListPage, type ListQuery, type ListSpec } from '../db/list';
+import { humanList } from '../infra/text';
 import { invalidParams } from './errors';
 import { printable } from './input';
 import { publicBase } from './public-url';
-import { codePointLength, DATETIME_PATTERN, humanList, MAX_QUERY_INTEGER } from './validation';
+import { codePointLength, DATETIME_PATTERN, MAX_QUERY_INTEGER } from './validation';
 
 /**
  * The HTTP half of the list machinery every list endpoint shares: the request's paging,
@@ -11,10 +12,6 @@ import { codePointLength, DATETIME_PATTERN, humanList, MAX_QUERY_INTEGER } from 
  * range parsed into a ListQuery (src/db/list.ts runs it), the paging headers, the document's
  * parameters.
  */
-
-// The SQL half, for the features that run their own lists.
-export { applyFilters, COUNT_EXACT_UP_TO, runList, useCursorKey } from '../db/list';
-export type { FilterType, ListPage, ListQuery, ListSpec } from '../db/list';
 
 /** Query keys no list validates: credentials, WordPress' own underscore parameters, `context`. */
 function ignoredKey(key: string): boolean {

@@ -1,8 +1,5 @@
 import { z } from 'zod';
-import { CURRENCIES, Decimal, minorUnits, moneyOut } from '../db/money';
-
-// The amounts' arithmetic lives below the HTTP layer (table services use it); features take it from here with the schemas.
-export { CURRENCIES, Decimal, minorUnits, moneyOut };
+import { CURRENCIES, Decimal } from '../db/money';
 
 /** Any case is accepted (stored upper-case); the document lists the codes upper-case. */
 export const currency = () =>

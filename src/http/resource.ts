@@ -7,9 +7,6 @@ import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders } from 
 import { RouteRegistry, type ExamplesDoc } from './route-registry';
 import { bodyObject, parseOrThrow } from './validation';
 
-// Declared below the HTTP layer, beside the table services that implement them; resources take them from here.
-export type { ReadOptions, ResourceDefinition, ResourceExamples, ResourceService } from '../db/resource';
-
 export function parseId(req: Request, model: string, param = 'id'): number {
   const raw = String(req.params[param]);
   // Non-numeric ids match no route, as in WordPress.

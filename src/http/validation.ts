@@ -1,11 +1,7 @@
 import { z } from 'zod';
-import { isoDate } from '../db/timestamps';
 import { humanList } from '../infra/text';
 import { ApiError, invalidParams } from './errors';
 import { isFormBody } from './input';
-
-// Written below the HTTP layer (the db layer words its rules with them too); routes and features take them from here.
-export { humanList, isoDate };
 
 const TYPE_NAMES: Record<string, string> = { int: 'integer', number: 'number', boolean: 'boolean', string: 'string', object: 'object', record: 'object', array: 'array' };
 

@@ -1,4 +1,4 @@
-import type { ResourceExamples } from '../http/resource';
+import type { ResourceExamples } from '../db/resource';
 
 /** The document's examples: a create and an update of a real run, and the record answered (test/examples.test.ts replays them). */
 export const membershipExamples: ResourceExamples = {

@@ -1,8 +1,8 @@
 import type { Db } from '../db/knex';
+import type { ListSpec } from '../db/list';
 import { TableService, type RecordChange, type Refs, type Row, type Trx } from '../db/table-service';
 import { recordEvent } from '../events/record';
 import { invalidParams } from '../http/errors';
-import type { ListSpec } from '../http/list';
 import { DURATION_UNITS } from '../shared-enums';
 import { createSiteService, recordSiteEvents } from '../sites/service';
 import { MEMBERSHIP_STATUSES, type MembershipStatus } from './schema';

@@ -1,9 +1,9 @@
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
 import type { Db } from '../db/knex';
+import { Decimal, minorUnits, moneyOut } from '../db/money';
 import type { Row, TableService } from '../db/table-service';
+import { isoDate } from '../db/timestamps';
 import { ApiError, invalidParams, notFoundItem } from '../http/errors';
-import { Decimal, minorUnits, moneyOut } from '../http/money';
-import { isoDate } from '../http/validation';
 import { recordMembershipEvents } from '../memberships/service';
 import { statusesThatMayBecome } from '../memberships/status';
 import { recordPaymentEvents } from './service';

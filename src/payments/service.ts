@@ -1,9 +1,9 @@
 import type { Db } from '../db/knex';
+import type { ListSpec } from '../db/list';
+import { Decimal, moneyOut } from '../db/money';
 import { TableService, type RecordChange, type Refs, type Row, type Trx } from '../db/table-service';
 import { recordEvent } from '../events/record';
 import { invalidParams } from '../http/errors';
-import type { ListSpec } from '../http/list';
-import { Decimal, moneyOut } from '../http/money';
 import { PAYMENT_STATUSES, type LineItem } from './schema';
 
 export const paymentListSpec: ListSpec = {

@@ -1,4 +1,4 @@
-import { Decimal } from '../http/money';
+import { Decimal } from '../db/money';
 
 /** A price for a billing period: the product's own, or one of its price variations. */
 export interface PricePeriod {

@@ -1,8 +1,8 @@
 import type { Db } from '../db/knex';
+import type { ListSpec } from '../db/list';
+import { Decimal, minorUnits, moneyOut } from '../db/money';
 import { TableService, type Row } from '../db/table-service';
 import { invalidParams } from '../http/errors';
-import type { ListSpec } from '../http/list';
-import { Decimal, minorUnits, moneyOut } from '../http/money';
 import { DURATION_UNITS } from '../shared-enums';
 import { periodLabel } from './pricing';
 import { PRICING_TYPES, PRODUCT_TYPES } from './schema';

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
+import { Decimal, minorUnits } from '../db/money';
 import { appliesToProduct, lineDiscount, type DiscountRow } from '../discount-codes/rules';
 import { ApiError } from '../http/errors';
-import { Decimal, minorUnits } from '../http/money';
 import { addonPrice, exactPrice, periodLabel, pricedFor, type PricedProduct } from '../products/pricing';
 import type { LineItemOut, PricedCart, RegistrationRequest } from './types';
 

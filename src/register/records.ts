@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
 import { createCustomerService, takeTrial } from '../customers/service';
 import type { Db } from '../db/knex';
+import { Decimal } from '../db/money';
 import type { TableService } from '../db/table-service';
 import { takeDiscountUse } from '../discount-codes/service';
 import { recordEvent } from '../events/record';
 import { ApiError, asApiError, invalidParams } from '../http/errors';
-import { Decimal } from '../http/money';
 import { createMembershipService } from '../memberships/service';
 import { createPaymentService } from '../payments/service';
 import { addPeriod } from '../products/pricing';

@@ -2,7 +2,8 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import { ApiError, invalidParams } from '../http/errors';
 import type { RouteRegistry } from '../http/route-registry';
-import { bodyObject, codePointLength, humanList } from '../http/validation';
+import { bodyObject, codePointLength } from '../http/validation';
+import { humanList } from '../infra/text';
 import { isSensitiveSetting, SENSITIVE_SETTING, SETTING_KEY_PATTERN, type SettingsStore } from './store';
 
 /** Typed settings: a value of the wrong type is refused, loose booleans are accepted. */

@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
+import type { ListSpec } from '../db/list';
 import { TableService, type RecordChange, type Refs, type Row, type Trx } from '../db/table-service';
 import type { DomainChecks } from '../domains/checks';
 import { recordEvent } from '../events/record';
 import { conflict, invalidParams } from '../http/errors';
-import type { ListSpec } from '../http/list';
 import { SITE_TYPES } from './schema';
 
 export const siteListSpec: ListSpec = {

@@ -1,7 +1,7 @@
 import { isPgError, PG_FOREIGN_KEY_VIOLATION } from '../db/errors';
 import type { Db } from '../db/knex';
+import { isoDate } from '../db/timestamps';
 import { ApiError, invalidParams, notFoundItem } from '../http/errors';
-import { isoDate } from '../http/validation';
 
 export const SITE_USER_ROLES = ['administrator', 'editor', 'author', 'contributor', 'subscriber'] as const;
 export type SiteUserRole = (typeof SITE_USER_ROLES)[number];

@@ -1,6 +1,6 @@
 import type { Db } from '../db/knex';
+import { isoDate } from '../db/timestamps';
 import { recordEvent } from '../events/record';
-import { isoDate } from '../http/validation';
 
 /** The three verification checks, in the order they run. */
 export const CHECK_NAMES = ['no_legacy', 'sovereign_push', 'tenant_users'] as const;

@@ -1,10 +1,10 @@
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
+import { runList, type ListQuery, type ListSpec } from '../db/list';
+import { isoDate } from '../db/timestamps';
 import { recordEvent } from '../events/record';
 import { conflict, notFoundItem, type ApiError } from '../http/errors';
-import { runList, type ListQuery, type ListSpec } from '../http/list';
-import { isoDate } from '../http/validation';
 import { logger } from '../logger';
 import type { TemporalGateway } from '../temporal/gateway';
 import { downloadUrl } from './downloads';

@@ -1,9 +1,9 @@
 import type { Config } from '../config';
 import { isPgError, PG_UNIQUE_VIOLATION } from '../db/errors';
 import type { Db } from '../db/knex';
+import { runList, type ListQuery, type ListSpec } from '../db/list';
+import { isoDate } from '../db/timestamps';
 import { conflict, invalidParams } from '../http/errors';
-import { runList, type ListQuery, type ListSpec } from '../http/list';
-import { isoDate } from '../http/validation';
 import { OutboundPolicy, urlRefusal } from '../infra/outbound-http';
 import { assertParsable, GettextError } from './gettext';
 import { glotpressUrl } from './locales';
