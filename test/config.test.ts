@@ -55,6 +55,20 @@ describe('configuration', () => {
   });
 });
 
+describe('TRUST_PROXY', () => {
+  test('false by default; true; a hop count; a list of proxies; anything else refused naming the variable', () => {
+    expect(loadConfig({}).TRUST_PROXY).toBe(false);
+    for (const off of ['false', 'no', '0', 'FALSE']) expect(loadConfig({ TRUST_PROXY: off }).TRUST_PROXY).toBe(false);
+    for (const on of ['true', 'yes']) expect(loadConfig({ TRUST_PROXY: on }).TRUST_PROXY).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '1' }).TRUST_PROXY).toBe(1);
+    expect(loadConfig({ TRUST_PROXY: '10' }).TRUST_PROXY).toBe(10);
+    expect(loadConfig({ TRUST_PROXY: ' loopback, 10.0.0.0/8 ,fd00::/8,192.0.2.7 ' }).TRUST_PROXY).toEqual(['loopback', '10.0.0.0/8', 'fd00::/8', '192.0.2.7']);
+    for (const bad of ['maybe', '11', '-1', '1.5', '10.0.0.0/33', 'fd00::/129', '10.0.0.0/8/1', 'example.com', 'loopback,', ',', 'x'.repeat(10_000), 'lo\u0000opback']) {
+      expect(() => loadConfig({ TRUST_PROXY: bad })).toThrow(/TRUST_PROXY=/);
+    }
+  });
+});
+
 describe('ALLOWED_HOSTS and the Host allow-list', () => {
   test('default: the loopback names, any port; a list is lower-cased; junk is refused naming the variable', () => {
     expect(loadConfig({}).ALLOWED_HOSTS).toEqual(['localhost', '127.0.0.1', '[::1]']);

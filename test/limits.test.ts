@@ -238,6 +238,35 @@ describe('rate limits shared by every API replica (PostgreSQL)', () => {
     });
   });
 
+  describe('TRUST_PROXY as a hop count or a list of proxies: what a client writes into X-Forwarded-For does not choose its address', () => {
+    for (const trust of ['1', 'loopback']) {
+      describe(`TRUST_PROXY=${trust}`, () => {
+        let ctx: TestContext;
+        beforeAll(async () => {
+          ctx = await createTestContext({ AUTH_FAILURE_LIMIT: '3', AUTH_FAILURE_WINDOW_SECONDS: '120', TRUST_PROXY: trust });
+        });
+        afterAll(async () => {
+          await ctx?.close();
+        });
+
+        test('failures sent with a new made-up address each time, in front of the one the balancer added, count against that one', async () => {
+          // The balancer (the test client on loopback) appended the address it saw; the client
+          // wrote everything to its left.
+          const client = trust === '1' ? '203.0.113.91' : '203.0.113.92';
+          const fail = (i: number) =>
+            ctx.http.get(`${BASE}/auth`).set(from(`198.51.100.${i}, ${client}`)).set('Authorization', basic(API_KEY, `wrong${i}`));
+          const statuses: number[] = [];
+          for (let i = 1; i <= 5; i++) statuses.push((await fail(i)).status);
+          expect(statuses).toEqual([401, 401, 401, 429, 429]);
+          expect(await counter(ctx.db, 'auth_failures', client)).toMatchObject({ points: 5 });
+          for (let i = 1; i <= 5; i++) expect(await counter(ctx.db, 'auth_failures', `198.51.100.${i}`)).toBeUndefined();
+          // Another address behind the same balancer has its own count.
+          expect((await ctx.http.get(`${BASE}/auth`).set(from('203.0.113.99')).set('Authorization', basic(API_KEY, 'wrong'))).status).toBe(401);
+        });
+      });
+    }
+  });
+
   describe('attachment quotas across two replicas (counted from chat_attachments under locks)', () => {
     let ctx: TestContext;
     let b: Replica;

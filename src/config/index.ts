@@ -19,6 +19,47 @@ export const WORKFLOW_ID_PREFIX_PATTERN = /^[A-Za-z0-9_]{1,32}$/;
 
 const port = z.coerce.number().int().min(0).max(65535);
 
+/** Express's names for address ranges (proxy-addr): usable in TRUST_PROXY's list. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * TRUST_PROXY: whom to believe about the client's address (Express's `trust proxy`).
+ * - `false` (default): nobody; req.ip is the connection's address.
+ * - a hop count, 1 to 10: that many proxies in front (1 = one load balancer): req.ip is the
+ *   address the outermost trusted proxy saw, whatever a client wrote further left in
+ *   `X-Forwarded-For`.
+ * - a comma-separated list of addresses, networks (10.0.0.0/8, fd00::/8) or the names loopback,
+ *   linklocal, uniquelocal: the proxies to trust, wherever they are.
+ * - `true`: every hop, so req.ip is the leftmost address, which a client can write itself:
+ *   only behind a proxy that strips the header a client sends.
+ */
+const trustProxy = z.string().transform((v, ctx): boolean | number | string[] => {
+  const value = v.trim().toLowerCase();
+  if (['false', 'no', '0'].includes(value)) return false;
+  if (['true', 'yes'].includes(value)) return true;
+  if (/^\d{1,2}$/.test(value)) {
+    const hops = Number(value);
+    if (hops >= 1 && hops <= 10) return hops;
+  } else {
+    const entries = value.split(',').map((s) => s.trim());
+    const bad = entries.filter((entry) => {
+      if (!entry) return true;
+      if (PROXY_RANGE_NAMES.has(entry)) return false;
+      const [address, bits, extra] = entry.split('/');
+      const family = net.isIP(address);
+      if (!family || extra !== undefined) return true;
+      if (bits === undefined) return false;
+      return !/^\d{1,3}$/.test(bits) || Number(bits) > (family === 6 ? 128 : 32);
+    });
+    if (!bad.length) return entries;
+  }
+  ctx.addIssue({
+    code: 'custom',
+    message: 'must be false, true, a hop count from 1 to 10, or a comma-separated list of proxy addresses, networks (10.0.0.0/8) or loopback, linklocal, uniquelocal',
+  });
+  return z.NEVER;
+});
+
 /** OUTBOUND_ALLOWED_HOSTS parsed: host names (`*.suffix` for subdomains) and networks. */
 export interface OutboundAllowList {
   hosts: string[];
@@ -68,7 +109,7 @@ const schema = z.object({
     .string()
     .regex(/^\d+(b|kb|mb)?$/i, 'must be a size such as 1mb or 500kb')
     .default('1mb'),
-  TRUST_PROXY: bool.default(false),
+  TRUST_PROXY: trustProxy.default(false),
 
   DATABASE_URL: z.string().url().optional(),
   DB_POOL_MAX: z.coerce.number().int().min(1).max(50).default(10),
