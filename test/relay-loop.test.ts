@@ -1,6 +1,9 @@
+import net from 'node:net';
+import knexFactory from 'knex';
 import type { Db } from '../src/db/knex';
-import { relayLoop } from '../src/db/listen';
+import { connectionString, listen, relayLoop } from '../src/db/listen';
 import { eachLimited } from '../src/infra/each-limited';
+import { createTestContext, type TestContext } from './helpers';
 
 // No channel to LISTEN on: the loop never touches its database.
 const NO_DB = null as unknown as Db;
@@ -44,6 +47,70 @@ describe('relayLoop (the outbox relays)', () => {
       await expect(loop.sweep()).rejects.toThrow('database away');
     } finally {
       await loop.stop();
+    }
+  });
+});
+
+describe('listen (the relays\' LISTEN connection)', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext();
+  });
+  afterAll(async () => {
+    await ctx?.close();
+  });
+
+  test('a connection closed under it, by the server (terminated) or cleanly by something in between (a proxy), is opened again and hears notifications', async () => {
+    // The listener goes through a TCP proxy that can close its connections cleanly (FIN, no error).
+    const target = new URL(connectionString(ctx.db));
+    const sockets = new Set<net.Socket>();
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(Number(target.port || 5432), target.hostname);
+      sockets.add(client);
+      client.pipe(upstream).pipe(client);
+      const drop = () => {
+        sockets.delete(client);
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on('close', drop).on('error', drop);
+      upstream.on('close', drop).on('error', drop);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const proxied = new URL(target.href);
+    proxied.hostname = '127.0.0.1';
+    proxied.port = String((proxy.address() as net.AddressInfo).port);
+    const viaProxy = knexFactory({ client: 'pg', connection: { connectionString: proxied.href }, pool: { min: 0, max: 1 } }) as unknown as Db;
+    let heard = 0;
+    const listener = listen(viaProxy, 'hostflow_listen_test', () => heard++, { name: 'listen-test', retryMs: 50 });
+    const heardMore = async (than: number) => {
+      const deadline = Date.now() + 10_000;
+      while (heard <= than) {
+        if (Date.now() > deadline) throw new Error(`heard ${heard}, expected more than ${than}`);
+        await ctx.db.raw('NOTIFY hostflow_listen_test');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const listenerBackends = async () =>
+      Number((await ctx.db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'hostflow-listen-test'")).rows[0].n);
+    try {
+      await heardMore(0);
+      // Closed cleanly by the proxy.
+      for (const s of sockets) s.end();
+      await new Promise((r) => setTimeout(r, 200));
+      const afterClose = heard;
+      await heardMore(afterClose);
+      // Terminated by the server.
+      await ctx.db.raw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'hostflow-listen-test'");
+      await new Promise((r) => setTimeout(r, 200));
+      await heardMore(heard);
+      // One connection at a time: each loss opened exactly one new one.
+      expect(await listenerBackends()).toBe(1);
+    } finally {
+      await listener.stop();
+      await viaProxy.destroy();
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => proxy.close(r));
     }
   });
 });

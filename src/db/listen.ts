@@ -24,6 +24,7 @@ export function listen(db: Db, channel: string, onNotify: () => void, opts: { na
   if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`not a channel name: ${channel}`);
   const log = logger.child({ component: opts.name });
   const retryMs = opts.retryMs ?? 2000;
+  const url = connectionString(db);
   let stopped = false;
   let client: pg.Client | null = null;
   let timer: NodeJS.Timeout | undefined;
@@ -33,15 +34,18 @@ export function listen(db: Db, channel: string, onNotify: () => void, opts: { na
   };
   const open = async () => {
     if (stopped) return;
-    const c = new pg.Client({ connectionString: connectionString(db), application_name: `hostflow-${opts.name}` });
+    const c = new pg.Client({ connectionString: url, application_name: `hostflow-${opts.name}` });
     c.on('notification', () => onNotify());
-    c.on('error', (err) => {
+    // A lost connection says so with 'error', also when it was closed cleanly under it (pg turns
+    // an 'end' it did not ask for into 'Connection terminated unexpectedly'; tested).
+    const lost = (err?: Error) => {
       if (client !== c) return;
       log.warn({ err }, 'listener connection lost; reconnecting');
       client = null;
       c.end().catch(() => undefined);
       again();
-    });
+    };
+    c.on('error', lost);
     try {
       await c.connect();
       await c.query(`LISTEN ${channel}`);
