@@ -56,6 +56,8 @@ export interface AppWithRegistry extends express.Express {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const OVERRIDABLE = new Set(['PUT', 'PATCH', 'DELETE', 'GET', 'HEAD']);
+/** How long /readyz waits for the file store (a folder check, or an S3 HeadBucket). */
+const READINESS_STORAGE_TIMEOUT_MS = 2000;
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -228,7 +230,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
     properties: { status: { enum: ['ready', 'not_ready'] }, checks: anyObject },
   };
   registry.service('GET', '/readyz', {
-    summary: 'Readiness: database and Temporal reachable (and how many workers poll the task queue)',
+    summary: 'Readiness: database, Temporal and the file store reachable (and how many workers poll the task queue)',
     tags: ['service'],
     responses: { 200: { description: 'Ready.', schema: readiness }, 503: { description: 'Not ready; checks say which part failed.', schema: readiness } },
   });
@@ -246,11 +248,21 @@ export function createApp(deps: AppDeps): AppWithRegistry {
       .raw('select 1')
       .then(() => ({ ok: true }))
       .catch((err: Error) => ({ ok: false, error: err.message }));
-    const temporal = await gateway.readiness();
-    const ready = dbCheck.ok && temporal.reachable;
+    const [temporal, storageCheck] = await Promise.all([
+      gateway.readiness(),
+      storage
+        .check(READINESS_STORAGE_TIMEOUT_MS)
+        .then(() => ({ ok: true, driver: storage.driver }))
+        .catch((err: Error) => ({ ok: false, driver: storage.driver, error: err.message })),
+    ]);
+    const ready = dbCheck.ok && temporal.reachable && storageCheck.ok;
     res.status(ready ? 200 : 503).json({
       status: ready ? 'ready' : 'not_ready',
-      checks: { database: dbCheck, temporal: { ok: temporal.reachable, workers_polling: temporal.pollers, ...(temporal.error ? { error: temporal.error } : {}) } },
+      checks: {
+        database: dbCheck,
+        temporal: { ok: temporal.reachable, workers_polling: temporal.pollers, ...(temporal.error ? { error: temporal.error } : {}) },
+        storage: storageCheck,
+      },
     });
   });
 

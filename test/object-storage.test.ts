@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -71,6 +72,10 @@ describe.each([
     expect(storage.driver).toBe(driver);
   });
   afterAll(() => storage.close());
+
+  test('check: the store is usable', async () => {
+    await expect(storage.check(2000)).resolves.toBeUndefined();
+  });
 
   test('put and get: the same bytes, size and (s3) content type; a put replaces the object', async () => {
     const bytes = crypto.randomBytes(5000);
@@ -246,6 +251,29 @@ describe('drivers: what only one of them does', () => {
       expect(err).not.toBeInstanceOf(ObjectNotFound);
     } finally {
       storage.close();
+    }
+  });
+
+  test('check says why a store cannot be used: no server, no such bucket, a server that never answers, a folder that cannot be made', async () => {
+    const refused = createObjectStorage(loadConfig({ ...moto.env(BUCKET), S3_ENDPOINT: 'http://127.0.0.1:1' }));
+    const missing = createObjectStorage(loadConfig({ ...moto.env('no-such-bucket-here') }));
+    // Accepts connections and never answers.
+    const silent = net.createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const mute = createObjectStorage(loadConfig({ ...moto.env(BUCKET), S3_ENDPOINT: `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}` }));
+    const file = path.join(localRoot, 'a-file');
+    fs.writeFileSync(file, 'not a folder');
+    const underFile = createObjectStorage(loadConfig({ DATA_DIR: file }));
+    try {
+      await expect(refused.check(2000)).rejects.toThrow();
+      await expect(missing.check(2000)).rejects.toThrow();
+      const started = Date.now();
+      await expect(mute.check(300)).rejects.toThrow(`the bucket ${BUCKET} did not answer within 300 ms`);
+      expect(Date.now() - started).toBeLessThan(2000);
+      await expect(underFile.check(2000)).rejects.toThrow(/ENOTDIR|EEXIST/);
+    } finally {
+      for (const s of [refused, missing, mute, underFile]) s.close();
+      silent.close();
     }
   });
 

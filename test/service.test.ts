@@ -1,4 +1,7 @@
+import fs from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { startHttp, startWorker } from '../src/runtime';
 import type { RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
@@ -116,6 +119,7 @@ describe('service routes', () => {
     expect(before.status).toBe(200);
     expect(before.body.checks.database.ok).toBe(true);
     expect(before.body.checks.temporal).toMatchObject({ ok: true, workers_polling: 0 });
+    expect(before.body.checks.storage).toEqual({ ok: true, driver: 'local' });
 
     let worker: RunningWorker | undefined;
     try {
@@ -147,6 +151,26 @@ describe('service routes', () => {
     await deadDb.destroy();
     broken.db = createDb(broken.dbUrl, 1);
     await broken.close();
+  });
+
+  test('GET /readyz is 503 when the file store cannot be used, and says why', async () => {
+    const { createApp } = await import('../src/app');
+    const { Metrics } = await import('../src/http/metrics');
+    const { LocalObjectStorage } = await import('../src/infra/object-storage');
+    const file = path.join(os.tmpdir(), `hostflow-not-a-folder-${process.pid}`);
+    fs.writeFileSync(file, 'x');
+    const storage = new LocalObjectStorage(path.join(file, 'objects'));
+    try {
+      const app = createApp({ config: ctx.config, db: ctx.db, settings: ctx.settings, temporal: ctx.temporal, metrics: new Metrics(), storage });
+      const request = (await import('supertest')).default;
+      const res = await request(app).get('/readyz');
+      expect(res.status).toBe(503);
+      expect(res.body.status).toBe('not_ready');
+      expect(res.body.checks.database.ok).toBe(true);
+      expect(res.body.checks.storage).toMatchObject({ ok: false, driver: 'local', error: expect.stringMatching(/ENOTDIR/) });
+    } finally {
+      fs.rmSync(file, { force: true });
+    }
   });
 
   test('GET /metrics: Prometheus text with requests by route and status, latency, pool use, workflows started', async () => {

@@ -7,6 +7,7 @@ import {
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
+  HeadBucketCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
@@ -90,7 +91,21 @@ export interface ObjectStorage {
   copy(from: string, to: string): Promise<void>;
   /** Where a key is, for people (a path, or s3://bucket/key): logs, status answers. */
   locationOf(key: string): string;
+  /**
+   * Whether the store can be used now (readiness): the folder exists or can be made, and is
+   * writable; the bucket answers (HeadBucket). Rejects saying why; gives up after `timeoutMs`.
+   */
+  check(timeoutMs: number): Promise<void>;
   close(): void;
+}
+
+/** `work`, or a rejection once `ms` have passed. */
+async function within<T>(ms: number, what: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const signal = AbortSignal.timeout(ms);
+  return Promise.race([
+    work(signal),
+    new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Error(`${what} did not answer within ${ms} ms`)), { once: true })),
+  ]);
 }
 
 const MAX_KEY_BYTES = 1024;
@@ -144,6 +159,13 @@ export class LocalObjectStorage implements ObjectStorage {
     const p = path.join(this.root, ...checkKey(key).split('/'));
     if (!p.startsWith(this.root + path.sep)) throw new InvalidObjectKey('outside the folder');
     return p;
+  }
+
+  async check(timeoutMs: number): Promise<void> {
+    await within(timeoutMs, `the folder ${this.root}`, async () => {
+      await fs.promises.mkdir(this.root, { recursive: true });
+      await fs.promises.access(this.root, fs.constants.W_OK);
+    });
   }
 
   private tempBeside(p: string): string {
@@ -336,6 +358,10 @@ export class S3ObjectStorage implements ObjectStorage {
       }
       throw err;
     }
+  }
+
+  async check(timeoutMs: number): Promise<void> {
+    await within(timeoutMs, `the bucket ${this.bucket}`, (abortSignal) => this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }));
   }
 
   async head(key: string): Promise<ObjectInfo | null> {
