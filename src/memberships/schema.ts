@@ -7,7 +7,7 @@ export const MEMBERSHIP_STATUSES = ['pending', 'active', 'trialing', 'expired', 
 export type MembershipStatus = (typeof MEMBERSHIP_STATUSES)[number];
 
 /** An add-on product of a membership: a product id and how many of it. */
-const addonProduct = z.strictObject({
+export const addonProduct = z.strictObject({
   product_id: fields.id(),
   quantity: fields.int().min(1).max(10_000),
 });
@@ -15,13 +15,17 @@ const addonProduct = z.strictObject({
 /** An add-on product as a membership answers it. */
 export const addonProductRecord = z.strictObject({ product_id: z.int(), quantity: z.int() });
 
+/** A membership's add-ons: at most 100, each product once. */
+const addonProducts = () =>
+  z
+    .array(addonProduct)
+    .max(100)
+    .refine((items) => new Set(items.map((i) => i.product_id)).size === items.length, { message: 'must not list the same product_id twice.' });
+
 const membershipFields = {
   customer_id: fields.id(),
   plan_id: fields.id(),
-  addon_products: z
-    .array(addonProduct)
-    .max(100)
-    .refine((items) => new Set(items.map((i) => i.product_id)).size === items.length, { message: 'must not list the same product_id twice.' }),
+  addon_products: addonProducts(),
   currency: currency(),
   initial_amount: money(),
   recurring: fields.flag(),
@@ -50,3 +54,35 @@ export const createMembershipSchema = z.strictObject({
 });
 
 export const updateMembershipSchema = z.strictObject(allOptional(membershipFields));
+
+export const CHANGE_TIMES = ['now', 'period_end'] as const;
+
+/** POST /memberships/{id}/change: the plan (and period, add-ons) to move to, when, or only a preview. */
+export const changeMembershipSchema = z.strictObject({
+  plan_id: fields.id().describe('The plan to move to: a product of type plan, recurring, active, priced in the membership\'s currency.'),
+  duration: fields
+    .int()
+    .min(1)
+    .max(1000)
+    .optional()
+    .describe("The new billing period's length. Without it: 1 when duration_unit is given, else the membership's own."),
+  duration_unit: z.enum(DURATION_UNITS).optional().describe("The new billing period's unit; without it the membership's own. The plan must have a price for the period (its own or a price variation)."),
+  addon_products: addonProducts().optional().describe('The add-ons after the change (packages or services), replacing the current ones; without it the current add-ons stay, priced for the new period.'),
+  when: z.enum(CHANGE_TIMES).describe('now: prorated and applied at once; period_end: scheduled for date_expiration (scheduled_change on the membership).'),
+  preview: fields.flag().default(false).describe('true: answer the proration and change nothing.'),
+});
+export type ChangeMembershipInput = z.output<typeof changeMembershipSchema>;
+
+/** A change waiting for the period's end, as a membership answers it. */
+export const scheduledChangeRecord = z
+  .strictObject({
+    plan_id: z.int(),
+    duration: z.int(),
+    duration_unit: z.enum(DURATION_UNITS),
+    addon_products: z.array(addonProductRecord),
+    amount: z.number().describe('The recurring price from effective_at on.'),
+    effective_at: z.iso.datetime({ offset: true }).describe("When it applies: the membership's date_expiration when it was scheduled (the renewal at that time applies it)."),
+    requested_at: z.iso.datetime({ offset: true }),
+  })
+  .nullable()
+  .describe('A plan change waiting for the end of the period (POST /memberships/{id}/change with when: period_end); null when none. DELETE /memberships/{id}/change cancels it.');
