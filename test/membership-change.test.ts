@@ -1,5 +1,5 @@
 import { Decimal } from '../src/db/money';
-import { applyScheduledChange } from '../src/memberships/plan-change';
+import { applyScheduledChange, takeCredit } from '../src/memberships/plan-change';
 import { chargeWithCredit, currentPeriodStart, prorate } from '../src/memberships/proration';
 import { API_KEY, BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 
@@ -189,6 +189,10 @@ describe('plan changes (POST /memberships/{id}/change)', () => {
     expect(res.body.membership).toMatchObject({ plan_id: ids.basic, amount: 29, credit_balance: 6.66 });
     expect(await paymentsOf(m.id)).toHaveLength(0);
     expect((await row(m.id)).credit_balance).toBe('6.6600');
+    // The renewal takes it (in its own transaction): 29 − 6.66 = 22.34 to charge, nothing left; the next one charges 29.
+    expect(await ctx.db.transaction((trx) => takeCredit(trx, m.id, '29'))).toEqual({ credit_used: '6.66', amount_due: '22.34' });
+    expect((await row(m.id)).credit_balance).toBe('0.0000');
+    expect(await ctx.db.transaction((trx) => takeCredit(trx, m.id, '29'))).toEqual({ credit_used: '0', amount_due: '29' });
   });
 
   test('30 days → yearly now: a new period starts now, the whole yearly price less the credit is due', async () => {
@@ -205,6 +209,8 @@ describe('plan changes (POST /memberships/{id}/change)', () => {
     expect(res.body.next_renewal.date).toBe(res.body.membership.date_expiration);
     expect(res.body.payment).toMatchObject({ total: 480.33, subtotal: 490, discount_total: 9.67, status: 'pending' });
     expect(res.body.payment.line_items[0].description).toMatch(/^1 year to \d{4}-\d\d-\d\d, a new period; less 9\.67 USD credit/);
+    // date_expiration moved later while active: the one rule calls that a renewal.
+    expect(await eventsOf(m.id)).toEqual(['membership_activated', 'membership_renewed']);
   });
 
   test('period_end: scheduled and visible on the membership, replaced by a second one, cancelled by DELETE; nothing else changes', async () => {

@@ -95,6 +95,20 @@ interface Planned {
   lines: LineItem[];
 }
 
+/**
+ * A renewal's charge of `amount`, less the membership's credit_balance (what downgrades left):
+ * the credit is taken first, never below zero, and the balance lowered in the caller's
+ * transaction (the renewal's, which holds the row's lock). Answers the credit used and what is
+ * left to charge, as exact decimal text.
+ */
+export async function takeCredit(trx: Trx, membershipId: number, amount: Decimal.Value): Promise<{ credit_used: string; amount_due: string }> {
+  const row: Row | undefined = await trx('memberships').where({ id: membershipId }).forUpdate().first('credit_balance');
+  if (!row) throw notFoundItem('membership');
+  const charge = chargeWithCredit(amount, row.credit_balance);
+  if (charge.credit_used.gt(0)) await trx('memberships').where({ id: membershipId }).update({ credit_balance: charge.balance_left.toFixed(), date_modified: trx.fn.now() });
+  return { credit_used: charge.credit_used.toFixed(), amount_due: charge.amount_due.toFixed() };
+}
+
 /** The proration and the next renewal of a change, as the API answers it. */
 export interface ChangeAnswer {
   membership_id: number;
