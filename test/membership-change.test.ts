@@ -12,43 +12,43 @@ describe('proration (src/memberships/proration.ts, pure)', () => {
   const now = at('2026-11-21T00:00:00Z');
 
   test('USD upgrade: credit 29 × 1/3 = 9.666… → 9.67, cost 49 × 1/3 = 16.333… → 16.33, due 6.66', () => {
-    const p = prorate({ currency: 'USD', now, current: current('29'), next: { amounts: ['49'], duration: 1, duration_unit: 'month' }, restart: false, trialing: false });
+    const p = prorate({ currency: 'USD', now, current: current('29'), next: { amounts: ['49'], duration: 1, duration_unit: 'month' }, restart: false, unprorated: false });
     expect([p.period_seconds, p.remaining_seconds]).toEqual([2_592_000, 864_000]);
     expect([p.credit.toFixed(), p.cost.toFixed(), p.amount_due.toFixed(), p.credit_left.toFixed()]).toEqual(['9.67', '16.33', '6.66', '0']);
     expect(p.expiration).toEqual(at('2026-12-01T00:00:00Z'));
   });
 
   test('USD downgrade: credit 49 × 1/3 = 16.33, cost 29 × 1/3 = 9.67, nothing due, 6.66 credit left', () => {
-    const p = prorate({ currency: 'USD', now, current: current('49'), next: { amounts: ['29'], duration: 1, duration_unit: 'month' }, restart: false, trialing: false });
+    const p = prorate({ currency: 'USD', now, current: current('49'), next: { amounts: ['29'], duration: 1, duration_unit: 'month' }, restart: false, unprorated: false });
     expect([p.credit.toFixed(), p.cost.toFixed(), p.amount_due.toFixed(), p.credit_left.toFixed()]).toEqual(['16.33', '9.67', '0', '6.66']);
   });
 
   test('JPY (no minor unit): 3000 → 5000 yen: credit 1000, cost 1666.66… → 1667, due 667; the way back leaves 667 yen credit', () => {
-    const up = prorate({ currency: 'JPY', now, current: current('3000'), next: { amounts: ['5000'], duration: 1, duration_unit: 'month' }, restart: false, trialing: false });
+    const up = prorate({ currency: 'JPY', now, current: current('3000'), next: { amounts: ['5000'], duration: 1, duration_unit: 'month' }, restart: false, unprorated: false });
     expect([up.credit.toFixed(), up.cost.toFixed(), up.amount_due.toFixed(), up.credit_left.toFixed()]).toEqual(['1000', '1667', '667', '0']);
-    const down = prorate({ currency: 'JPY', now, current: current('5000'), next: { amounts: ['3000'], duration: 1, duration_unit: 'month' }, restart: false, trialing: false });
+    const down = prorate({ currency: 'JPY', now, current: current('5000'), next: { amounts: ['3000'], duration: 1, duration_unit: 'month' }, restart: false, unprorated: false });
     // 5000/3 = 1666.66… → 1667 credit; 3000/3 = 1000 cost; 667 left.
     expect([down.credit.toFixed(), down.cost.toFixed(), down.amount_due.toFixed(), down.credit_left.toFixed()]).toEqual(['1667', '1000', '0', '667']);
   });
 
   test('each line is rounded on its own: plan 49 and add-ons 2 × 5 for a third of the period: 16.33 + 3.33 = 19.66', () => {
-    const p = prorate({ currency: 'USD', now, current: current('29'), next: { amounts: ['49', '10'], duration: 1, duration_unit: 'month' }, restart: false, trialing: false });
+    const p = prorate({ currency: 'USD', now, current: current('29'), next: { amounts: ['49', '10'], duration: 1, duration_unit: 'month' }, restart: false, unprorated: false });
     expect(p.costs.map((c) => c.toFixed())).toEqual(['16.33', '3.33']);
     expect([p.cost.toFixed(), p.amount_due.toFixed()]).toEqual(['19.66', '9.99']);
   });
 
   test('a new period (monthly → yearly) starts now: the whole new price less the credit; date_expiration a year on', () => {
-    const p = prorate({ currency: 'USD', now, current: current('29'), next: { amounts: ['290'], duration: 1, duration_unit: 'year' }, restart: true, trialing: false });
+    const p = prorate({ currency: 'USD', now, current: current('29'), next: { amounts: ['290'], duration: 1, duration_unit: 'year' }, restart: true, unprorated: false });
     // 290 − 9.67 = 280.33
     expect([p.credit.toFixed(), p.cost.toFixed(), p.amount_due.toFixed()]).toEqual(['9.67', '290', '280.33']);
     expect(p.expiration).toEqual(at('2027-11-21T00:00:00Z'));
   });
 
   test('a trial pays nothing now and keeps its end; a period already over gives no credit and costs nothing', () => {
-    const trial = prorate({ currency: 'USD', now, current: current('29'), next: { amounts: ['49'], duration: 1, duration_unit: 'year' }, restart: true, trialing: true });
+    const trial = prorate({ currency: 'USD', now, current: current('29'), next: { amounts: ['49'], duration: 1, duration_unit: 'year' }, restart: true, unprorated: true });
     expect([trial.credit.toFixed(), trial.cost.toFixed(), trial.amount_due.toFixed()]).toEqual(['0', '0', '0']);
     expect(trial.expiration).toEqual(at('2026-12-01T00:00:00Z'));
-    const over = prorate({ currency: 'USD', now: at('2026-12-02T00:00:00Z'), current: current('29'), next: { amounts: ['49'], duration: 1, duration_unit: 'month' }, restart: false, trialing: false });
+    const over = prorate({ currency: 'USD', now: at('2026-12-02T00:00:00Z'), current: current('29'), next: { amounts: ['49'], duration: 1, duration_unit: 'month' }, restart: false, unprorated: false });
     expect([over.remaining_seconds, over.credit.toNumber(), over.cost.toNumber()]).toEqual([0, 0, 0]);
   });
 
@@ -304,7 +304,7 @@ describe('plan changes (POST /memberships/{id}/change)', () => {
     const m = await membership('basic', { amount: 29, status: 'trialing', date_trial_end: end, date_expiration: null, date_renewed: null });
     const res = await change(m.id, { plan_id: ids.pro, when: 'now' });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ credit: 0, cost: 0, amount_due: 0, payment: null, next_renewal: { date: end, amount: 49 }, membership: { plan_id: ids.pro, amount: 49, status: 'trialing', date_expiration: null } });
+    expect(res.body).toMatchObject({ credit: 0, cost: 0, amount_due: 0, lines: [], payment: null, next_renewal: { date: end, amount: 49 }, membership: { plan_id: ids.pro, amount: 49, status: 'trialing', date_expiration: null } });
   });
 
   test('hostile bodies: 400 with a JSON error, nothing changed', async () => {

@@ -180,18 +180,20 @@ export class PlanChangeService {
     const start = currentPeriodStart({ date_renewed: current.date_renewed, date_activated: current.date_activated, date_expiration: end, duration: Number(current.duration), duration_unit: current.duration_unit });
     const currency = String(current.currency).trim();
     const later = input.when === 'period_end';
+    // A trial paid nothing, and a change at the period's end starts with the next period: neither is prorated.
+    const unprorated = trialing || later;
     const proration = prorate({
       currency,
       now,
       current: { amount: current.amount, start, end },
-      // Scheduled: nothing is prorated, the new terms start with the next period.
       next: { amounts: target.lines.map((l) => l.price), duration: target.duration, duration_unit: target.duration_unit },
-      restart: restart && !later,
-      trialing: trialing || later,
+      restart,
+      unprorated,
     });
     const balance = new Decimal(current.credit_balance).plus(proration.credit_left);
     const renewal = chargeWithCredit(target.amount, balance);
-    const lines = later ? [] : this.lineItems(target, proration, currency, restart && !trialing);
+    // What is charged now, line by line (nothing when unprorated).
+    const lines = unprorated ? [] : this.lineItems(target, proration, currency, restart);
     const answer: ChangeAnswer = {
       membership_id: id,
       when: input.when,

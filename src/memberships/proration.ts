@@ -22,8 +22,11 @@ export interface ProrationInput {
   next: { amounts: Decimal.Value[]; duration: number; duration_unit: string };
   /** The new period differs from the current one: it starts now. */
   restart: boolean;
-  /** A trial: nothing was paid for the current period, and nothing is due for its rest. */
-  trialing: boolean;
+  /**
+   * Nothing to prorate: a trial (nothing was paid for the current period) or a change at the
+   * period's end. No credit, no cost, the period kept.
+   */
+  unprorated: boolean;
 }
 
 export interface Proration {
@@ -60,10 +63,10 @@ export function prorate(input: ProrationInput): Proration {
   const periodSeconds = Math.max(0, Math.floor((current.end.getTime() - current.start.getTime()) / SECOND));
   const remaining = Math.min(periodSeconds, Math.max(0, Math.floor((current.end.getTime() - now.getTime()) / SECOND)));
   const digits = minorUnits(currency);
-  const credit = input.trialing ? new Decimal(0) : share(current.amount, remaining, periodSeconds, currency);
+  const credit = input.unprorated ? new Decimal(0) : share(current.amount, remaining, periodSeconds, currency);
   let costs: Decimal[];
   let expiration = current.end;
-  if (input.trialing) costs = next.amounts.map(() => new Decimal(0));
+  if (input.unprorated) costs = next.amounts.map(() => new Decimal(0));
   else if (input.restart) {
     costs = next.amounts.map((a) => new Decimal(a).toDecimalPlaces(digits, Decimal.ROUND_HALF_UP));
     expiration = addPeriod(now, next.duration, next.duration_unit);
