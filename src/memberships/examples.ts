@@ -76,6 +76,32 @@ const previewAnswer = {
   next_renewal: { date: '2026-12-01T00:00:00.000Z', amount: 49, credit_applied: 0, amount_due: 49 },
 };
 
+/** The downgrade back to Basic, scheduled for the period's end: nothing is prorated, the membership carries it. */
+const scheduledAnswer = {
+  ...previewAnswer,
+  when: 'period_end',
+  preview: false,
+  from: previewAnswer.to,
+  to: previewAnswer.from,
+  credit: 0,
+  cost: 0,
+  amount_due: 0,
+  lines: [],
+  effective_at: '2026-12-01T00:00:00.000Z',
+  next_renewal: { date: '2026-12-01T00:00:00.000Z', amount: 29, credit_applied: 0, amount_due: 29 },
+  membership: {
+    ...membershipExamples.record,
+    plan_id: 3,
+    addon_products: [],
+    amount: 49,
+    date_renewed: '2026-11-01T00:00:00.000Z',
+    date_expiration: '2026-12-01T00:00:00.000Z',
+    scheduled_change: { plan_id: 1, duration: 1, duration_unit: 'month', addon_products: [], amount: 29, effective_at: '2026-12-01T00:00:00.000Z', requested_at: '2026-11-21T00:00:00.000Z' },
+    _links: { ...(membershipExamples.record._links as Record<string, unknown>), plan: [{ embeddable: true, href: 'http://127.0.0.1:8080/wp-json/wu/v2/products/3' }] },
+  },
+  payment: null,
+};
+
 export const changeExamples = {
   bodies: {
     upgrade: { summary: 'Upgrade now, prorated', value: { plan_id: 3, when: 'now' } },
@@ -85,5 +111,6 @@ export const changeExamples = {
   },
   answers: {
     preview: { summary: 'The preview of the upgrade', value: previewAnswer },
+    scheduled: { summary: 'A downgrade scheduled for the end of the period', value: scheduledAnswer },
   },
 };
