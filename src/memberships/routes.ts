@@ -5,16 +5,11 @@ import { tableResource } from '../db/table-service';
 import { mountResource, parseId } from '../http/resource';
 import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, parseOrThrow } from '../http/validation';
-import { lineItemRecord } from '../payments/schema';
 import { createPaymentService } from '../payments/service';
-import { DURATION_UNITS } from '../shared-enums';
 import { changeExamples, membershipExamples } from './examples';
 import { PlanChangeService } from './plan-change';
-import { addonProductRecord, CHANGE_TIMES, changeMembershipSchema, createMembershipSchema, scheduledChangeRecord, updateMembershipSchema } from './schema';
+import { addonProductRecord, changeBreakdown, changeMembershipSchema, createMembershipSchema, scheduledChangeRecord, updateMembershipSchema } from './schema';
 import { createMembershipService } from './service';
-
-const terms = z.strictObject({ plan_id: z.int(), duration: z.int(), duration_unit: z.enum(DURATION_UNITS), addon_products: z.array(addonProductRecord), amount: z.number() });
-const isoTime = z.iso.datetime({ offset: true });
 
 export function mountMemberships(router: Router, registry: RouteRegistry, namespace: string, db: Db) {
   const service = createMembershipService(db);
@@ -40,33 +35,13 @@ export function mountMemberships(router: Router, registry: RouteRegistry, namesp
 
   const changes = new PlanChangeService(db, service, createPaymentService(db));
   const Membership = registry.component('Membership', resource.recordSchema);
-  const breakdown = {
-    membership_id: z.int(),
-    when: z.enum(CHANGE_TIMES),
-    preview: z.boolean(),
-    currency: z.string(),
-    from: terms.describe('The membership before the change.'),
-    to: terms.describe('The membership after it: amount is the new recurring price (plan + recurring add-ons × quantity).'),
-    period: z
-      .strictObject({ start: isoTime, end: isoTime, seconds: z.int(), remaining_seconds: z.int() })
-      .describe("The current period (start: date_renewed, else date_activated, when within one period before date_expiration; else date_expiration minus one period) and the seconds left of it."),
-    credit: z.number().describe('The current amount × remaining_seconds / seconds: what the unused time is worth (0 in a trial or for a scheduled change).'),
-    cost: z.number().describe('The new price for the rest of the period (each line × remaining_seconds / seconds), or for a whole new period when the period changes.'),
-    amount_due: z.number().describe('max(0, cost − credit): charged now, as a pending payment.'),
-    credit_left: z.number().describe('max(0, credit − cost): added to the membership\'s credit_balance.'),
-    lines: z.array(lineItemRecord).describe("The payment's lines: each recurring product's part of cost."),
-    effective_at: isoTime.describe('When the change takes effect: now, or date_expiration (when: period_end).'),
-    next_renewal: z
-      .strictObject({ date: isoTime, amount: z.number(), credit_applied: z.number(), amount_due: z.number() })
-      .describe('The renewal after the change: its date (date_expiration), the new recurring amount, the credit_balance it takes, and what it charges.'),
-  };
-  const Preview = registry.component('MembershipChangePreview', z.strictObject(breakdown));
+  const Preview = registry.component('MembershipChangePreview', z.strictObject(changeBreakdown));
   // The applied answer is the breakdown plus two records named by reference (a JSON Schema: zod cannot hold a $ref).
-  const { properties } = z.toJSONSchema(z.strictObject(breakdown), { io: 'output', target: 'draft-2020-12', reused: 'inline' }) as { properties: Record<string, unknown> };
+  const { properties } = z.toJSONSchema(z.strictObject(changeBreakdown), { io: 'output', target: 'draft-2020-12', reused: 'inline' }) as { properties: Record<string, unknown> };
   const Applied = registry.component('MembershipChange', {
     type: 'object',
     description: 'The breakdown (as the preview), the membership after the change, and the payment recorded for amount_due (null when nothing is due now, and for a scheduled change).',
-    required: [...Object.keys(breakdown), 'membership', 'payment'],
+    required: [...Object.keys(changeBreakdown), 'membership', 'payment'],
     properties: { ...properties, membership: Membership, payment: { oneOf: [{ $ref: '#/components/schemas/Payment' }, { type: 'null' }] } },
     additionalProperties: false,
   });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { currency, money } from '../http/money';
 import { allOptional, fields } from '../http/validation';
+import { lineItemRecord } from '../payments/schema';
 import { DURATION_UNITS } from '../shared-enums';
 
 export const MEMBERSHIP_STATUSES = ['pending', 'active', 'trialing', 'expired', 'on-hold', 'cancelled'] as const;
@@ -86,3 +87,29 @@ export const scheduledChangeRecord = z
   })
   .nullable()
   .describe('A plan change waiting for the end of the period (POST /memberships/{id}/change with when: period_end); null when none. DELETE /memberships/{id}/change cancels it.');
+
+/** A membership's terms before or after a change. */
+const terms = z.strictObject({ plan_id: z.int(), duration: z.int(), duration_unit: z.enum(DURATION_UNITS), addon_products: z.array(addonProductRecord), amount: z.number() });
+const isoTime = z.iso.datetime({ offset: true });
+
+/** What a change answers (the preview whole; an applied change adds the membership and the payment). */
+export const changeBreakdown = {
+  membership_id: z.int(),
+  when: z.enum(CHANGE_TIMES),
+  preview: z.boolean(),
+  currency: z.string(),
+  from: terms.describe('The membership before the change.'),
+  to: terms.describe('The membership after it: amount is the new recurring price (plan + recurring add-ons × quantity).'),
+  period: z
+    .strictObject({ start: isoTime, end: isoTime, seconds: z.int(), remaining_seconds: z.int() })
+    .describe("The current period (start: date_renewed, else date_activated, when within one period before date_expiration; else date_expiration minus one period) and the seconds left of it."),
+  credit: z.number().describe('The current amount × remaining_seconds / seconds: what the unused time is worth (0 in a trial or for a scheduled change).'),
+  cost: z.number().describe('The new price for the rest of the period (each line × remaining_seconds / seconds), or for a whole new period when the period changes.'),
+  amount_due: z.number().describe('max(0, cost − credit): charged now, as a pending payment.'),
+  credit_left: z.number().describe('max(0, credit − cost): added to the membership\'s credit_balance.'),
+  lines: z.array(lineItemRecord).describe("The payment's lines: each recurring product's part of cost."),
+  effective_at: isoTime.describe('When the change takes effect: now, or date_expiration (when: period_end).'),
+  next_renewal: z
+    .strictObject({ date: isoTime, amount: z.number(), credit_applied: z.number(), amount_due: z.number() })
+    .describe('The renewal after the change: its date (date_expiration), the new recurring amount, the credit_balance it takes, and what it charges.'),
+};
