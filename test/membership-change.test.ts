@@ -31,6 +31,11 @@ describe('proration (src/memberships/proration.ts, pure)', () => {
     expect([down.credit.toFixed(), down.cost.toFixed(), down.amount_due.toFixed(), down.credit_left.toFixed()]).toEqual(['1667', '1000', '0', '667']);
   });
 
+  test('KWD (3 decimals): 10 → 25 dinars for a third of the period: credit 3.333, cost 8.333, due 5', () => {
+    const p = prorate({ currency: 'KWD', now, current: current('10'), next: { amounts: ['25'], duration: 1, duration_unit: 'month' }, restart: false, unprorated: false });
+    expect([p.credit.toFixed(), p.cost.toFixed(), p.amount_due.toFixed()]).toEqual(['3.333', '8.333', '5']);
+  });
+
   test('each line is rounded on its own: plan 49 and add-ons 2 × 5 for a third of the period: 16.33 + 3.33 = 19.66', () => {
     const p = prorate({ currency: 'USD', now, current: current('29'), next: { amounts: ['49', '10'], duration: 1, duration_unit: 'month' }, restart: false, unprorated: false });
     expect(p.costs.map((c) => c.toFixed())).toEqual(['16.33', '3.33']);
@@ -227,6 +232,12 @@ describe('plan changes (POST /memberships/{id}/change)', () => {
     const second = await change(m.id, { plan_id: ids.plus, when: 'period_end' });
     expect(second.body.membership.scheduled_change).toMatchObject({ plan_id: ids.plus, amount: 39 });
     expect(await paymentsOf(m.id)).toHaveLength(0);
+
+    // A change applied now replaces the scheduled one.
+    const other = await membership('pro', { amount: 49 });
+    await change(other.id, { plan_id: ids.basic, when: 'period_end' });
+    const now = await change(other.id, { plan_id: ids.plus, when: 'now' });
+    expect(now.body.membership).toMatchObject({ plan_id: ids.plus, amount: 39, scheduled_change: null });
 
     const cancelled = await ctx.http.delete(`${BASE}/memberships/${m.id}/change`).set(auth());
     expect(cancelled.status).toBe(200);
