@@ -77,6 +77,9 @@ describe('memberships', () => {
         migrated_from_id: null,
         date_created: expect.any(String),
         date_modified: expect.any(String),
+        // Written by plan changes only (membership-change.test.ts).
+        scheduled_change: null,
+        credit_balance: 0,
         // WordPress' links: the record, its collection, and the records it names (embeddable).
         _links: {
           self: [{ href: expect.stringMatching(new RegExp(`^http://127\\.0\\.0\\.1:\\d+${BASE}/memberships/${m.id}$`)) }],

@@ -1,5 +1,6 @@
 import type { Db } from '../db/knex';
 import type { ListSpec } from '../db/list';
+import { moneyOut } from '../db/money';
 import { TableService, type RecordChange, type Refs, type Row, type Trx } from '../db/table-service';
 import { recordEvent } from '../events/record';
 import { invalidParams } from '../http/errors';
@@ -41,7 +42,7 @@ const ACTIVE = new Set(['active', 'trialing']);
 const ACTIVATABLE_FROM = new Set(['pending', 'on-hold']);
 
 /** plan_id must be a product of type `plan`; every add-on product must exist and be a package or a service. */
-async function checkProducts(trx: Trx, cols: Row, refs: Refs): Promise<void> {
+export async function checkProducts(trx: Db | Trx, cols: Row, refs: Refs): Promise<void> {
   const errors: Record<string, string> = {};
   if (cols.plan_id !== undefined) {
     // The reference check fetched it (an unknown plan_id is refused there).
@@ -172,6 +173,13 @@ export function createMembershipService(db: Db): TableService {
       async afterUpdate(trx, before, after) {
         if (ACTIVATABLE_FROM.has(before.status) && ACTIVE.has(after.status)) await publishPendingSites(trx, Number(after.id), sites);
       },
+    },
+    // Written by plan changes only (POST /memberships/{id}/change), never by a create or update body.
+    computedFrom: { scheduled_change: ['scheduled_change'], credit_balance: ['credit_balance'] },
+    decorate(row, rec) {
+      // The scheduled price is kept as exact decimal text; answered as a number like every amount.
+      if ('scheduled_change' in row) rec.scheduled_change = row.scheduled_change ? { ...row.scheduled_change, amount: moneyOut(row.scheduled_change.amount) } : null;
+      if ('credit_balance' in row) rec.credit_balance = moneyOut(row.credit_balance);
     },
   });
 }
