@@ -152,6 +152,8 @@ describe('chat widget (browser)', () => {
     axe = await axeOnWidget(page);
     expect(axe.serious).toEqual([]);
     await shot(page, 'conversation');
+    // The README's picture (docs/chat-widget.png is this one, made smaller).
+    await shot(page, 'conversation-widget', { widgetOnly: true });
 
     // The customer writes back (Enter sends); the agent reads it.
     await page.getByLabel('Message', { exact: true }).fill('Invoice 1042 shows the wrong VAT.');

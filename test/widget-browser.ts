@@ -68,11 +68,21 @@ export async function axeOnWidget(page: Page): Promise<AxeResult> {
   })()`)) as AxeResult;
 }
 
-/** A screenshot in test-artifacts/widget/<name>.png. */
-export async function shot(page: Page, name: string): Promise<string> {
+/** A screenshot in test-artifacts/widget/<name>.png: the page, or only the widget's panel and bubble. */
+export async function shot(page: Page, name: string, opts: { widgetOnly?: boolean } = {}): Promise<string> {
   fs.mkdirSync(WIDGET_ARTIFACTS, { recursive: true });
   const file = path.join(WIDGET_ARTIFACTS, `${name}.png`);
-  await page.screenshot({ path: file });
+  let clip: { x: number; y: number; width: number; height: number } | undefined;
+  if (opts.widgetOnly) {
+    const box = (await page.evaluate(`(() => {
+      const root = document.querySelector('[data-hostflow-chat]').shadowRoot;
+      const rects = [...root.querySelectorAll('.panel, .bubble')].map((el) => el.getBoundingClientRect());
+      const left = Math.min(...rects.map((r) => r.left)), top = Math.min(...rects.map((r) => r.top));
+      return { x: left - 12, y: top - 12, width: Math.max(...rects.map((r) => r.right)) - left + 24, height: Math.max(...rects.map((r) => r.bottom)) - top + 24 };
+    })()`)) as { x: number; y: number; width: number; height: number };
+    clip = box;
+  }
+  await page.screenshot({ path: file, clip });
   return file;
 }
 

@@ -33,6 +33,12 @@ function storage(key: string) {
   };
 }
 
+/** The conversation shows its newest message (also once a thumbnail has loaded and grown it). */
+function scrollToEnd(inside: HTMLElement): void {
+  const body = inside.closest('.body');
+  if (body) body.scrollTop = body.scrollHeight;
+}
+
 const errorText = (err: unknown, t: Strings): string => (err instanceof ApiFailure && err.status !== 0 && err.status < 500 ? err.message : t.failed);
 
 export function App({ api, settings, t }: { api: ChatApi; settings: Settings; t: Strings }) {
@@ -308,8 +314,7 @@ function Conversation(props: {
   const [uploading, setUploading] = useState(false);
   const logRef = useRef<HTMLOListElement>(null);
   useEffect(() => {
-    const body = logRef.current?.closest('.body');
-    if (body) body.scrollTop = body.scrollHeight;
+    if (logRef.current) scrollToEnd(logRef.current);
   }, [props.messages.length]);
 
   const closed = session.status === 'closed';
@@ -438,7 +443,7 @@ function AttachmentView({ a, api, t }: { a: Attachment; api: ChatApi; t: Strings
   };
   return (
     <>
-      {thumb && <img src={thumb} alt={a.name} onLoad={(e) => (e.currentTarget as HTMLImageElement).scrollIntoView({ block: 'nearest' })} />}
+      {thumb && <img src={thumb} alt={a.name} onLoad={(e) => scrollToEnd(e.currentTarget as HTMLElement)} />}
       <button type="button" class="file" onClick={() => void download().catch(() => undefined)}>
         {t.download(a.name)}
       </button>
