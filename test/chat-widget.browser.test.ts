@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page, WebSocket as PageSocket } from 'playwright-core';
 import sharp from 'sharp';
 import { bearer, CHAT, makeAgent } from './chat-helpers';
-import { waitFor } from './estate-helpers';
+import { makeCustomer, waitFor } from './estate-helpers';
 import { createTestContext, type TestContext } from './helpers';
 import { axeOnWidget, pageProblems, servePages, shot, startChromium, type PageServer } from './widget-browser';
 import { buildWidgetIfStale } from './widget-build';
@@ -32,10 +32,13 @@ describe('chat widget (browser)', () => {
   let site: PageServer;
   let browser: Browser;
   let agent: { id: number; token: string; name: string };
+  let customerId = 0;
   const contexts: BrowserContext[] = [];
 
   const demoCopy = (tag: string) => fs.readFileSync(path.join(widgetDir, 'demo.html'), 'utf8').replace(/<script src="\/chat\/widget\.js"[^>]*><\/script>/, tag);
   let widgetDir = '';
+  /** The data- attributes a site's server writes for its signed-in customer. */
+  let signedIn = '';
   const tag = (extra = '') => `<script src="${api}/chat/widget.js" defer data-title="Acme support" data-color="#1d4ed8" data-locale="en_GB"${extra}></script>`;
 
   beforeAll(async () => {
@@ -43,6 +46,7 @@ describe('chat widget (browser)', () => {
     browser = await startChromium();
     site = await servePages(() => ({
       '/demo.html': demoCopy(tag()),
+      '/signed-in.html': demoCopy(tag(signedIn)),
       '/hostile.html': `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Hostile page</title><style>${HOSTILE_CSS}</style></head><body><h1>A page with hostile CSS</h1>${tag()}</body></html>`,
       '/plain.html': `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Plain page</title><style>p.probe { color: rgb(0, 128, 0); } </style></head><body><main><h1>Plain</h1><p class="probe">Probe text</p><button class="probe">Probe button</button><input class="probe" aria-label="probe"></main></body></html>`,
     }));
@@ -54,6 +58,8 @@ describe('chat widget (browser)', () => {
     api = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     expect(await ctx.app.locals.chat.realtime.ready()).toBe(true);
     agent = await makeAgent(ctx, { name: 'Grace Hopper', online: true });
+    customerId = await makeCustomer(ctx);
+    signedIn = ` data-customer-id="${customerId}" data-customer-hash="${await ctx.app.locals.chat.secret.identityHash(customerId)}"`;
   });
 
   afterAll(async () => {
@@ -237,6 +243,30 @@ describe('chat widget (browser)', () => {
     } finally {
       await agentPost('/chat/agent/availability', { presence: 'online' });
     }
+  });
+
+  test('a signed-in customer: the site passes customer_id and customer_hash; the session is theirs, verified; it survives a reload', async () => {
+    const { page, problems } = await newPage();
+    await page.goto(`${site.origin}/signed-in.html`);
+    await page.getByRole('button', { name: 'Open chat' }).click();
+    await page.getByRole('heading', { name: 'Start a conversation' }).waitFor();
+    // The API knows who they are: no name or email to type.
+    expect(await page.getByLabel('Your email').count()).toBe(0);
+    await page.getByLabel('Message', { exact: true }).fill('Signed in and stuck');
+    await page.getByRole('button', { name: 'Start chat' }).click();
+    await page.getByRole('log').getByText('Signed in and stuck').waitFor();
+    const id = await sessionWith('Signed in and stuck');
+    const session = (await agentGet(`/chat/sessions/${id}`)).body;
+    expect(session).toMatchObject({ customer_id: customerId, identity_verified: true });
+    expect(session.customer_email).toMatch(/@example\.com$/);
+
+    // Another page of the site (here: the same one again) resumes the conversation from sessionStorage.
+    await page.reload();
+    await page.getByRole('button', { name: 'Open chat' }).click();
+    await page.getByRole('log').getByText('Signed in and stuck').waitFor();
+    expect((await agentPost(`/chat/sessions/${id}/messages`, { body: 'Welcome back.' })).status).toBe(201);
+    await page.getByRole('log').getByText('Welcome back.').waitFor({ timeout: 5000 });
+    expect(problems).toEqual([]);
   });
 
   test('the demo page the API serves: the widget runs under its strict CSP and goes live from the API origin itself', async () => {

@@ -256,6 +256,7 @@ export function App({ api, settings, t }: { api: ChatApi; settings: Settings; t:
 
 function StartForm(props: { t: Strings; settings: Settings; offline: boolean; availability: Availability | null; error: string | null; onSubmit(f: { name: string; email: string; message: string }): Promise<void> }) {
   const { t, settings, offline } = props;
+  const signedIn = settings.customerId !== undefined && settings.customerHash !== undefined;
   const [busy, setBusy] = useState(false);
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -271,14 +272,19 @@ function StartForm(props: { t: Strings; settings: Settings; offline: boolean; av
           {offline ? t.ticketHeading : t.startHeading}
         </h3>
         {offline && <p class="note">{props.availability?.message || t.ticketHint}</p>}
-        <label class="field">
-          {t.name}
-          <input type="text" name="name" autocomplete="name" maxLength={200} required={offline} value={settings.customerName ?? ''} />
-        </label>
-        <label class="field">
-          {t.email}
-          <input type="email" name="email" autocomplete="email" maxLength={254} required={offline} value={settings.customerEmail ?? ''} />
-        </label>
+        {/* A signed-in customer (id and hash from the site): the API knows their name and email. */}
+        {!signedIn && (
+          <>
+            <label class="field">
+              {t.name}
+              <input type="text" name="name" autocomplete="name" maxLength={200} required={offline} value={settings.customerName ?? ''} />
+            </label>
+            <label class="field">
+              {t.email}
+              <input type="email" name="email" autocomplete="email" maxLength={254} required={offline} value={settings.customerEmail ?? ''} />
+            </label>
+          </>
+        )}
         <label class="field">
           {t.message}
           <textarea name="message" required maxLength={10000} rows={4} />
