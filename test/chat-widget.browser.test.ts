@@ -86,6 +86,15 @@ describe('chat widget (browser)', () => {
   const agentGet = (p: string) => ctx.http.get(`${CHAT}${p}`).set(bearer(agent.token));
   const agentPost = (p: string, body: unknown) => ctx.http.post(`${CHAT}${p}`).set(bearer(agent.token)).send(body as object);
 
+  /**
+   * A session's stored rating. The API answers ratings only as the reports' aggregate, so the
+   * row is read where the satisfaction route wrote it.
+   */
+  const rating = async (id: number) => {
+    const row = await ctx.db('chat_satisfaction').where({ session_id: id }).first('rating', 'comment');
+    return row ? { rating: row.rating, comment: row.comment } : null;
+  };
+
   /** The newest session whose opening message is `text` (as the agent's queue shows it). */
   const sessionWith = async (text: string): Promise<number> => {
     const found = await waitFor(
@@ -177,12 +186,14 @@ describe('chat widget (browser)', () => {
     axe = await axeOnWidget(page);
     expect(axe.serious).toEqual([]);
     await shot(page, 'rating');
+    const before = (await agentGet('/chat/agent/reports')).body.satisfaction;
     await page.getByRole('button', { name: 'Send rating' }).click();
     await page.getByText('Thank you for your feedback!').waitFor();
     expect((await agentGet(`/chat/sessions/${id}`)).body.status).toBe('closed');
+    expect(await rating(id)).toEqual({ rating: 5, comment: 'Quick and kind.' });
     const reports = await agentGet('/chat/agent/reports');
     expect(reports.status).toBe(200);
-    expect(reports.body.satisfaction).toEqual({ count: 1, average: 5 });
+    expect(reports.body.satisfaction.count).toBe(before.count + 1);
 
     // Escape closes the panel and gives the focus back to the bubble.
     await page.keyboard.press('Escape');
@@ -261,11 +272,23 @@ describe('chat widget (browser)', () => {
     expect(session.customer_email).toMatch(/@example\.com$/);
 
     // Another page of the site (here: the same one again) resumes the conversation from sessionStorage.
+    // With the panel closed, the bubble counts the agent's new answers (the old ones were seen).
+    const socket = page.waitForEvent('websocket');
     await page.reload();
-    await page.getByRole('button', { name: 'Open chat' }).click();
-    await page.getByRole('log').getByText('Signed in and stuck').waitFor();
+    await page.getByRole('button', { name: 'Open chat' }).waitFor();
+    await (await socket).waitForEvent('framereceived', { predicate: (f) => String(f.payload).includes('"ready"') });
     expect((await agentPost(`/chat/sessions/${id}/messages`, { body: 'Welcome back.' })).status).toBe(201);
-    await page.getByRole('log').getByText('Welcome back.').waitFor({ timeout: 5000 });
+    await page.getByRole('button', { name: 'Open chat (1 new message)' }).click({ timeout: 5000 });
+    await page.getByRole('log').getByText('Signed in and stuck').waitFor();
+    await page.getByRole('log').getByText('Welcome back.').waitFor();
+    expect(await page.getByRole('button', { name: 'Open chat', exact: true }).count()).toBe(1);
+
+    // The agent closes the conversation: the widget offers the rating by itself.
+    expect((await agentPost(`/chat/sessions/${id}/status`, { status: 'closed' })).status).toBe(200);
+    await page.getByRole('radio', { name: '4 stars' }).check({ timeout: 5000 });
+    await page.getByRole('button', { name: 'Send rating' }).click();
+    await page.getByText('Thank you for your feedback!').waitFor();
+    expect(await rating(id)).toEqual({ rating: 4, comment: null });
     expect(problems).toEqual([]);
   });
 

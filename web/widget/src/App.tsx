@@ -9,6 +9,8 @@ type View = 'loading' | 'start' | 'chat' | 'rate' | 'thanks';
 interface Stored {
   id: number;
   token: string;
+  /** The newest message the customer has had on screen: later ones from the agent count as unread. */
+  seen?: number;
 }
 
 /** The session survives page changes on the site (same tab): its id and token in sessionStorage. */
@@ -17,7 +19,7 @@ function storage(key: string) {
     load(): Stored | null {
       try {
         const v = JSON.parse(sessionStorage.getItem(key) ?? 'null');
-        return v && typeof v.id === 'number' && typeof v.token === 'string' ? v : null;
+        return v && typeof v.id === 'number' && typeof v.token === 'string' ? { id: v.id, token: v.token, seen: Number(v.seen) || 0 } : null;
       } catch {
         return null;
       }
@@ -56,11 +58,12 @@ export function App({ api, settings, t }: { api: ChatApi; settings: Settings; t:
   const panel = useRef<HTMLDivElement>(null);
   const openRef = useRef(open);
   openRef.current = open;
+  const seen = useRef(0);
 
   const addMessage = (m: Message) => {
     setMessages((list) => {
       if (list.some((x) => x.id === m.id)) return list;
-      if (!openRef.current && m.sender_type !== 'customer') setUnread((n) => n + 1);
+      if (!openRef.current && m.sender_type !== 'customer' && m.id > seen.current) setUnread((n) => n + 1);
       return [...list, m].sort((a, b) => a.id - b.id);
     });
   };
@@ -76,15 +79,17 @@ export function App({ api, settings, t }: { api: ChatApi; settings: Settings; t:
     l.start(realtime);
   };
 
-  // On first open: resume this tab's session, or ask whether anyone can answer.
+  // On load when this tab has a session (so the bubble counts new answers), else on first open:
+  // resume the session, or ask whether anyone can answer.
   const started = useRef(false);
   useEffect(() => {
-    if (!open || started.current) return;
+    if (started.current || (!open && !store.load())) return;
     started.current = true;
     void (async () => {
       const saved = store.load();
       if (saved) {
         api.token = saved.token;
+        seen.current = saved.seen ?? 0;
         try {
           const s = await api.session(saved.id);
           setSession(s);
@@ -112,6 +117,15 @@ export function App({ api, settings, t }: { api: ChatApi; settings: Settings; t:
   }, [open]);
 
   useEffect(() => () => live.current?.stop(), []);
+  // What is on screen counts as seen (kept with the session, for the next page of the site).
+  useEffect(() => {
+    if (!open || !session || messages.length === 0) return;
+    const newest = messages[messages.length - 1].id;
+    if (newest > seen.current) {
+      seen.current = newest;
+      if (api.token) store.save({ id: session.id, token: api.token, seen: newest });
+    }
+  }, [open, messages, session?.id]);
   useEffect(() => {
     if (open) {
       setUnread(0);
@@ -192,7 +206,7 @@ export function App({ api, settings, t }: { api: ChatApi; settings: Settings; t:
 
   return (
     <div class={`root ${settings.position} ${open ? 'open' : ''}`} lang={settings.locale.replace('_', '-')} style={{ '--accent': settings.color }} onKeyDown={(e) => e.key === 'Escape' && open && close()}>
-      <button ref={bubble} type="button" class="bubble" aria-label={t.open} aria-expanded={open} aria-controls="hf-panel" onClick={() => (open ? close() : setOpen(true))}>
+      <button ref={bubble} type="button" class="bubble" aria-label={unread > 0 ? t.openUnread(unread) : t.open} aria-expanded={open} aria-controls="hf-panel" onClick={() => (open ? close() : setOpen(true))}>
         <svg viewBox="0 0 24 24" aria-hidden="true">
           <path d="M4 3h16a2 2 0 0 1 2 2v11a2 2 0 0 1-2 2H8l-5 4V5a2 2 0 0 1 1-2zm3 6v2h10V9H7zm0 4v2h7v-2H7z" />
         </svg>

@@ -1,6 +1,7 @@
 /** The widget's words: English, and French for sites that say so (data-locale="fr_FR"). */
 const en = {
   open: 'Open chat',
+  openUnread: (n: number) => `Open chat (${n} new message${n > 1 ? 's' : ''})`,
   close: 'Close chat window',
   online: 'We are online',
   wait: (s: number) => `Usually answers in ${s < 90 ? 'about a minute' : `about ${Math.round(s / 60)} minutes`}`,
@@ -40,6 +41,7 @@ export type Strings = typeof en;
 const fr: Strings = {
   ...en,
   open: 'Ouvrir le chat',
+  openUnread: (n) => `Ouvrir le chat (${n} nouveau${n > 1 ? 'x' : ''} message${n > 1 ? 's' : ''})`,
   close: 'Fermer la fenêtre de chat',
   online: 'Nous sommes en ligne',
   wait: (s) => `Réponse en ${s < 90 ? 'une minute environ' : `${Math.round(s / 60)} minutes environ`}`,
