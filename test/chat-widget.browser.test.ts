@@ -39,7 +39,7 @@ describe('chat widget (browser)', () => {
   let widgetDir = '';
   /** The data- attributes a site's server writes for its signed-in customer. */
   let signedIn = '';
-  const tag = (extra = '') => `<script src="${api}/chat/widget.js" defer data-title="Acme support" data-color="#1d4ed8" data-locale="en_GB"${extra}></script>`;
+  const tag = (extra = '', color = '#1d4ed8') => `<script src="${api}/chat/widget.js" defer data-title="Acme support" data-color="${color}" data-locale="en_GB"${extra}></script>`;
 
   beforeAll(async () => {
     widgetDir = buildWidgetIfStale();
@@ -47,7 +47,7 @@ describe('chat widget (browser)', () => {
     site = await servePages(() => ({
       '/demo.html': demoCopy(tag()),
       '/signed-in.html': demoCopy(tag(signedIn)),
-      '/hostile.html': `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Hostile page</title><style>${HOSTILE_CSS}</style></head><body><h1>A page with hostile CSS</h1>${tag()}</body></html>`,
+      '/hostile.html': `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Hostile page</title><style>${HOSTILE_CSS}</style></head><body><h1>A page with hostile CSS</h1>${tag('', '#fff;background:url(https://evil.example/x)')}</body></html>`,
       '/plain.html': `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Plain page</title><style>p.probe { color: rgb(0, 128, 0); } </style></head><body><main><h1>Plain</h1><p class="probe">Probe text</p><button class="probe">Probe button</button><input class="probe" aria-label="probe"></main></body></html>`,
     }));
     ctx = await createTestContext({ CHAT_ALLOWED_ORIGINS: site.origin, CHAT_WIDGET_DIR: widgetDir, CHAT_POLL_INTERVAL_SECONDS: '10', CHAT_WAIT_BEFORE_TICKET_SECONDS: '3600' });
@@ -213,9 +213,12 @@ describe('chat widget (browser)', () => {
     await page.getByRole('button', { name: 'Start chat' }).click();
     await page.getByText(/Live connection unavailable/).waitFor({ timeout: 10_000 });
     const id = await sessionWith('Is the socket down?');
-    expect((await agentPost(`/chat/sessions/${id}/messages`, { body: 'Polling works too.' })).status).toBe(201);
-    // Within one poll interval (10 s) and a little.
-    await page.getByRole('log').getByText('Polling works too.').waitFor({ timeout: 15_000 });
+    const markup = 'Polling works too. <img src=x onerror="window.__pwned=1"><b>bold</b>';
+    expect((await agentPost(`/chat/sessions/${id}/messages`, { body: markup })).status).toBe(201);
+    // Within one poll interval (10 s) and a little; markup is shown as the text it is, never run.
+    await page.getByRole('log').getByText(markup).waitFor({ timeout: 15_000 });
+    expect(await page.evaluate('window.__pwned')).toBeUndefined();
+    expect(await page.evaluate(`document.querySelector('[data-hostflow-chat]').shadowRoot.querySelectorAll('.log img, .log b').length`)).toBe(0);
     await shot(page, 'polling');
     expect(problems.filter((p) => !/WebSocket/.test(p))).toEqual([]);
   });
@@ -327,6 +330,7 @@ describe('chat widget (browser)', () => {
         title: { color: css('.head').color, fontSize: css('h2').fontSize },
       };
     })()`)) as Record<string, Record<string, unknown>>;
+    // The tag's data-color is no colour (a CSS injection attempt): the default accent stays.
     expect(look).toEqual({
       bubble: { position: 'fixed', width: 60, height: 60, background: 'rgb(29, 78, 216)' },
       panel: { position: 'fixed', display: 'flex', width: 370, background: 'rgb(255, 255, 255)' },

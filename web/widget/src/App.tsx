@@ -41,6 +41,8 @@ function scrollToEnd(inside: HTMLElement): void {
   if (body) body.scrollTop = body.scrollHeight;
 }
 
+const httpUrl = (u: string): boolean => u.length <= 2000 && /^https?:\/\/\S+$/.test(u);
+
 const errorText = (err: unknown, t: Strings): string => (err instanceof ApiFailure && err.status !== 0 && err.status < 500 ? err.message : t.failed);
 
 export function App({ api, settings, t }: { api: ChatApi; settings: Settings; t: Strings }) {
@@ -144,15 +146,15 @@ export function App({ api, settings, t }: { api: ChatApi; settings: Settings; t:
 
   const begin = async (form: { name: string; email: string; message: string }) => {
     setError(null);
-    const body: Record<string, unknown> = {
-      message: form.message,
-      page_url: location.href.slice(0, 2000),
-      page_title: document.title.slice(0, 500) || undefined,
-      locale: settings.locale.replace('-', '_'),
-    };
+    const body: Record<string, unknown> = { message: form.message, locale: settings.locale.replace('-', '_') };
+    // The page's context, only as the API takes it (an http(s) URL of at most 2000 characters),
+    // so a page opened from a file or with a huge URL can still start a chat.
+    if (httpUrl(location.href)) body.page_url = location.href;
+    if (httpUrl(document.referrer)) body.referrer = document.referrer;
+    const title = Array.from(document.title.trim()).slice(0, 500).join('');
+    if (title) body.page_title = title;
     if (form.name) body.customer_name = form.name;
     if (form.email) body.customer_email = form.email;
-    if (document.referrer) body.referrer = document.referrer.slice(0, 2000);
     if (settings.siteId) body.site_id = settings.siteId;
     if (settings.customerId && settings.customerHash) Object.assign(body, { customer_id: settings.customerId, customer_hash: settings.customerHash });
     if (!settings.realtime) body.realtime = false;
@@ -405,7 +407,8 @@ function Conversation(props: {
             maxLength={10000}
             onInput={(e) => setText((e.currentTarget as HTMLTextAreaElement).value)}
             onKeyDown={(e) => {
-              if (e.key === 'Enter' && !e.shiftKey) void send(e);
+              // Not while an input method composes a word (Enter then picks it).
+              if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) void send(e);
             }}
           />
           <div class="row">
