@@ -164,6 +164,12 @@ describe('chat widget (browser)', () => {
     expect(await thumb.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBe(250);
     const seen = await agentGet(`/chat/sessions/${id}/messages?after=0`);
     expect(seen.body.messages.some((m: { attachment: { name: string } | null }) => m.attachment?.name === 'screenshot.png')).toBe(true);
+    // A file the API refuses (a Windows program): the widget says why, in words, and carries on.
+    await page.locator('input[type=file]').setInputFiles({ name: 'invoice.exe', mimeType: 'application/octet-stream', buffer: Buffer.concat([Buffer.from('MZ'), Buffer.alloc(510, 7)]) });
+    const refused = page.getByRole('alert');
+    await refused.waitFor();
+    expect(await refused.textContent()).toMatch(/type/i);
+    expect(problems.splice(0)).toEqual([expect.stringMatching(/^HTTP 415: POST .*\/attachments$/)]);
     axe = await axeOnWidget(page);
     expect(axe.serious).toEqual([]);
     await shot(page, 'conversation');
