@@ -228,6 +228,23 @@ describe('support chat: realtime and follow-up', () => {
     await connect(wsUrl(s.body.realtime, (anyServer.address() as AddressInfo).port), 'https://evil.example.net');
     await expect(connect(wsUrl(s.body.realtime), 'https://shop.example.com')).rejects.toThrow('HTTP 403');
     await connect(wsUrl(s.body.realtime));
+
+    // A page of this very server (the widget's demo page, the console) needs no entry: its Origin
+    // names the Host it connects to, and that Host is ours (ALLOWED_HOSTS: loopback by default).
+    const own = `http://127.0.0.1:${port}`;
+    await connect(wsUrl(s.body.realtime), own);
+    // Not for a look-alike: the same host on another port, or a host that is not ours even when
+    // the Origin matches it (a rebound DNS name pointing at us).
+    await expect(connect(wsUrl(s.body.realtime), `http://127.0.0.1:${shopPort}`)).rejects.toThrow('HTTP 403');
+    const rebound = new WebSocket(wsUrl(s.body.realtime), { origin: `http://evil.example.net:${port}`, headers: { Host: `evil.example.net:${port}` } });
+    sockets.push(rebound);
+    await expect(
+      new Promise((resolve, reject) => {
+        rebound.once('open', resolve);
+        rebound.once('error', reject);
+        rebound.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+      }),
+    ).rejects.toThrow('HTTP 403');
   });
 
   test('with the channel turned off (CHAT_REALTIME_ENABLED=false): no realtime token, sessions fall back to a ticket, polling keeps working', async () => {

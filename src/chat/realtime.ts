@@ -53,6 +53,8 @@ export class ChatRealtime {
        * without an Origin header (not a browser) is let through: the signed token authenticates it.
        */
       allowedOrigins: string[];
+      /** Whether a Host header names this server (PUBLIC_URL's host, else ALLOWED_HOSTS): its own pages may open the socket. */
+      ownHost: (host: string) => boolean;
       secret: ChatSecret;
       /** Loads a message (for events too large to travel inline). */
       loadMessage: (id: number) => Promise<unknown>;
@@ -165,7 +167,7 @@ export class ChatRealtime {
       // Cross-site WebSocket hijacking: browsers send Origin on every WebSocket handshake and
       // CORS does not apply to it, so a page of another site is refused here, before the token
       // is even looked at.
-      if (!this.originAllowed(req.headers.origin)) return refuse('403 Forbidden');
+      if (!this.originAllowed(req.headers.origin, req.headers.host)) return refuse('403 Forbidden');
       const token = url.searchParams.get('token') ?? '';
       this.opts.secret
         .verifyRealtime(token)
@@ -177,12 +179,20 @@ export class ChatRealtime {
     });
   }
 
-  /** No Origin (a non-browser client), `*` in the list, or an origin of the list (case-insensitive). */
-  originAllowed(origin: string | undefined): boolean {
+  /**
+   * No Origin (a non-browser client), `*` in the list, an origin of the list (case-insensitive),
+   * or a page of this very server: the Origin's host is the Host the browser connected to, and
+   * that Host is ours (PUBLIC_URL's, or in ALLOWED_HOSTS, so a rebound DNS name does not count).
+   * So the chat's demo page and the console need no entry of their own, as refuseCrossSite lets
+   * same-origin requests through. A page elsewhere cannot make its Origin name our host.
+   */
+  originAllowed(origin: string | undefined, host?: string): boolean {
     if (origin === undefined) return true;
     const list = this.opts.allowedOrigins;
     if (list.includes('*')) return true;
     const o = origin.trim().replace(/\/$/, '').toLowerCase();
+    const h = host?.trim().toLowerCase();
+    if (h && URL.canParse(o) && new URL(o).host === h && this.opts.ownHost(h)) return true;
     return list.some((allowed) => allowed.toLowerCase() === o);
   }
 

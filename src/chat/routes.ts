@@ -17,6 +17,7 @@ import * as schemas from './schemas';
 import { createChatServices, type ChatDeps, type ChatServices } from './services';
 import { sessionRecord } from './sessions';
 import type { ChatSecret } from './tokens';
+import { mountWidget } from './widget';
 
 export interface ChatHandle {
   namespace: string;
@@ -310,6 +311,8 @@ export function mountChat(app: express.Express, registry: RouteRegistry, deps: C
 
   router.use(notFoundHandler);
   app.use(chat.base, router);
+  // The customers' widget (/chat/widget.js) and its demo page, talking to the routes above.
+  mountWidget(app, { dir: config.CHAT_WIDGET_DIR, chatBase: chat.base });
 
   return {
     namespace,

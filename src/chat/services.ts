@@ -3,6 +3,7 @@ import { chatNamespace, type Config } from '../config';
 import type { Db } from '../db/knex';
 import type { RateLimits } from '../http/limits';
 import type { Metrics } from '../http/metrics';
+import { hostAllowed } from '../http/public-url';
 import type { ObjectStorage } from '../infra/object-storage';
 import { logger } from '../logger';
 import type { SettingsStore } from '../settings/store';
@@ -82,6 +83,7 @@ export function createChatServices(deps: ChatDeps): ChatServices {
     enabled: config.CHAT_REALTIME_ENABLED,
     path: realtimePath,
     allowedOrigins: config.CHAT_ALLOWED_ORIGINS,
+    ownHost: (host) => (config.PUBLIC_URL ? host === new URL(config.PUBLIC_URL).host : hostAllowed(host, config.ALLOWED_HOSTS)),
     secret,
     loadMessage: async (id) => {
       const message = await sessions.message(id);

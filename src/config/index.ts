@@ -291,6 +291,8 @@ const schema = z.object({
     .default('')
     .transform((v) => v.split(',').map((s) => s.trim().replace(/\/$/, '')).filter(Boolean))
     .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)), 'must be a comma-separated list of origins such as https://example.com, or *'),
+  /** The chat widget's build (web/widget, built by `npm run build`), served at /chat/widget.js and /chat/demo.html. */
+  CHAT_WIDGET_DIR: z.string().min(1).default(path.resolve(process.cwd(), 'dist/web/widget')),
   CHAT_ATTACHMENT_MAX_BYTES: z.coerce.number().int().min(1).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
   /**
    * Attachment quotas for customers (session tokens; agents are not limited), counted from the
