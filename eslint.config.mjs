@@ -35,14 +35,15 @@ const LAYER_ZONES = [
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.tmp/**', 'coverage/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
   {
-    files: ['**/*.ts'],
+    // web/console (the browser pages, TSX) is checked with its own tsconfig (found by the project service).
+    files: ['**/*.ts', 'web/console/**/*.tsx'],
     languageOptions: {
       parser: tseslint.parser,
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
     plugins: { '@typescript-eslint': tseslint.plugin, 'import-x': importX },
     // Resolves './x' to './x.ts', so no-restricted-paths sees where each import lands.
-    settings: { 'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json'] })] },
+    settings: { 'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.tsx', '.js', '.json'] })] },
     linterOptions: { reportUnusedDisableDirectives: 'error' },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

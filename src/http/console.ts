@@ -1,0 +1,87 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { ApiError } from './errors';
+import { publicBase } from './public-url';
+
+export interface ConsoleOptions {
+  /** The Vite build (dist/web/console: index.html and assets/). */
+  dir: string;
+  /** The Temporal UI's base URL for links to workflows, or null when there is none to link to. */
+  temporalUiUrl: string | null;
+  temporalNamespace: string;
+  /** The path of the chat's WebSocket (the page may connect to it, and to nothing else elsewhere). */
+  realtimePath: string;
+}
+
+/** Hashed file names (`index-CDfWNz23.js`) never change content: cached for a year, immutable. */
+const ONE_YEAR_MS = 365 * 24 * 3600 * 1000;
+
+/**
+ * `/console/`: the admins' and agents' pages (web/console, built by Vite into `dir`), served
+ * by the API process: no CDN, nothing fetched at run time. The page talks to the public API
+ * only (wu/v2 and the chat), so the Content-Security-Policy lets it run its own scripts and
+ * styles and connect to this origin and the chat's socket, nothing inline, nothing foreign.
+ */
+export function mountConsole(app: Express, options: ConsoleOptions): void {
+  const indexFile = path.join(options.dir, 'index.html');
+  let page: string | undefined;
+  const indexPage = (): string => {
+    if (page !== undefined) return page;
+    let html: string;
+    try {
+      html = fs.readFileSync(indexFile, 'utf8');
+    } catch {
+      throw new ApiError(503, 'console_not_built', 'The console is not built: run `npm run build` (it builds web/console into dist/web/console).');
+    }
+    // What the page cannot learn from the API: where the Temporal UI is (links to workflows).
+    const meta = options.temporalUiUrl
+      ? `<meta name="hostflow-temporal-ui" content="${escapeAttribute(`${options.temporalUiUrl.replace(/\/$/, '')}/namespaces/${encodeURIComponent(options.temporalNamespace)}`)}">`
+      : '';
+    return (page = html.replace('</head>', `  ${meta}\n</head>`));
+  };
+
+  // A middleware, not a route: the page is no API operation (the route index, the OpenAPI
+  // document and its contract tests list operations only).
+  app.use('/console', (req: Request, res: Response, next: NextFunction) => {
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || (req.path !== '/' && req.path !== '/index.html')) return next();
+    const [pathname, query] = req.originalUrl.split(/\?(.*)/s, 2);
+    // Only '/console/' serves the page, so the page's URL and its relative links agree.
+    if (pathname === '/console') return res.redirect(301, `/console/${query === undefined ? '' : `?${query}`}`);
+    const body = indexPage();
+    const socket = publicBase(req).replace(/^http/, 'ws') + options.realtimePath;
+    res.setHeader(
+      'Content-Security-Policy',
+      [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data: blob:",
+        "font-src 'self'",
+        `connect-src 'self' ${socket}`,
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+      ].join('; '),
+    );
+    // Always asked again: a new build changes the asset names it points at.
+    res.setHeader('Cache-Control', 'no-cache');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    res.type('html').send(body);
+  });
+  app.use(
+    '/console/assets',
+    express.static(path.join(options.dir, 'assets'), {
+      index: false,
+      redirect: false,
+      maxAge: ONE_YEAR_MS,
+      immutable: true,
+      setHeaders: (res) => res.setHeader('X-Content-Type-Options', 'nosniff'),
+    }),
+  );
+}
+
+function escapeAttribute(value: string): string {
+  return value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
