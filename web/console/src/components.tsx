@@ -1,5 +1,5 @@
-import type { ComponentChildren } from 'preact';
-import { useEffect, useRef } from 'preact/hooks';
+import { cloneElement, type ComponentChildren, type VNode } from 'preact';
+import { useEffect, useId, useRef } from 'preact/hooks';
 import { href } from './router';
 
 /** An API error in words, announced to screen readers. */
@@ -64,14 +64,24 @@ export function StatusBadge({ status }: { status: string }) {
   return <span class={`badge badge-${STATUS_TONES[status] ?? 'plain'}`}>{status.replace(/_/g, ' ')}</span>;
 }
 
-/** A labelled control: the label names it for assistive technology too. */
-export function Field({ label, hint, children }: { label: string; hint?: string; children: ComponentChildren }) {
+/**
+ * A labelled control: the label names it for assistive technology; the hint, outside the label
+ * (so the name stays short), describes it (aria-describedby).
+ */
+export function Field({ label, hint, children }: { label: string; hint?: string; children: VNode }) {
+  const hintId = useId();
   return (
-    <label class="field">
-      <span class="field-label">{label}</span>
-      {children}
-      {hint ? <span class="field-hint">{hint}</span> : null}
-    </label>
+    <div class="field">
+      <label>
+        <span class="field-label">{label}</span>
+        {hint ? cloneElement(children, { 'aria-describedby': hintId }) : children}
+      </label>
+      {hint ? (
+        <span class="field-hint" id={hintId}>
+          {hint}
+        </span>
+      ) : null}
+    </div>
   );
 }
 

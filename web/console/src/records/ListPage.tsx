@@ -4,7 +4,6 @@ import { useLoad } from '../hooks';
 import { navigate, type Location } from '../router';
 import { RESOURCES, type ResourceName, type Row } from './resources';
 
-const PER_PAGE_CHOICES = [10, 20, 50, 100];
 
 /** The cursor of one of the API's paging links (it keeps deep pages as cheap as page 2). */
 function cursorOf(link: string | null): string | undefined {
@@ -20,7 +19,8 @@ export function ListPage({ api, name, loc }: { api: Api; name: ResourceName; loc
   const resource = RESOURCES[name];
   const q = loc.query;
   const page = Math.max(1, Number(q.get('page')) || 1);
-  const perPage = PER_PAGE_CHOICES.includes(Number(q.get('per_page'))) ? Number(q.get('per_page')) : 20;
+  // The API takes 1 to 100 (its error says so otherwise).
+  const perPage = Number(q.get('per_page')) || 20;
   const state: Record<string, string> = {};
   for (const key of ['search', 'orderby', 'order', ...resource.filters.map((f) => f.name)]) {
     const v = q.get(key);
@@ -85,13 +85,7 @@ export function ListPage({ api, name, loc }: { api: Api; name: ResourceName; loc
           </select>
         </Field>
         <Field label="Per page">
-          <select name="per_page" defaultValue={String(perPage)}>
-            {PER_PAGE_CHOICES.map((n) => (
-              <option key={n} value={n}>
-                {n}
-              </option>
-            ))}
-          </select>
+          <input name="per_page" type="number" min={1} max={100} defaultValue={String(perPage)} size={4} />
         </Field>
         <button type="submit">Apply</button>
       </form>

@@ -153,7 +153,7 @@ function BulkApprove({ api, jobs, onDone }: { api: Api; jobs: Job[]; onDone: () 
   };
 
   return (
-    <form class="panel" onSubmit={(e) => void submit(e)} aria-labelledby="bulk-title">
+    <form class="panel panel-form" onSubmit={(e) => void submit(e)} aria-labelledby="bulk-title">
       <h2 id="bulk-title">Approve many at once</h2>
       <fieldset class="inline">
         <legend>Approve every waiting job of</legend>

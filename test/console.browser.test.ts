@@ -1,0 +1,207 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { RunningWorker } from '../src/temporal/worker';
+import { launchChromium, overflowsSideways, screenshots, seriousViolations, waitForCount, watchPage } from './browser';
+import { makeAgent } from './chat-helpers';
+import { API_KEY, API_SECRET, BASE, newCustomerBody, startTestWorker, type TestContext } from './helpers';
+import { binaryParser, startAiContext, unzip, type AiContext } from './translation-helpers';
+import { GERMAN_PO, samplePot } from './translation-servers';
+
+/**
+ * The console in a real browser (Debian's chromium, headless) against the real service: the API
+ * on a loopback port, a Temporal worker, a fake AI provider on loopback.
+ */
+describe('the console in a browser', () => {
+  let env: AiContext;
+  let ctx: TestContext;
+  let worker: RunningWorker;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let problems: string[];
+  let agent: { id: number; token: string; name: string };
+
+  beforeAll(async () => {
+    env = await startAiContext('console-key', { TEMPORAL_UI_URL: 'http://127.0.0.1:8233' });
+    ctx = env.ctx;
+    worker = await startTestWorker(ctx);
+    browser = await launchChromium();
+    agent = await makeAgent(ctx, { name: 'Grace Hopper' });
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await worker?.shutdown();
+    await env?.close();
+  });
+  beforeEach(async () => {
+    context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    page = await context.newPage();
+    problems = watchPage(page);
+  });
+  afterEach(async () => {
+    await context.close();
+    // No CSP violation, no script error on any page.
+    expect(problems).toEqual([]);
+  });
+
+  const signInAsAdmin = async (key = API_KEY, secret = API_SECRET) => {
+    await page.goto(`${ctx.url}/console/`);
+    await page.getByLabel('API key', { exact: true }).fill(key);
+    await page.getByLabel('API secret', { exact: true }).fill(secret);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  };
+
+  const expectAccessible = async (what: string) => {
+    const violations = await seriousViolations(page);
+    expect({ page: what, violations }).toEqual({ page: what, violations: [] });
+  };
+
+  test('scenario 1: an admin registers a project from its POT and PO files, sees the pending job, reads its strings, approves it; the job reaches ready on screen and the pack downloads', async () => {
+    await page.goto(`${ctx.url}/console/`);
+    await expectAccessible('sign-in');
+    await screenshots(page, 'console', 'sign-in');
+    await signInAsAdmin();
+    await page.getByRole('heading', { name: 'Translations', level: 1 }).waitFor();
+
+    // Register a project by uploading its files.
+    await page.getByRole('link', { name: 'Register a project' }).click();
+    await page.getByLabel('Slug').fill('console-demo');
+    await page.getByLabel('Name', { exact: true }).fill('Console Demo');
+    await page.getByLabel('Version').fill('2.0.0');
+    await page.getByLabel('POT file (source strings)').setInputFiles({ name: 'console-demo.pot', mimeType: 'text/x-gettext-translation', buffer: Buffer.from(samplePot()) });
+    await page.getByLabel('PO files (human translations, optional)').setInputFiles({ name: 'console-demo-de_DE.po', mimeType: 'text/x-gettext-translation', buffer: Buffer.from(GERMAN_PO) });
+    await page.getByLabel('Locale of console-demo-de_DE.po').waitFor();
+    expect(await page.getByLabel('Locale of console-demo-de_DE.po').inputValue()).toBe('de_DE');
+    await expectAccessible('register a project');
+    await page.getByRole('button', { name: 'Register' }).click();
+    await page.getByText('Registered plugin console-demo.').waitFor();
+    const project = (await ctx.http.get(`${BASE}/translations/projects?slug=console-demo`).set('Authorization', ctx.basic)).body[0];
+    expect(project).toMatchObject({ name: 'Console Demo', version: '2.0.0', po_locales: ['de_DE'], auto_approve: false, glotpress_url_template: null });
+
+    // The queue shows the job once imported, without a reload.
+    await page.getByRole('link', { name: '← Back to the queue' }).click();
+    const row = page.locator('tr', { hasText: 'console-demo' });
+    await row.waitFor({ timeout: 60_000 });
+    await expect(row.textContent()).resolves.toMatch(/2\.0\.0\s*de_DE\s*pending approval\s*10\s*3\s*7/);
+    await expectAccessible('translations queue');
+    await screenshots(page, 'console', 'queue');
+    await page.setViewportSize({ width: 360, height: 800 });
+    expect(await overflowsSideways(page)).toBe(false);
+    await page.setViewportSize({ width: 1440, height: 900 });
+
+    // Its strings: human, missing, searchable.
+    await row.getByRole('link').click();
+    await page.getByRole('heading', { name: 'console-demo 2.0.0 · de_DE' }).waitFor();
+    const strings = page.getByRole('region', { name: 'Strings of the job' });
+    await strings.getByText('Einstellungen').waitFor();
+    await waitForCount(strings.locator('tbody tr'), 10);
+    await page.getByLabel('Search the strings').fill('draft');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await waitForCount(strings.locator('tbody tr'), 1);
+    await expect(strings.locator('tbody tr').first().textContent()).resolves.toContain('missing (falls back to English)');
+    await page.getByLabel('Show').selectOption('human');
+    await page.getByLabel('Search the strings').fill('');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await waitForCount(strings.locator('tbody tr'), 3);
+    await waitForCount(strings.locator('tbody tr.string-human'), 3);
+    await expect(page.getByRole('list').filter({ hasText: 'Imported 10 strings' }).count()).resolves.toBe(1);
+    await expectAccessible('translation job');
+    await screenshots(page, 'console', 'job-pending');
+
+    // Approve: the page follows the pipeline (AI, packaging) to ready by itself.
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByText('Approved. The pipeline fills the missing strings').waitFor();
+    await page.getByTestId('job-status').getByText('ready').waitFor({ timeout: 90_000 });
+    await page.getByText('10 in all: 3 human, 7 AI, 0 missing').waitFor();
+    await screenshots(page, 'console', 'job-ready');
+
+    // The download link serves the zip.
+    const href = await page.getByTestId('download').getAttribute('href');
+    expect(href).toMatch(/^\/wp-json\/wu\/v2\/translations\/packages\/plugin\/console-demo\/2\.0\.0\/de_DE\.zip$/);
+    const zip = await ctx.http.get(href!).buffer(true).parse(binaryParser);
+    expect(zip.status).toBe(200);
+    expect(zip.headers['content-type']).toBe('application/zip');
+    const files = await unzip(zip.body as Buffer);
+    expect(Object.keys(files)).toEqual(expect.arrayContaining(['console-demo-de_DE.po', 'console-demo-de_DE.mo']));
+    expect(files['console-demo-de_DE.po'].toString('utf8')).toContain('msgstr "Einstellungen"');
+    // The Temporal UI link names the job's workflow.
+    const job = (await ctx.http.get(`${BASE}/translations/jobs?slug=console-demo`).set('Authorization', ctx.basic)).body[0];
+    await expect(page.getByRole('link', { name: /Open the pipeline in the Temporal UI/ }).getAttribute('href')).resolves.toBe(
+      `http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(job.workflow_id)}`,
+    );
+  }, 180_000);
+
+  test('the records: search and page through customers with the list API, open one with its sites and its workflows link', async () => {
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await ctx.http.post(`${BASE}/customers`).set('Authorization', ctx.basic).send(newCustomerBody({ display_name: `Paging Person ${i}` }));
+      ids.push(res.body.id);
+    }
+    const site = await ctx.http.post(`${BASE}/sites`).set('Authorization', ctx.basic).send({ title: 'Paging Site', domain: 'paging.example.com', customer_id: ids[0] });
+    expect(site.status).toBe(200);
+
+    await signInAsAdmin();
+    await page.getByRole('link', { name: 'Customers' }).click();
+    await page.getByLabel('Search', { exact: true }).fill('Paging Person');
+    await page.getByLabel('Per page').fill('2');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    const table = page.getByRole('region', { name: 'Customers' });
+    await page.getByText('Page 1 of 2 · 3 in all').waitFor();
+    await waitForCount(table.locator('tbody tr'), 2);
+    await expectAccessible('customers');
+    await screenshots(page, 'console', 'customers');
+    // Next follows the API's own Link rel="next" (its cursor is in the page's address).
+    await page.getByRole('button', { name: 'Next' }).click();
+    await page.getByText('Page 2 of 2 · 3 in all').waitFor();
+    expect(page.url()).toMatch(/cursor=/);
+    await waitForCount(table.locator('tbody tr'), 1);
+    await expect(table.textContent()).resolves.toContain('Paging Person 0');
+
+    await table.getByRole('link').first().click();
+    await page.getByRole('heading', { name: new RegExp(`Customer #${ids[0]}`) }).waitFor();
+    const sites = page.getByRole('region', { name: 'Sites' });
+    await sites.getByText('paging.example.com').waitFor();
+    await expect(page.getByRole('link', { name: /This customer's workflows/ }).getAttribute('href')).resolves.toBe(
+      `http://127.0.0.1:8233/namespaces/default/workflows?query=${encodeURIComponent(`HostflowCustomerId = ${ids[0]}`)}`,
+    );
+    await expectAccessible('a customer');
+    // The site, with its customer embedded.
+    await sites.getByRole('link').first().click();
+    await page.getByRole('heading', { name: /Site #/ }).waitFor();
+    await page.getByRole('link', { name: /Paging Person 0/ }).waitFor();
+    await screenshots(page, 'console', 'site');
+  }, 120_000);
+
+  test('scenario 4: wrong credentials are refused with a message; an agent is offered no admin page and is refused one opened by address', async () => {
+    await signInAsAdmin(API_KEY, 'not-the-secret');
+    await page.getByRole('alert').getByText('These credentials were refused').waitFor();
+    await expect(page.evaluate('sessionStorage.length')).resolves.toBe(0);
+    await screenshots(page, 'console', 'wrong-credentials');
+
+    await page.getByLabel('a support agent (agent token)').check();
+    await page.getByLabel('Agent token', { exact: true }).fill(`hfa_${agent.id}_wrong`);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').getByText('This agent token was refused').waitFor();
+
+    await page.getByLabel('Agent token', { exact: true }).fill(agent.token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Hello, Grace Hopper' }).waitFor();
+    // Nothing an agent may not do is offered.
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    await expect(nav.getByRole('link').allTextContents()).resolves.toEqual(['My availability']);
+    await page.getByLabel('online', { exact: true }).click();
+    await page.getByRole('radio', { name: 'online' }).and(page.locator(':checked')).waitFor();
+    const availability = await ctx.http.get('/wp-json/ultimate-multisite-support-tickets/v1/chat/agent/availability').set('Authorization', `Bearer ${agent.token}`);
+    expect(availability.body.agents.find((a: { id: number }) => a.id === agent.id).presence).toBe('online');
+    await expectAccessible('agent home');
+
+    await page.goto(`${ctx.url}/console/#/translations/jobs/1`);
+    await page.getByRole('alert').getByText('This page is for admins.').waitFor();
+    await page.goto(`${ctx.url}/console/#/records/customers`);
+    await page.getByRole('alert').getByText('This page is for admins.').waitFor();
+    await expectAccessible('refused page');
+    await screenshots(page, 'console', 'agent-refused');
+    // The credentials are in this tab's session storage only.
+    await expect(page.evaluate('localStorage.length')).resolves.toBe(0);
+    await expect(page.evaluate('Object.keys(sessionStorage)')).resolves.toEqual(['hostflow.console.session']);
+  }, 120_000);
+});
