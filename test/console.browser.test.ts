@@ -71,17 +71,27 @@ describe('the console in a browser', () => {
     await page.getByLabel('PO files (human translations, optional)').setInputFiles({ name: 'console-demo-de_DE.po', mimeType: 'text/x-gettext-translation', buffer: Buffer.from(GERMAN_PO) });
     await page.getByLabel('Locale of console-demo-de_DE.po').waitFor();
     expect(await page.getByLabel('Locale of console-demo-de_DE.po').inputValue()).toBe('de_DE');
+    await page.getByLabel('Other locales to prepare (optional)').fill('fr_FR, ja');
     await expectAccessible('register a project');
     await page.getByRole('button', { name: 'Register' }).click();
     await page.getByText('Registered plugin console-demo.').waitFor();
     const project = (await ctx.http.get(`${BASE}/translations/projects?slug=console-demo`).set('Authorization', ctx.basic)).body[0];
     expect(project).toMatchObject({ name: 'Console Demo', version: '2.0.0', po_locales: ['de_DE'], auto_approve: false, glotpress_url_template: null });
 
-    // The queue shows the job once imported, without a reload.
+    await page.getByRole('link', { name: 'open job #1' }).waitFor();
+    await expect(page.getByRole('status').getByRole('listitem').allTextContents()).resolves.toEqual([
+      expect.stringMatching(/^de_DE: importing/),
+      expect.stringMatching(/^fr_FR: importing/),
+      expect.stringMatching(/^ja: importing/),
+    ]);
+
+    // The queue shows the jobs once imported, without a reload.
     await page.getByRole('link', { name: '← Back to the queue' }).click();
-    const row = page.locator('tr', { hasText: 'console-demo' });
-    await row.waitFor({ timeout: 60_000 });
-    await expect(row.textContent()).resolves.toMatch(/2\.0\.0\s*de_DE\s*pending approval\s*10\s*3\s*7/);
+    const queue = page.getByRole('region', { name: 'Translation jobs' });
+    await waitForCount(queue.locator('tr', { hasText: 'pending approval' }), 3, 60_000);
+    const row = queue.locator('tr', { hasText: 'de_DE' });
+    await expect(row.textContent()).resolves.toMatch(/console-demo \(plugin\)\s*2\.0\.0\s*de_DE\s*pending approval\s*10\s*3\s*7/);
+    await expect(queue.locator('tr', { hasText: 'fr_FR' }).textContent()).resolves.toMatch(/pending approval\s*10\s*0\s*10/);
     await expectAccessible('translations queue');
     await screenshots(page, 'console', 'queue');
     await page.setViewportSize({ width: 360, height: 800 });
@@ -124,11 +134,37 @@ describe('the console in a browser', () => {
     expect(Object.keys(files)).toEqual(expect.arrayContaining(['console-demo-de_DE.po', 'console-demo-de_DE.mo']));
     expect(files['console-demo-de_DE.po'].toString('utf8')).toContain('msgstr "Einstellungen"');
     // The Temporal UI link names the job's workflow.
-    const job = (await ctx.http.get(`${BASE}/translations/jobs?slug=console-demo`).set('Authorization', ctx.basic)).body[0];
+    const job = (await ctx.http.get(`${BASE}/translations/jobs?slug=console-demo&locale=de_DE`).set('Authorization', ctx.basic)).body[0];
     await expect(page.getByRole('link', { name: /Open the pipeline in the Temporal UI/ }).getAttribute('href')).resolves.toBe(
       `http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(job.workflow_id)}`,
     );
-  }, 180_000);
+
+    // Reject another with a reason: the step and the reason are shown; retry makes it wait for approval again.
+    await page.getByRole('link', { name: '← Back to the queue' }).click();
+    await queue.locator('tr', { hasText: 'fr_FR' }).getByRole('link').click();
+    await page.getByRole('button', { name: 'Reject…' }).click();
+    await page.getByLabel('Why is it rejected?').fill('The French glossary is not ready yet.');
+    await page.getByRole('button', { name: 'Reject the job' }).click();
+    const failure = page.getByTestId('failure');
+    await failure.getByText('Rejected', { exact: true }).waitFor();
+    await expect(failure.textContent()).resolves.toMatch(/Step: pending approval \(rejected\).*Why: The French glossary is not ready yet\./);
+    await expectAccessible('a rejected job');
+    await screenshots(page, 'console', 'job-rejected');
+    await failure.getByRole('button', { name: 'Ask for approval again' }).click();
+    await page.getByRole('button', { name: 'Approve' }).waitFor();
+    await page.getByTestId('job-status').getByText('pending approval').waitFor();
+
+    // Bulk approval by project: the two waiting jobs; the Ready view fills by itself.
+    await page.getByRole('link', { name: '← Back to the queue' }).click();
+    await waitForCount(queue.locator('tr', { hasText: 'pending approval' }), 2);
+    await page.getByLabel('a project').check();
+    await page.getByLabel('Project', { exact: true }).selectOption('plugin:console-demo');
+    await page.getByRole('button', { name: 'Approve all waiting' }).click();
+    await page.getByRole('status').getByText('Approved 2 jobs.').waitFor();
+    await page.getByRole('link', { name: 'Ready' }).click();
+    await waitForCount(queue.locator('tbody tr', { hasText: 'ready' }), 3, 90_000);
+    await screenshots(page, 'console', 'queue-ready');
+  }, 240_000);
 
   test('the records: search and page through customers with the list API, open one with its sites and its workflows link', async () => {
     const ids: number[] = [];

@@ -65,19 +65,19 @@ export function StatusBadge({ status }: { status: string }) {
 }
 
 /**
- * A labelled control: the label names it for assistive technology; the hint, outside the label
- * (so the name stays short), describes it (aria-describedby).
+ * A labelled control: the label names it (`for`/`id`, so a select's name is not followed by its
+ * chosen option's text); the hint, outside the label, describes it (aria-describedby).
  */
 export function Field({ label, hint, children }: { label: string; hint?: string; children: VNode }) {
-  const hintId = useId();
+  const id = useId();
   return (
     <div class="field">
-      <label>
-        <span class="field-label">{label}</span>
-        {hint ? cloneElement(children, { 'aria-describedby': hintId }) : children}
+      <label class="field-label" for={`${id}-control`}>
+        {label}
       </label>
+      {cloneElement(children, { id: `${id}-control`, ...(hint ? { 'aria-describedby': `${id}-hint` } : {}) })}
       {hint ? (
-        <span class="field-hint" id={hintId}>
+        <span class="field-hint" id={`${id}-hint`}>
           {hint}
         </span>
       ) : null}
@@ -125,11 +125,14 @@ export function Link({ to, query, children, class: className, 'aria-current': cu
   );
 }
 
-/** A table that scrolls sideways on a narrow screen instead of breaking the page. */
-export function Table({ caption, children }: { caption: string; children: ComponentChildren }) {
+/**
+ * A table that scrolls sideways on a narrow screen instead of breaking the page; `stacked`: on a
+ * phone each row becomes a card, each cell under its column's name (the cells' `data-label`).
+ */
+export function Table({ caption, children, stacked = false }: { caption: string; children: ComponentChildren; stacked?: boolean }) {
   return (
     <div class="table-wrap" role="region" aria-label={caption} tabIndex={0}>
-      <table>
+      <table class={stacked ? 'stacked' : undefined}>
         <caption class="visually-hidden">{caption}</caption>
         {children}
       </table>

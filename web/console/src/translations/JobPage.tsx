@@ -70,7 +70,7 @@ export function JobPage({ api, id, loc }: { api: Api; id: number; loc: Location 
         </div>
       </dl>
       <ErrorMessage error={job.error} title="The job could not be refreshed" />
-      {notice ? <Notice>{notice}</Notice> : null}
+      {notice && j.status !== 'ready' ? <Notice>{notice}</Notice> : null}
       {IN_PROGRESS.includes(j.status) ? (
         j.status === 'processing' && j.total_strings > 0 ? (
           <Progress label={`Translating: ${done} of ${j.total_strings} strings`} value={done} max={j.total_strings} />
@@ -138,23 +138,28 @@ function Decision({ api, job, onDone }: { api: Api; job: Job; onDone: (message: 
   );
 }
 
+/** A failed or expired job: the step it stopped at and why, and a retry from there (a rejected or expired one waits for approval again). */
 function Failure({ api, job, onDone }: { api: Api; job: Job; onDone: (message: string) => void }) {
   const action = useAction();
+  const step = job.failure_step ?? 'importing';
+  const waitsAgain = job.status === 'expired' || job.failure_kind === 'rejected';
   const retry = () =>
     void action.run(async () => {
       await api.wu<Job>(`/translations/jobs/${job.id}/retry`, { method: 'POST', body: {} });
-      onDone(`Retrying from ${job.failure_step ?? 'the start'}.`);
+      onDone(waitsAgain ? 'The job waits for approval again.' : `Retrying from ${step.replace(/_/g, ' ')}.`);
     });
+  const title = job.status === 'expired' ? 'Expired: nobody approved it in time' : job.failure_kind === 'rejected' ? 'Rejected' : `Failed while ${step.replace(/_/g, ' ')}`;
   return (
-    <div class="alert alert-error" role="alert">
-      <strong>{job.status === 'expired' ? 'Expired: nobody approved it in time' : `Failed at ${job.failure_step ?? 'an unknown step'}`}</strong>
-      {job.failure_kind ? <p>Kind: {job.failure_kind}</p> : null}
-      <p>{job.failure_reason ?? job.rejection_reason ?? 'No reason was recorded.'}</p>
-      {job.failure_kind !== 'rejected' ? (
-        <button type="button" onClick={retry} disabled={action.busy}>
-          {action.busy ? 'Retrying…' : job.status === 'expired' ? 'Wait for approval again' : `Retry from ${job.failure_step ?? 'the start'}`}
-        </button>
-      ) : null}
+    <div class="alert alert-error" role="alert" data-testid="failure">
+      <strong>{title}</strong>
+      <p>
+        Step: {step.replace(/_/g, ' ')}
+        {job.failure_kind ? ` (${job.failure_kind})` : ''}
+      </p>
+      <p>Why: {job.rejection_reason ?? job.failure_reason ?? 'no reason was recorded.'}</p>
+      <button type="button" onClick={retry} disabled={action.busy}>
+        {action.busy ? 'Retrying…' : waitsAgain ? 'Ask for approval again' : `Retry from ${step.replace(/_/g, ' ')}`}
+      </button>
       <ErrorMessage error={action.error} title="The retry was refused" />
     </div>
   );
@@ -204,7 +209,7 @@ function Strings({ api, job, loc }: { api: Api; job: Job; loc: Location }) {
           <p class="empty">{job.total_strings === 0 ? 'No strings yet: the job is still importing.' : 'No string matches.'}</p>
         ) : (
           <>
-            <Table caption="Strings of the job">
+            <Table caption="Strings of the job" stacked>
               <thead>
                 <tr>
                   <th scope="col">#</th>
@@ -216,15 +221,17 @@ function Strings({ api, job, loc }: { api: Api; job: Job; loc: Location }) {
               <tbody>
                 {list.data.items.map((s) => (
                   <tr key={s.index} class={`string-${s.state}`}>
-                    <td class="num">{s.index + 1}</td>
-                    <td>
+                    <td class="num" data-label="#">
+                      {s.index + 1}
+                    </td>
+                    <td data-label="Source">
                       {s.context ? <span class="context">{s.context}</span> : null}
                       <span lang="en">{s.source}</span>
                       {s.plural ? <span class="plural"> / {s.plural}</span> : null}
                       {s.note ? <span class="note">{s.note}</span> : null}
                     </td>
-                    <td lang={job.locale.replace('_', '-')}>{s.translation ? s.translation.join(' / ') : <em class="missing">missing (falls back to English)</em>}</td>
-                    <td>
+                    <td data-label="Translation" lang={job.locale.replace('_', '-')}>{s.translation ? s.translation.join(' / ') : <em class="missing">missing (falls back to English)</em>}</td>
+                    <td data-label="From">
                       <span class={`badge badge-${s.state === 'missing' ? 'bad' : s.state === 'ai' ? 'busy' : 'ok'}`}>{s.state === 'ai' ? 'AI' : s.state}</span>
                     </td>
                   </tr>

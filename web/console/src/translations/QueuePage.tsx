@@ -73,7 +73,7 @@ export function QueuePage({ api, loc }: { api: Api; loc: Location }) {
 
 function JobsTable({ jobs }: { jobs: Job[] }) {
   return (
-    <Table caption="Translation jobs">
+    <Table caption="Translation jobs" stacked>
       <thead>
         <tr>
           <th scope="col">Job</th>
@@ -96,7 +96,7 @@ function JobsTable({ jobs }: { jobs: Job[] }) {
       <tbody>
         {jobs.map((job) => (
           <tr key={job.id} data-job={job.id}>
-            <td>
+            <td data-label="Job">
               <Link to={`/translations/jobs/${job.id}`}>
                 #{job.id}
                 <span class="visually-hidden">
@@ -105,20 +105,26 @@ function JobsTable({ jobs }: { jobs: Job[] }) {
                 </span>
               </Link>
             </td>
-            <td>
+            <td data-label="Package">
               {job.slug} <span class="muted">({job.type})</span>
             </td>
-            <td>{job.version}</td>
-            <td>{job.locale}</td>
-            <td>
+            <td data-label="Version">{job.version}</td>
+            <td data-label="Locale">{job.locale}</td>
+            <td data-label="State">
               <StatusBadge status={job.status} />
               {job.approved_at && job.status === 'pending_approval' ? <span class="muted"> approved</span> : null}
               {IN_PROGRESS.includes(job.status) ? <span class="spinner" aria-hidden="true" /> : null}
             </td>
-            <td class="num">{job.total_strings}</td>
-            <td class="num">{job.human_strings}</td>
-            <td class="num">{job.remaining_strings}</td>
-            <td>{formatDate(job.date_modified)}</td>
+            <td class="num" data-label="Strings">
+              {job.total_strings}
+            </td>
+            <td class="num" data-label="Human">
+              {job.human_strings}
+            </td>
+            <td class="num" data-label="Missing">
+              {job.remaining_strings}
+            </td>
+            <td data-label="Updated">{formatDate(job.date_modified)}</td>
           </tr>
         ))}
       </tbody>
