@@ -408,7 +408,7 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
     responses: {
       200: {
         description: 'A page of strings (a bare array).',
-        schema: { type: 'array', items: jobStringSchema },
+        schema: z.array(jobStringSchema),
         headers: { 'X-WP-Total': LIST_HEADERS['X-WP-Total'], 'X-WP-TotalPages': LIST_HEADERS['X-WP-TotalPages'], Link: { description: 'rel="next" / rel="prev" page links.', schema: { type: 'string' } } },
         examples: {
           page: {
