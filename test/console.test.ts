@@ -38,6 +38,17 @@ describe('the console is served by the API', () => {
     expect(js.headers['content-type']).toMatch(/javascript/);
     expect(js.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     expect(js.text).not.toMatch(/https?:\/\/(?!www\.w3\.org)[a-z0-9.-]+\.(com|net|org|io)\//);
+    // Gzipped for a browser that takes it (supertest asks for it and unzips), plain otherwise.
+    expect(js.headers['content-encoding']).toBe('gzip');
+    expect(js.headers.vary).toBe('Accept-Encoding');
+    const plain = await ctx.http.get(script).set('Accept-Encoding', 'identity');
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    expect(plain.text).toBe(js.text);
+    expect(Number(plain.headers['content-length'])).toBe(fs.statSync(path.join(CONSOLE_BUILD, script.replace('/console/', ''))).size);
+    const css = await ctx.http.get(assets.find((a) => a.endsWith('.css'))!);
+    expect(css.headers['content-type']).toMatch(/^text\/css/);
+    expect(css.headers['content-encoding']).toBe('gzip');
   });
 
   test('/console redirects to /console/ (keeping the query); unknown files are the API error shape; other methods are not served', async () => {

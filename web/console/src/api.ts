@@ -33,6 +33,9 @@ export class ApiError extends Error {
 
 /** A failure in words: what went wrong and, where the API says, which fields. */
 export function describeError(err: unknown): string {
+  if (err instanceof ApiError && err.status === 401 && err.code === 'rest_forbidden') {
+    return 'The server no longer accepts your credentials (they were changed, revoked or the agent disabled): sign out and sign in again.';
+  }
   if (err instanceof ApiError) {
     const params = err.data.params;
     const details = params && typeof params === 'object' ? Object.entries(params as Record<string, string>).map(([k, v]) => `${k}: ${v}`) : [];
@@ -153,10 +156,11 @@ export async function signIn(credentials: Credentials): Promise<Session> {
     const me = availability.agents.find((a) => String(a.id) === id);
     return { credentials, name: me?.name ?? 'Agent', agentId: me ? me.id : undefined, isAdminAgent: me?.is_admin ?? false };
   } catch (err) {
-    if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
-      throw new ApiError(
-        err.status,
-        err.code,
+    // 401: wrong credentials; 403 for a token that is no agent's (a customer's). Other refusals
+    // (the API switched off: 403 wu_rest_api_disabled; throttled: 429) keep the API's own words.
+    if (err instanceof ApiError && (err.status === 401 || (credentials.role === 'agent' && err.status === 403))) {
+      // A plain Error: its message is the whole story (describeError words ApiErrors for signed-in callers).
+      throw new Error(
         credentials.role === 'admin'
           ? 'These credentials were refused: check the API key and secret (npm run cli -- credentials refresh makes new ones).'
           : 'This agent token was refused: it is wrong, replaced or the agent is disabled. Ask an admin for a new token.',
