@@ -154,16 +154,30 @@ describe('the console in a browser', () => {
     await page.getByRole('button', { name: 'Approve' }).waitFor();
     await page.getByTestId('job-status').getByText('pending approval').waitFor();
 
-    // Bulk approval by project: the two waiting jobs; the Ready view fills by itself.
+    // Bulk approval by project: the two waiting jobs. The AI provider now refuses the key: both
+    // fail while processing, and the Failed view fills by itself.
+    env.ai.mode.rejectKey = true;
     await page.getByRole('link', { name: '← Back to the queue' }).click();
     await waitForCount(queue.locator('tr', { hasText: 'pending approval' }), 2);
     await page.getByLabel('a project').check();
     await page.getByLabel('Project', { exact: true }).selectOption('plugin:console-demo');
     await page.getByRole('button', { name: 'Approve all waiting' }).click();
     await page.getByRole('status').getByText('Approved 2 jobs.').waitFor();
+    await page.getByRole('link', { name: 'Failed or expired' }).click();
+    await waitForCount(queue.locator('tbody tr', { hasText: 'failed' }), 2, 60_000);
+
+    // A failed job shows the step it failed in and why; once the provider is fixed, retry finishes it.
+    await queue.locator('tr', { hasText: 'ja' }).getByRole('link').click();
+    await failure.getByText('Failed while processing').waitFor();
+    await expect(failure.textContent()).resolves.toMatch(/Step: processing \(translation\).*Why: Translation failed: batch 1 \(10 strings\): the provider answered HTTP 401 \(invalid_request_error\)/);
+    await screenshots(page, 'console', 'job-failed');
+    env.ai.mode.rejectKey = false;
+    await failure.getByRole('button', { name: 'Retry from processing' }).click();
+    await page.getByTestId('job-status').getByText('ready').waitFor({ timeout: 90_000 });
+    await page.getByText('10 in all: 0 human, 10 AI, 0 missing').waitFor();
+    await page.getByRole('link', { name: '← Back to the queue' }).click();
     await page.getByRole('link', { name: 'Ready' }).click();
-    await waitForCount(queue.locator('tbody tr', { hasText: 'ready' }), 3, 90_000);
-    await screenshots(page, 'console', 'queue-ready');
+    await waitForCount(queue.locator('tbody tr', { hasText: 'ready' }), 2);
   }, 240_000);
 
   test('the records: search and page through customers with the list API, open one with its sites and its workflows link', async () => {

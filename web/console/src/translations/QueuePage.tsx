@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { newIdempotencyKey, type Api } from '../api';
 import { ErrorMessage, Field, formatDate, Link, Notice, PageTitle, Pager, Progress, StatusBadge, Table } from '../components';
 import { useAction, useLoad } from '../hooks';
@@ -22,6 +22,8 @@ export function QueuePage({ api, loc }: { api: Api; loc: Location }) {
   if (view.statuses.length === 1) params.set('status', view.statuses[0]);
   else if (view.statuses.length > 1) params.set('status__in', view.statuses.join(','));
   if (search) params.set('search', search);
+  const [bulkResult, setBulkResult] = useState<string | null>(null);
+  useEffect(() => setBulkResult(null), [view.id]);
   const list = useLoad((signal) => api.page<Job>(`/wp-json/wu/v2/translations/jobs?${params.toString()}`, { signal }), params.toString(), { minMs: 2000, maxMs: 30_000 });
 
   return (
@@ -66,7 +68,18 @@ export function QueuePage({ api, loc }: { api: Api; loc: Location }) {
           </p>
         </>
       ) : null}
-      {view.id === 'pending' && list.data && list.data.items.length > 0 ? <BulkApprove api={api} jobs={list.data.items} onDone={list.reload} /> : null}
+      {/* Above the form: the approved jobs leave this view, and the form with them. */}
+      {bulkResult ? <Notice>{bulkResult}</Notice> : null}
+      {view.id === 'pending' && list.data && list.data.items.length > 0 ? (
+        <BulkApprove
+          api={api}
+          jobs={list.data.items}
+          onDone={(message) => {
+            setBulkResult(message);
+            list.reload();
+          }}
+        />
+      ) : null}
     </section>
   );
 }
@@ -133,28 +146,25 @@ function JobsTable({ jobs }: { jobs: Job[] }) {
 }
 
 /** Approves every waiting job of a locale, or of a project (slug and type), in one call. */
-function BulkApprove({ api, jobs, onDone }: { api: Api; jobs: Job[]; onDone: () => void }) {
+function BulkApprove({ api, jobs, onDone }: { api: Api; jobs: Job[]; onDone: (message: string) => void }) {
   const locales = [...new Set(jobs.map((j) => j.locale))].sort();
   const projects = [...new Set(jobs.map((j) => `${j.type}:${j.slug}`))].sort();
   const [by, setBy] = useState<'locale' | 'project'>('locale');
   const [value, setValue] = useState('');
-  const [result, setResult] = useState<string | null>(null);
   const action = useAction();
   const options = by === 'locale' ? locales : projects;
   const chosen = options.includes(value) ? value : options[0];
 
   const submit = async (e: Event) => {
     e.preventDefault();
-    setResult(null);
     const [type, slug] = chosen.split(':');
     const body = by === 'locale' ? { locale: chosen } : { type, slug };
     await action.run(async () => {
       const out = await api.wu<{ approved: number[]; failed: { id: number; error: string }[] }>('/translations/jobs/approve', { method: 'POST', body, idempotencyKey: newIdempotencyKey() });
-      setResult(
+      onDone(
         `Approved ${out.approved.length} job${out.approved.length === 1 ? '' : 's'}.` +
           (out.failed.length ? ` Not approved: ${out.failed.map((f) => `#${f.id} (${f.error})`).join('; ')}` : ''),
       );
-      onDone();
     });
   };
 
@@ -184,7 +194,6 @@ function BulkApprove({ api, jobs, onDone }: { api: Api; jobs: Job[]; onDone: () 
       </button>
       {action.busy ? <Progress label="Approving the jobs through their pipelines…" /> : null}
       <ErrorMessage error={action.error} title="Bulk approval failed" />
-      {result ? <Notice>{result}</Notice> : null}
     </form>
   );
 }
