@@ -180,7 +180,7 @@ describe('the console in a browser', () => {
     await waitForCount(queue.locator('tbody tr', { hasText: 'ready' }), 2);
   }, 240_000);
 
-  test('the records: search and page through customers with the list API, open one with its sites and its workflows link', async () => {
+  test('the records: signed in from the keyboard, search and page through customers with the list API, open one with its sites and its workflows link', async () => {
     const ids: number[] = [];
     for (let i = 0; i < 3; i++) {
       const res = await ctx.http.post(`${BASE}/customers`).set('Authorization', ctx.basic).send(newCustomerBody({ display_name: `Paging Person ${i}` }));
@@ -189,7 +189,17 @@ describe('the console in a browser', () => {
     const site = await ctx.http.post(`${BASE}/sites`).set('Authorization', ctx.basic).send({ title: 'Paging Site', domain: 'paging.example.com', customer_id: ids[0] });
     expect(site.status).toBe(200);
 
-    await signInAsAdmin();
+    // Keyboard only: the heading has the focus, then the role, the key, the secret; Enter signs in.
+    await page.goto(`${ctx.url}/console/`);
+    await page.getByRole('heading', { name: 'Sign in to the hostflow console' }).waitFor();
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(API_KEY);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(API_SECRET);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Translations', level: 1 }).waitFor();
+    await expect(page.title()).resolves.toBe('Translations · hostflow console');
     await page.getByRole('link', { name: 'Customers' }).click();
     await page.getByLabel('Search', { exact: true }).fill('Paging Person');
     await page.getByLabel('Per page').fill('2');

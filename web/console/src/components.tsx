@@ -91,6 +91,10 @@ export function PageTitle({ children }: { children: ComponentChildren }) {
   useEffect(() => {
     ref.current?.focus();
   }, []);
+  // The tab's title names the page too (the heading's text once rendered).
+  useEffect(() => {
+    document.title = `${ref.current?.textContent?.trim() || 'hostflow'} · hostflow console`;
+  });
   return (
     <h1 tabIndex={-1} ref={ref}>
       {children}

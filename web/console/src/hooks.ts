@@ -36,6 +36,7 @@ export function useLoad<T>(fn: (signal: AbortSignal) => Promise<T>, key: string,
     let last = '';
     let stopped = false;
     const run = async () => {
+      if (stopped) return;
       setState((s) => ({ ...s, loading: true }));
       try {
         const data = await fnRef.current(controller.signal);
