@@ -228,6 +228,7 @@ describe('the console in a browser', () => {
     await sites.getByRole('link').first().click();
     await page.getByRole('heading', { name: /Site #/ }).waitFor();
     await page.getByRole('link', { name: /Paging Person 0/ }).waitFor();
+    await page.getByText('Not isolated: the site lives in the shared database.').waitFor();
     await screenshots(page, 'console', 'site');
   }, 120_000);
 

@@ -1,5 +1,5 @@
-import type { Api, Page } from '../api';
-import { ErrorMessage, formatDate, Link, PageTitle, Progress, Table, WorkflowLink } from '../components';
+import { ApiError, type Api, type Page } from '../api';
+import { ErrorMessage, formatDate, Link, PageTitle, Progress, StatusBadge, Table, WorkflowLink } from '../components';
 import { useLoad } from '../hooks';
 import { EMBED_RESOURCE, RESOURCES, type Related, type ResourceName, type Row } from './resources';
 
@@ -53,6 +53,7 @@ export function RecordPage({ api, name, id }: { api: Api; name: ResourceName; id
           {Object.entries(row._embedded ?? {}).map(([rel, items]) => (
             <EmbeddedRecord key={rel} rel={rel} item={items[0]} />
           ))}
+          {name === 'sites' ? <TenantPanel api={api} siteId={id} /> : null}
           {resource.related.map((rel) => (
             <RelatedList key={rel.label} api={api} rel={rel} id={id} />
           ))}
@@ -122,5 +123,60 @@ function RelatedTable({ page, resource }: { page: Page<Row>; resource: ResourceN
         ))}
       </tbody>
     </Table>
+  );
+}
+
+interface TenantStatus {
+  state: string;
+  step: string | null;
+  ready: boolean;
+  workflow_id: string | null;
+  database_host: string | null;
+  checks: Record<string, { status: string; message: string }>;
+  error?: { message?: string } | string | null;
+}
+
+/** A site isolated into its own database: the tenant's state, step, checks and its latest workflow (GET /tenants/{id}/migration-status). */
+function TenantPanel({ api, siteId }: { api: Api; siteId: number }) {
+  const status = useLoad(
+    async (signal) => {
+      try {
+        return await api.wu<TenantStatus>(`/tenants/${siteId}/migration-status`, { signal });
+      } catch (err) {
+        // Not an isolated tenant: the site lives in the shared database.
+        if (err instanceof ApiError && err.code === 'wu_rest_tenant_not_found') return null;
+        throw err;
+      }
+    },
+    `tenant-${siteId}`,
+  );
+  return (
+    <section class="panel" aria-labelledby="tenant-title">
+      <h2 id="tenant-title">Isolated tenant</h2>
+      <ErrorMessage error={status.error} title="The tenant status could not be loaded" />
+      {status.loading && status.data === undefined ? <Progress label="Loading the tenant status…" /> : null}
+      {status.data === null ? <p>Not isolated: the site lives in the shared database.</p> : null}
+      {status.data ? (
+        <>
+          <p>
+            <StatusBadge status={status.data.state} /> {status.data.ready ? 'ready' : 'not ready'}
+            {status.data.step ? `, step ${status.data.step}` : ''}
+            {status.data.database_host ? ` on ${status.data.database_host}` : ''}
+          </p>
+          <ul>
+            {Object.entries(status.data.checks).map(([check, c]) => (
+              <li key={check}>
+                {check.replace(/_/g, ' ')}: {c.status} — {c.message}
+              </li>
+            ))}
+          </ul>
+          {status.data.workflow_id ? (
+            <p>
+              <WorkflowLink workflowId={status.data.workflow_id}>Its latest tenant workflow in the Temporal UI</WorkflowLink>
+            </p>
+          ) : null}
+        </>
+      ) : null}
+    </section>
   );
 }
