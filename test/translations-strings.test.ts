@@ -95,6 +95,9 @@ describe("a translation job's strings", () => {
     expect(Object.keys(bad.body.data.params).sort()).toEqual(['color', 'page', 'per_page', 'search', 'state']);
     expect((await strings('?per_page=101')).body.data.params).toEqual({ per_page: 'per_page must be an integer from 1 to 100.' });
     expect((await strings('?search=a&search=b')).body.data.params).toEqual({ search: 'search is not of type string.' });
+    // Characters are counted as the document's maxLength counts them (code points, not UTF-16 units).
+    expect((await strings(`?search=${encodeURIComponent('🙂'.repeat(200))}`)).status).toBe(200);
+    expect((await strings(`?search=${encodeURIComponent('🙂'.repeat(201))}`)).body.data.params).toEqual({ search: 'search must be at most 200 characters long.' });
     // WordPress' underscore parameters and the credentials as parameters are not the route's own.
     expect((await strings('?_locale=user&per_page=1')).status).toBe(200);
 

@@ -192,13 +192,14 @@ export class TranslationJobs {
       }
       return query;
     };
-    const [{ count }] = await matching().count<{ count: string }[]>('* as count');
-    const rows: { ord: string; value: Entry }[] = await matching()
+    // One pass over the entries for the page and the count; past the last page, a count alone.
+    const rows: { ord: string; value: Entry; total: string }[] = await matching()
       .orderBy('e.ord')
       .limit(q.perPage)
       .offset((q.page - 1) * q.perPage)
-      .select('e.ord', 'e.value');
-    return { total: Number(count), rows: rows.map((r) => jobString(Number(r.ord) - 1, r.value)) };
+      .select('e.ord', 'e.value', this.db.raw('count(*) over () as total'));
+    const total = rows.length ? Number(rows[0].total) : q.page === 1 ? 0 : Number((await matching().count<{ count: string }[]>('* as count'))[0].count);
+    return { total, rows: rows.map((r) => jobString(Number(r.ord) - 1, r.value)) };
   }
 
   private async requireJob(id: number) {

@@ -9,7 +9,7 @@ import { applyFields, parseView, parseWithView } from '../http/fields';
 import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders } from '../http/list';
 import { publicBase } from '../http/public-url';
 import type { RouteRegistry } from '../http/route-registry';
-import { bodyObject, MAX_QUERY_INTEGER, parseOrThrow } from '../http/validation';
+import { bodyObject, codePointLength, MAX_QUERY_INTEGER, parseOrThrow } from '../http/validation';
 import type { ObjectStorage } from '../infra/object-storage';
 import type { TemporalGateway } from '../temporal/gateway';
 import { PackageStatusChecks, parseBatchItem, type BatchError, type PackageStatus } from './batches';
@@ -106,7 +106,7 @@ function parseStringsQuery(query: Record<string, unknown>): StringsQuery {
   };
   const out: StringsQuery = { page: int('page', 1, MAX_QUERY_INTEGER), perPage: int('per_page', 20, STRINGS_PER_PAGE_MAX) };
   const search = text('search');
-  if (search !== undefined && search.length > 200) params.search = 'search must be at most 200 characters long.';
+  if (search !== undefined && codePointLength(search) > 200) params.search = 'search must be at most 200 characters long.';
   else if (search) out.search = search;
   const state = text('state');
   if (state !== undefined && !(STRING_STATES as readonly string[]).includes(state)) params.state = `state must be one of: ${STRING_STATES.join(', ')}.`;
@@ -409,7 +409,12 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
       200: {
         description: 'A page of strings (a bare array).',
         schema: z.array(jobStringSchema),
-        headers: { 'X-WP-Total': LIST_HEADERS['X-WP-Total'], 'X-WP-TotalPages': LIST_HEADERS['X-WP-TotalPages'], Link: { description: 'rel="next" / rel="prev" page links.', schema: { type: 'string' } } },
+        headers: {
+          'X-WP-Total': { description: 'Number of matching strings (exact).', schema: { type: 'integer' } },
+          'X-WP-TotalPages': LIST_HEADERS['X-WP-TotalPages'],
+          'X-WP-Total-Exact': { description: 'Always true here: the count is exact.', schema: { type: 'string', enum: ['true'] } },
+          Link: { description: 'rel="next" / rel="prev" page links (page numbers).', schema: { type: 'string' } },
+        },
         examples: {
           page: {
             summary: 'A human translation, an AI one and a missing one',
