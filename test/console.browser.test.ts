@@ -230,6 +230,9 @@ describe('the console in a browser', () => {
     await page.getByRole('link', { name: /Paging Person 0/ }).waitFor();
     await page.getByText('Not isolated: the site lives in the shared database.').waitFor();
     await screenshots(page, 'console', 'site');
+    // The agent's own page is not an admin's.
+    await page.goto(`${ctx.url}/console/#/agent`);
+    await page.getByRole('alert').getByText('This page is for support agents.').waitFor();
   }, 120_000);
 
   test('scenario 4: wrong credentials are refused with a message; an agent is offered no admin page and is refused one opened by address', async () => {

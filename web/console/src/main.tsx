@@ -1,84 +1,35 @@
 import type { ComponentChildren } from 'preact';
 import { render } from 'preact';
 import { useMemo, useState } from 'preact/hooks';
-import { AgentHomePage } from './AgentHomePage';
 import { Api, loadSession, saveSession, type Session } from './api';
 import { Link, PageTitle } from './components';
-import { ListPage } from './records/ListPage';
-import { RecordPage } from './records/RecordPage';
-import { RESOURCE_NAMES, RESOURCES, type ResourceName } from './records/resources';
-import { match, navigate, useLocation, type Location } from './router';
+import { match, navigate, useLocation } from './router';
+import { HOME, NotFound, ROUTES, type Route } from './routes';
 import { SignInPage } from './SignInPage';
-import { JobPage } from './translations/JobPage';
-import { QueuePage } from './translations/QueuePage';
-import { RegisterPage } from './translations/RegisterPage';
 import './styles.css';
 
-type Role = 'admin' | 'agent';
-
-interface Route {
-  pattern: string;
-  /** Who may open it: an agent opening an admin page is refused with a message. */
-  roles: Role[];
-  /** In the navigation, under this label. */
-  nav?: string;
-  render: (ctx: { api: Api; session: Session; params: Record<string, string>; loc: Location }) => ComponentChildren;
-}
-
-/**
- * The routes: one line each. The agent desk (chat sessions, tickets, reports) adds its own here,
- * with roles ['agent', 'admin'].
- */
-const ROUTES: Route[] = [
-  { pattern: '/translations', roles: ['admin'], nav: 'Translations', render: ({ api, loc }) => <QueuePage api={api} loc={loc} /> },
-  { pattern: '/translations/register', roles: ['admin'], render: ({ api }) => <RegisterPage api={api} /> },
-  { pattern: '/translations/jobs/:id', roles: ['admin'], render: ({ api, params, loc }) => <JobPage key={params.id} api={api} id={Number(params.id)} loc={loc} /> },
-  ...RESOURCE_NAMES.map(
-    (name): Route => ({ pattern: `/records/${name}`, roles: ['admin'], nav: RESOURCES[name].title, render: ({ api, loc }) => <ListPage key={name} api={api} name={name} loc={loc} /> }),
-  ),
-  {
-    pattern: '/records/:resource/:id',
-    roles: ['admin'],
-    render: ({ api, params }) =>
-      RESOURCE_NAMES.includes(params.resource as ResourceName) && /^\d{1,15}$/.test(params.id) ? (
-        <RecordPage key={`${params.resource}/${params.id}`} api={api} name={params.resource as ResourceName} id={Number(params.id)} />
-      ) : (
-        <NotFound />
-      ),
-  },
-  { pattern: '/agent', roles: ['agent'], nav: 'My availability', render: ({ api, session }) => <AgentHomePage api={api} session={session} /> },
-];
-
-const HOME: Record<Role, string> = { admin: '/translations', agent: '/agent' };
-
-function NotFound() {
-  return (
-    <section>
-      <PageTitle>Page not found</PageTitle>
-      <p>
-        There is no such page. <Link to="/">Go to the start page</Link>.
-      </p>
-    </section>
-  );
-}
-
+/** A page for the other role, opened by its address: refused, saying why. */
 function Refused({ session, route }: { session: Session; route: Route }) {
+  const agent = session.credentials.role === 'agent';
   return (
     <section>
-      <PageTitle>Not for agents</PageTitle>
+      <PageTitle>{agent ? 'Not for agents' : 'For support agents'}</PageTitle>
       <div class="alert alert-error" role="alert">
-        <strong>This page is for admins.</strong>
+        <strong>{agent ? 'This page is for admins.' : 'This page is for support agents.'}</strong>
         <p>
-          You are signed in as {session.name}, a support agent. Agents cannot use {route.nav ?? 'this page'}: it needs the API key and secret.
+          {agent
+            ? `You are signed in as ${session.name}, a support agent. Agents cannot use ${route.nav ?? 'this page'}: it needs the API key and secret.`
+            : `You are signed in with the API key and secret. ${route.nav ?? 'This page'} belongs to a signed-in agent: sign in with an agent token to use it.`}
         </p>
       </div>
       <p>
-        <Link to={HOME.agent}>Go to your page</Link>
+        <Link to={HOME[session.credentials.role]}>Go to your start page</Link>
       </p>
     </section>
   );
 }
 
+/** The shell: sign-in, the navigation of the caller's pages, and the page the address names (routes.tsx). */
 function App() {
   const [session, setSession] = useState<Session | null>(loadSession);
   const loc = useLocation();
