@@ -178,6 +178,7 @@ describe('the console in a browser', () => {
     await page.getByRole('link', { name: '← Back to the queue' }).click();
     await page.getByRole('link', { name: 'Ready' }).click();
     await waitForCount(queue.locator('tbody tr', { hasText: 'ready' }), 2);
+    await expect(queue.getByRole('link', { name: 'Download the ja pack of console-demo' }).getAttribute('href')).resolves.toBe('/wp-json/wu/v2/translations/packages/plugin/console-demo/2.0.0/ja.zip');
   }, 240_000);
 
   test('the records: signed in from the keyboard, search and page through customers with the list API, open one with its sites and its workflows link', async () => {

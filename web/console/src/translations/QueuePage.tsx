@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { newIdempotencyKey, type Api } from '../api';
+import { localPath, newIdempotencyKey, type Api } from '../api';
 import { ErrorMessage, Field, formatDate, Link, Notice, PageTitle, Pager, Progress, StatusBadge, Table } from '../components';
 import { useAction, useLoad } from '../hooks';
 import { navigate, type Location } from '../router';
@@ -104,6 +104,7 @@ function JobsTable({ jobs }: { jobs: Job[] }) {
             Missing
           </th>
           <th scope="col">Updated</th>
+          <th scope="col">Pack</th>
         </tr>
       </thead>
       <tbody>
@@ -138,6 +139,15 @@ function JobsTable({ jobs }: { jobs: Job[] }) {
               {job.remaining_strings}
             </td>
             <td data-label="Updated">{formatDate(job.date_modified)}</td>
+            <td data-label="Pack">
+              {job.download_url ? (
+                <a href={localPath(job.download_url)} download>
+                  Download<span class="visually-hidden"> the {job.locale} pack of {job.slug}</span>
+                </a>
+              ) : (
+                '—'
+              )}
+            </td>
           </tr>
         ))}
       </tbody>
