@@ -150,6 +150,15 @@ export function formatDate(iso: string | null | undefined): string {
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
 }
 
+/** A record's field as text: dates in the reader's time, booleans as yes/no, objects as JSON. */
+export function displayValue(value: unknown): string {
+  if (value === null || value === undefined || value === '') return '—';
+  if (typeof value === 'boolean') return value ? 'yes' : 'no';
+  if (typeof value === 'object') return JSON.stringify(value, null, 1);
+  if (typeof value === 'string' && /^\d{4}-\d\d-\d\dT/.test(value)) return formatDate(value);
+  return String(value);
+}
+
 /** Where the Temporal UI is (the server puts it in a meta tag when it knows), or null. */
 export function temporalUi(): string | null {
   return document.querySelector<HTMLMetaElement>('meta[name="hostflow-temporal-ui"]')?.content ?? null;

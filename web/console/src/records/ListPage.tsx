@@ -1,5 +1,5 @@
 import type { Api } from '../api';
-import { ErrorMessage, Field, Link, PageTitle, Pager, Progress, Table } from '../components';
+import { displayValue, ErrorMessage, Field, Link, PageTitle, Pager, Progress, Table } from '../components';
 import { useLoad } from '../hooks';
 import { navigate, type Location } from '../router';
 import { RESOURCES, type ResourceName, type Row } from './resources';
@@ -119,7 +119,7 @@ export function ListPage({ api, name, loc }: { api: Api; name: ResourceName; loc
                         ) : c.format ? (
                           c.format(row)
                         ) : (
-                          String(row[c.key] ?? '—')
+                          displayValue(row[c.key])
                         )}
                       </td>
                     ))}

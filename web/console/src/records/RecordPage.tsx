@@ -1,17 +1,9 @@
 import { ApiError, type Api, type Page } from '../api';
-import { ErrorMessage, formatDate, Link, PageTitle, Progress, StatusBadge, Table, WorkflowLink } from '../components';
+import { displayValue, ErrorMessage, Link, PageTitle, Progress, StatusBadge, Table, WorkflowLink } from '../components';
 import { useLoad } from '../hooks';
 import { EMBED_RESOURCE, RESOURCES, type Related, type ResourceName, type Row } from './resources';
 
 type Embedded = Row & { _embedded?: Record<string, Row[]> };
-
-function display(value: unknown): string {
-  if (value === null || value === undefined || value === '') return '—';
-  if (typeof value === 'boolean') return value ? 'yes' : 'no';
-  if (typeof value === 'object') return JSON.stringify(value, null, 1);
-  if (typeof value === 'string' && /^\d{4}-\d\d-\d\dT/.test(value)) return formatDate(value);
-  return String(value);
-}
 
 /** One record with what it links to (`_embed`) and the lists that name it (a customer's memberships, sites…). */
 export function RecordPage({ api, name, id }: { api: Api; name: ResourceName; id: number }) {
@@ -46,7 +38,7 @@ export function RecordPage({ api, name, id }: { api: Api; name: ResourceName; id
               .map(([k, v]) => (
                 <div key={k}>
                   <dt>{k.replace(/_/g, ' ')}</dt>
-                  <dd>{typeof v === 'object' && v !== null ? <pre>{display(v)}</pre> : display(v)}</dd>
+                  <dd>{typeof v === 'object' && v !== null ? <pre>{displayValue(v)}</pre> : displayValue(v)}</dd>
                 </div>
               ))}
           </dl>
@@ -117,7 +109,7 @@ function RelatedTable({ page, resource }: { page: Page<Row>; resource: ResourceN
         {page.items.map((row) => (
           <tr key={row.id}>
             {r.columns.map((c, i) => (
-              <td key={c.key}>{i === 0 ? <Link to={`/records/${resource}/${row.id}`}>#{row.id}</Link> : c.format ? c.format(row) : display(row[c.key])}</td>
+              <td key={c.key}>{i === 0 ? <Link to={`/records/${resource}/${row.id}`}>#{row.id}</Link> : c.format ? c.format(row) : displayValue(row[c.key])}</td>
             ))}
           </tr>
         ))}
