@@ -19,7 +19,8 @@ export function chromiumPath(): string {
   }
   for (const name of ['chromium', 'chromium-browser']) {
     try {
-      const found = execFileSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' }).trim();
+      // env: the PATH this process sees (under jest, process.env is the test's copy).
+      const found = execFileSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8', env: process.env }).trim();
       if (found) return found;
     } catch {
       // not this name

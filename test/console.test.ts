@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { chromiumPath } from './browser';
 import { CONSOLE_BUILD } from './console-build';
 import { createTestContext, type TestContext } from './helpers';
 
@@ -82,5 +83,23 @@ describe('the console without a build', () => {
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ code: 'console_not_built', message: expect.stringContaining('npm run build'), data: { status: 503 } });
     expect((await ctx.http.get('/healthz')).status).toBe(200);
+  });
+});
+
+describe('the browser tests find Chromium or fail saying how to get it', () => {
+  const saved = { CHROMIUM_PATH: process.env.CHROMIUM_PATH, PATH: process.env.PATH };
+  afterEach(() => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+
+  test('CHROMIUM_PATH naming nothing, or no chromium on the PATH: an error naming the fix, never a skip', () => {
+    process.env.CHROMIUM_PATH = '/nonexistent/chromium';
+    expect(() => chromiumPath()).toThrow('CHROMIUM_PATH=/nonexistent/chromium does not exist.');
+    delete process.env.CHROMIUM_PATH;
+    process.env.PATH = '/nonexistent';
+    expect(() => chromiumPath()).toThrow(/none was found: install the Debian package \(`sudo apt-get install -y --no-install-recommends chromium`; \.ci\/run does\) or set CHROMIUM_PATH/);
   });
 });
