@@ -216,6 +216,15 @@ describe('the console in a browser', () => {
     expect(page.url()).toMatch(/cursor=/);
     await waitForCount(table.locator('tbody tr'), 1);
     await expect(table.textContent()).resolves.toContain('Paging Person 0');
+    // A date range: nobody was created after tomorrow.
+    await page.getByLabel('Created after').fill(new Date(Date.now() + 86_400_000).toISOString().slice(0, 10));
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByText('No customers match.').waitFor();
+    expect(new URL(page.url()).hash).toContain('date_created%5Bafter%5D=');
+    // Back: the page before, from the address (its cursor included).
+    await page.goBack();
+    await page.getByText('Page 2 of 2 · 3 in all').waitFor();
+    await waitForCount(table.locator('tbody tr'), 1);
 
     await table.getByRole('link').first().click();
     await page.getByRole('heading', { name: new RegExp(`Customer #${ids[0]}`) }).waitFor();

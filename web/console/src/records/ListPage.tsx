@@ -22,7 +22,7 @@ export function ListPage({ api, name, loc }: { api: Api; name: ResourceName; loc
   // The API takes 1 to 100 (its error says so otherwise).
   const perPage = Number(q.get('per_page')) || 20;
   const state: Record<string, string> = {};
-  for (const key of ['search', 'orderby', 'order', ...resource.filters.map((f) => f.name)]) {
+  for (const key of ['search', 'orderby', 'order', 'date_created[after]', 'date_created[before]', ...resource.filters.map((f) => f.name)]) {
     const v = q.get(key);
     if (v) state[key] = v;
   }
@@ -67,6 +67,12 @@ export function ListPage({ api, name, loc }: { api: Api; name: ResourceName; loc
             )}
           </Field>
         ))}
+        <Field label="Created after">
+          <input name="date_created[after]" type="date" defaultValue={state['date_created[after]'] ?? ''} />
+        </Field>
+        <Field label="Created before">
+          <input name="date_created[before]" type="date" defaultValue={state['date_created[before]'] ?? ''} />
+        </Field>
         <Field label="Order by">
           <select name="orderby" defaultValue={state.orderby ?? ''}>
             <option value="">default (id)</option>
