@@ -245,7 +245,7 @@ describe('the console in a browser', () => {
     await page.getByRole('alert').getByText('This page is for support agents.').waitFor();
   }, 120_000);
 
-  test('scenario 4: wrong credentials are refused with a message; an agent is offered no admin page and is refused one opened by address', async () => {
+  test('scenario 4: wrong credentials are refused with a message; an agent is offered no admin page and is refused one opened by address; disabled meanwhile, told to sign in again', async () => {
     await signInAsAdmin(API_KEY, 'not-the-secret');
     await page.getByRole('alert').getByText('These credentials were refused').waitFor();
     await expect(page.evaluate('sessionStorage.length')).resolves.toBe(0);
@@ -277,5 +277,16 @@ describe('the console in a browser', () => {
     // The credentials are in this tab's session storage only.
     await expect(page.evaluate('localStorage.length')).resolves.toBe(0);
     await expect(page.evaluate('Object.keys(sessionStorage)')).resolves.toEqual(['hostflow.console.session']);
+
+    // An admin disables the agent meanwhile: the next action says to sign in again.
+    await page.goto(`${ctx.url}/console/#/agent`);
+    await page.getByRole('heading', { name: 'Hello, Grace Hopper' }).waitFor();
+    const disabled = await ctx.http.put(`/wp-json/ultimate-multisite-support-tickets/v1/chat/agent/agents/${agent.id}`).set('Authorization', ctx.basic).send({ active: false });
+    expect(disabled.status).toBe(200);
+    await page.getByLabel('away', { exact: true }).click();
+    await page.getByRole('alert').getByText('The server no longer accepts your credentials').waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to the hostflow console' }).waitFor();
+    await expect(page.evaluate('sessionStorage.length')).resolves.toBe(0);
   }, 120_000);
 });
