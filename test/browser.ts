@@ -70,20 +70,25 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   return result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }
 
-/** Full-page screenshots at a phone's and a desktop's width: test-artifacts/<folder>/<name>-<width>.png. */
-export async function screenshots(page: Page, folder: string, name: string, widths = [1440, 360]): Promise<string[]> {
+/**
+ * Full-page screenshots at a phone's and a desktop's width: test-artifacts/<folder>/<name>-<width>.png;
+ * with the widths at which the page scrolls sideways (none, for a page readable on a phone).
+ */
+export async function screenshots(page: Page, folder: string, name: string, widths = [1440, 360]): Promise<{ files: string[]; overflowing: number[] }> {
   const dir = path.join(ARTIFACTS, folder);
   fs.mkdirSync(dir, { recursive: true });
   const original = page.viewportSize();
   const files: string[] = [];
+  const overflowing: number[] = [];
   for (const width of widths) {
     await page.setViewportSize({ width, height: 900 });
+    if (await overflowsSideways(page)) overflowing.push(width);
     const file = path.join(dir, `${name}-${width}.png`);
     await page.screenshot({ path: file, fullPage: true });
     files.push(file);
   }
   if (original) await page.setViewportSize(original);
-  return files;
+  return { files, overflowing };
 }
 
 /** Whether the page scrolls sideways at its current width (text that does not fit a phone). Tables scroll inside their own box. */

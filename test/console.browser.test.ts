@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { RunningWorker } from '../src/temporal/worker';
-import { launchChromium, overflowsSideways, screenshots, seriousViolations, waitForCount, watchPage } from './browser';
+import { launchChromium, screenshots, seriousViolations, waitForCount, watchPage } from './browser';
 import { makeAgent } from './chat-helpers';
 import { API_KEY, API_SECRET, BASE, newCustomerBody, startTestWorker, type TestContext } from './helpers';
 import { binaryParser, startAiContext, unzip, type AiContext } from './translation-helpers';
@@ -50,6 +50,12 @@ describe('the console in a browser', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
   };
 
+  /** Screenshots at 1440 and 360 px; the page must not scroll sideways at either. */
+  const shoot = async (name: string) => {
+    const { overflowing } = await screenshots(page, 'console', name);
+    expect({ page: name, overflowing }).toEqual({ page: name, overflowing: [] });
+  };
+
   const expectAccessible = async (what: string) => {
     const violations = await seriousViolations(page);
     expect({ page: what, violations }).toEqual({ page: what, violations: [] });
@@ -58,7 +64,7 @@ describe('the console in a browser', () => {
   test('scenario 1: an admin registers a project from its POT and PO files, sees the pending job, reads its strings, approves it; the job reaches ready on screen and the pack downloads', async () => {
     await page.goto(`${ctx.url}/console/`);
     await expectAccessible('sign-in');
-    await screenshots(page, 'console', 'sign-in');
+    await shoot('sign-in');
     await signInAsAdmin();
     await page.getByRole('heading', { name: 'Translations', level: 1 }).waitFor();
 
@@ -93,10 +99,7 @@ describe('the console in a browser', () => {
     await expect(row.textContent()).resolves.toMatch(/console-demo \(plugin\)\s*2\.0\.0\s*de_DE\s*pending approval\s*10\s*3\s*7/);
     await expect(queue.locator('tr', { hasText: 'fr_FR' }).textContent()).resolves.toMatch(/pending approval\s*10\s*0\s*10/);
     await expectAccessible('translations queue');
-    await screenshots(page, 'console', 'queue');
-    await page.setViewportSize({ width: 360, height: 800 });
-    expect(await overflowsSideways(page)).toBe(false);
-    await page.setViewportSize({ width: 1440, height: 900 });
+    await shoot('queue');
 
     // Its strings: human, missing, searchable.
     await row.getByRole('link').click();
@@ -115,14 +118,14 @@ describe('the console in a browser', () => {
     await waitForCount(strings.locator('tbody tr.string-human'), 3);
     await expect(page.getByRole('list').filter({ hasText: 'Imported 10 strings' }).count()).resolves.toBe(1);
     await expectAccessible('translation job');
-    await screenshots(page, 'console', 'job-pending');
+    await shoot('job-pending');
 
     // Approve: the page follows the pipeline (AI, packaging) to ready by itself.
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.getByText('Approved. The pipeline fills the missing strings').waitFor();
     await page.getByTestId('job-status').getByText('ready').waitFor({ timeout: 90_000 });
     await page.getByText('10 in all: 3 human, 7 AI, 0 missing').waitFor();
-    await screenshots(page, 'console', 'job-ready');
+    await shoot('job-ready');
 
     // The download link serves the zip.
     const href = await page.getByTestId('download').getAttribute('href');
@@ -149,7 +152,7 @@ describe('the console in a browser', () => {
     await failure.getByText('Rejected', { exact: true }).waitFor();
     await expect(failure.textContent()).resolves.toMatch(/Step: pending approval \(rejected\).*Why: The French glossary is not ready yet\./);
     await expectAccessible('a rejected job');
-    await screenshots(page, 'console', 'job-rejected');
+    await shoot('job-rejected');
     await failure.getByRole('button', { name: 'Ask for approval again' }).click();
     await page.getByRole('button', { name: 'Approve' }).waitFor();
     await page.getByTestId('job-status').getByText('pending approval').waitFor();
@@ -170,7 +173,7 @@ describe('the console in a browser', () => {
     await queue.locator('tr', { hasText: 'ja' }).getByRole('link').click();
     await failure.getByText('Failed while processing').waitFor();
     await expect(failure.textContent()).resolves.toMatch(/Step: processing \(translation\).*Why: Translation failed: batch 1 \(10 strings\): the provider answered HTTP 401 \(invalid_request_error\)/);
-    await screenshots(page, 'console', 'job-failed');
+    await shoot('job-failed');
     env.ai.mode.rejectKey = false;
     await failure.getByRole('button', { name: 'Retry from processing' }).click();
     await page.getByTestId('job-status').getByText('ready').waitFor({ timeout: 90_000 });
@@ -209,7 +212,7 @@ describe('the console in a browser', () => {
     await page.getByText('Page 1 of 2 · 3 in all').waitFor();
     await waitForCount(table.locator('tbody tr'), 2);
     await expectAccessible('customers');
-    await screenshots(page, 'console', 'customers');
+    await shoot('customers');
     // Next follows the API's own Link rel="next" (its cursor is in the page's address).
     await page.getByRole('button', { name: 'Next' }).click();
     await page.getByText('Page 2 of 2 · 3 in all').waitFor();
@@ -239,7 +242,7 @@ describe('the console in a browser', () => {
     await page.getByRole('heading', { name: /Site #/ }).waitFor();
     await page.getByRole('link', { name: /Paging Person 0/ }).waitFor();
     await page.getByText('Not isolated: the site lives in the shared database.').waitFor();
-    await screenshots(page, 'console', 'site');
+    await shoot('site');
     // The agent's own page is not an admin's.
     await page.goto(`${ctx.url}/console/#/agent`);
     await page.getByRole('alert').getByText('This page is for support agents.').waitFor();
@@ -249,7 +252,7 @@ describe('the console in a browser', () => {
     await signInAsAdmin(API_KEY, 'not-the-secret');
     await page.getByRole('alert').getByText('These credentials were refused').waitFor();
     await expect(page.evaluate('sessionStorage.length')).resolves.toBe(0);
-    await screenshots(page, 'console', 'wrong-credentials');
+    await shoot('wrong-credentials');
 
     await page.getByLabel('a support agent (agent token)').check();
     await page.getByLabel('Agent token', { exact: true }).fill(`hfa_${agent.id}_wrong`);
@@ -273,7 +276,7 @@ describe('the console in a browser', () => {
     await page.goto(`${ctx.url}/console/#/records/customers`);
     await page.getByRole('alert').getByText('This page is for admins.').waitFor();
     await expectAccessible('refused page');
-    await screenshots(page, 'console', 'agent-refused');
+    await shoot('agent-refused');
     // The credentials are in this tab's session storage only.
     await expect(page.evaluate('localStorage.length')).resolves.toBe(0);
     await expect(page.evaluate('Object.keys(sessionStorage)')).resolves.toEqual(['hostflow.console.session']);
