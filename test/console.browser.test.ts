@@ -79,6 +79,7 @@ describe('the console in a browser', () => {
     expect(await page.getByLabel('Locale of console-demo-de_DE.po').inputValue()).toBe('de_DE');
     await page.getByLabel('Other locales to prepare (optional)').fill('fr_FR, ja');
     await expectAccessible('register a project');
+    await shoot('register');
     await page.getByRole('button', { name: 'Register' }).click();
     await page.getByText('Registered plugin console-demo.').waitFor();
     const project = (await ctx.http.get(`${BASE}/translations/projects?slug=console-demo`).set('Authorization', ctx.basic)).body[0];

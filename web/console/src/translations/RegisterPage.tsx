@@ -103,7 +103,7 @@ export function RegisterPage({ api }: { api: Api }) {
             }}
           />
         </Field>
-        <Field label="PO files (human translations, optional)" hint="Each file's locale is read from its Language header or its name; correct it below if needed.">
+        <Field label="PO files (human translations, optional)" hint="Each file's locale is read from its name (my-plugin-de_DE.po) or its Language header; correct it below if needed.">
           <input type="file" name="po" accept=".po" multiple onChange={(e) => void readPo(e.currentTarget.files)} />
         </Field>
         {poFiles.map((f, i) => (
