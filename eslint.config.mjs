@@ -35,8 +35,8 @@ const LAYER_ZONES = [
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.tmp/**', 'coverage/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
   {
-    // web/widget (the browser script, TSX) is checked with its own tsconfig (found by the project service).
-    files: ['**/*.ts', 'web/widget/**/*.tsx'],
+    // web/console and web/widget (the browser pages and script, TSX) are checked with their own tsconfigs (found by the project service).
+    files: ['**/*.ts', 'web/console/**/*.tsx', 'web/widget/**/*.tsx'],
     languageOptions: {
       parser: tseslint.parser,
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },

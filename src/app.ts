@@ -10,6 +10,7 @@ import { mountDiscountCodes } from './discount-codes/routes';
 import { mountDomains } from './domains/routes';
 import { mountEvents } from './events/routes';
 import { requireApiAuth } from './http/auth';
+import { mountConsole } from './http/console';
 import { refuseCrossSite } from './http/cross-site';
 import { errorHandler, notFoundHandler } from './http/errors';
 import { idempotencyKeys } from './http/idempotency';
@@ -372,6 +373,13 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   app.locals.chat = mountChat(app, registry, { config, db, settings, temporal: gateway, metrics, limits, storage });
 
   mountDocsPage(app, `${prefix}/${WU_NAMESPACE}/openapi.json`);
+  // The admins' and agents' pages (web/console), talking to the two APIs above.
+  mountConsole(app, {
+    dir: config.CONSOLE_DIR,
+    temporalUiUrl: config.TEMPORAL_UI_URL ?? null,
+    temporalNamespace: config.TEMPORAL_NAMESPACE,
+    realtimePath: `${prefix}/${app.locals.chat.namespace}/chat/realtime`,
+  });
 
   app.use(notFoundHandler);
   app.use(errorHandler);

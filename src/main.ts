@@ -62,7 +62,8 @@ async function main() {
   // An external TEMPORAL_ADDRESS may be down: the worker then keeps trying in the background.
   const worker = await startWorker({ address: temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, db, config, storage, retryFirstStart: uiUrl === null });
   steps.push(() => worker.shutdown());
-  const http = await startHttp(config, db, settings, temporal, undefined, storage);
+  // The console links workflows to the dev server's UI when no other is configured.
+  const http = await startHttp({ ...config, TEMPORAL_UI_URL: config.TEMPORAL_UI_URL ?? uiUrl ?? undefined }, db, settings, temporal, undefined, storage);
   steps.push(() => http.close());
 
   const base = `${config.PUBLIC_URL?.replace(/\/$/, '') ?? `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`}`;
@@ -71,6 +72,7 @@ async function main() {
       `  API base URL: ${base}${config.REST_PREFIX}/${WU_NAMESPACE}/\n` +
       `  Support chat: ${base}${config.REST_PREFIX}/${chatNamespace(config)}/ (WebSocket: …/chat/realtime)\n` +
       `  API reference: ${base}/docs (OpenAPI document: ${base}${config.REST_PREFIX}/${WU_NAMESPACE}/openapi.json)\n` +
+      `  Console:      ${base}/console/ (sign in with the API key and secret, or an agent token)\n` +
       `  Temporal UI:  ${uiUrl ?? `(external Temporal at ${temporalAddress})`}\n` +
       `  Data folder:  ${config.DATA_DIR}\n` +
       `Press Ctrl-C to stop.\n\n`,

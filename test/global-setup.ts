@@ -3,7 +3,8 @@
  * - PostgreSQL: TEST_DATABASE_URL (a server where we may create databases) when set,
  *   otherwise an embedded server in .tmp/test-pg-<pid> on a free port (removed afterwards);
  * - a template database migrated once (each test file clones it);
- * - Temporal: TEMPORAL_ADDRESS when set, otherwise `temporal server start-dev` on free ports.
+ * - Temporal: TEMPORAL_ADDRESS when set, otherwise `temporal server start-dev` on free ports;
+ * - the console's build (dist/web/console), when it is older than web/console.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,12 +13,15 @@ import { createDb } from '../src/db/knex';
 import { migrateLatest } from '../src/db/migrate';
 import { revokePublicConnect, startEmbeddedPostgres } from '../src/infra/embedded-postgres';
 import { findTemporalBinary, freePort, startTemporalDevServer, TEMPORAL_MISSING } from '../src/infra/temporal-server';
+import { buildConsoleIfStale } from './console-build';
 
 export default async function globalSetup(): Promise<void> {
   const root = path.resolve(__dirname, '..');
   const tmp = path.join(root, '.tmp');
   fs.mkdirSync(tmp, { recursive: true });
   const g = globalThis as Record<string, unknown>;
+
+  buildConsoleIfStale();
 
   let adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {

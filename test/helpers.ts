@@ -33,6 +33,8 @@ export interface TestContext {
   basic: string;
   /** supertest agent */
   http: ReturnType<typeof request>;
+  /** Where the context's server listens (http://127.0.0.1:port), for clients other than supertest (a browser). */
+  url: string;
   /** Responses that did not match the OpenAPI document (close() fails when there are any). */
   contract: ContractChecker;
   close(): Promise<void>;
@@ -94,6 +96,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     dbUrl,
     basic: `Basic ${Buffer.from(`${API_KEY}:${API_SECRET}`).toString('base64')}`,
     http: served.http,
+    url: served.url,
     contract,
     async close() {
       await served.stop();
@@ -141,12 +144,13 @@ export async function createReplica(ctx: TestContext, config: Partial<Config> = 
 }
 
 /** The app on a listening server of its own; stop() closes it and the app's own connections (chat, Temporal gateway). */
-async function serve(app: AppWithRegistry): Promise<{ http: ReturnType<typeof request>; stop(): Promise<void> }> {
+async function serve(app: AppWithRegistry): Promise<{ http: ReturnType<typeof request>; url: string; stop(): Promise<void> }> {
   const server = http.createServer(app);
   server.on('clientError', answerClientError);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     http: request(server),
+    url: `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`,
     async stop() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

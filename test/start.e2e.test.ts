@@ -96,6 +96,11 @@ describe('npm start (all in one)', () => {
     const ready = await api.get('/readyz');
     expect(ready.body.checks.temporal.workers_polling).toBeGreaterThanOrEqual(1);
     expect(await portOpen(ports.TEMPORAL_UI_PORT)).toBe(true);
+    // The console (built by the jest setup, as npm start's build does) links workflows to that UI.
+    expect(out).toContain(`Console:      http://127.0.0.1:${ports.PORT}/console/`);
+    const consolePage = await api.get('/console/');
+    expect(consolePage.status).toBe(200);
+    expect(consolePage.text).toContain(`<meta name="hostflow-temporal-ui" content="http://127.0.0.1:${ports.TEMPORAL_UI_PORT}/namespaces/default">`);
     const viaQuery = await api.get('/wp-json/wu/v2/customers').query({ api_key: key, api_secret: secret, search: 'e2e' });
     expect(viaQuery.status).toBe(200);
     // JSON log lines carry the request id; the secret appears once (the banner), never in a log line.

@@ -119,7 +119,7 @@ describe('translation routes', () => {
 
   test('every non-public translation route needs the credentials; the package download is public', async () => {
     const ops = ctx.app.locals.registry.operations.filter((o) => o.path.includes('/translations/'));
-    expect(ops.length).toBe(14);
+    expect(ops.length).toBe(15);
     const sample = (p: string) => openApiPath(p).replace('{id}', '1').replace('{type}', 'plugin').replace('{slug}', 'troutes-one').replace('{version}', '3.1.4').replace('{locale}', 'de_DE');
     for (const op of ops) {
       const url = sample(op.path);

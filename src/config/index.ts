@@ -104,6 +104,8 @@ const schema = z.object({
       'must be a comma-separated list of host names with an optional port, e.g. api.example.com,*.example.org,localhost:8080',
     ),
   DATA_DIR: z.string().min(1).default(path.resolve(process.cwd(), 'data')),
+  // The console's build (web/console, built by `npm run build`), served at /console/.
+  CONSOLE_DIR: z.string().min(1).default(path.resolve(process.cwd(), 'dist/web/console')),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   BODY_LIMIT: z
     .string()
@@ -126,6 +128,9 @@ const schema = z.object({
   WORKFLOW_ID_PREFIX: z.string().regex(WORKFLOW_ID_PREFIX_PATTERN, 'must be 1 to 32 letters, digits or _, e.g. prod_eu').optional(),
   TEMPORAL_DEV_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
+  // The Temporal UI the console links workflows to (e.g. https://temporal.example.com); `npm start`
+  // uses the dev server's UI when unset; otherwise the console shows workflow ids without links.
+  TEMPORAL_UI_URL: z.string().url().regex(/^https?:\/\//, 'must be an http(s) URL').optional(),
   // Deadline of each API call to Temporal that does not wait for a worker (start, signal, describe):
   // past it (or when the circuit is open) a route that starts a workflow answers 503.
   TEMPORAL_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(1500),

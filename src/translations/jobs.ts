@@ -8,6 +8,7 @@ import { conflict, notFoundItem, type ApiError } from '../http/errors';
 import { logger } from '../logger';
 import type { TemporalGateway } from '../temporal/gateway';
 import { downloadUrl } from './downloads';
+import type { Entry } from './gettext';
 import { WORDPRESS_LOCALES } from './locales';
 import { TranslationPipeline, type PipelineConfig } from './pipeline';
 import { FAILURE_KIND, IN_FLIGHT_STATUSES, JOB_STATUSES, logLine, PACKAGE_TYPES, type DecisionRefusal, type PipelineStep, type TranslationPackage } from './types';
@@ -77,6 +78,40 @@ export function jobRecord(row: Record<string, any>, base: string, withLogs = fal
   };
 }
 
+export const STRING_STATES = ['human', 'ai', 'missing'] as const;
+export interface StringsQuery {
+  page: number;
+  perPage: number;
+  search?: string;
+  origin?: (typeof STRING_STATES)[number];
+}
+
+/** One string of a job as the API answers it. */
+export interface JobString {
+  index: number;
+  context: string | null;
+  source: string;
+  plural: string | null;
+  references: string[];
+  note: string | null;
+  translation: string[] | null;
+  state: (typeof STRING_STATES)[number];
+}
+
+function jobString(index: number, e: Entry): JobString {
+  const translated = Array.isArray(e.str);
+  return {
+    index,
+    context: e.ctx ?? null,
+    source: e.id,
+    plural: e.plural ?? null,
+    references: e.refs ?? [],
+    note: e.note ?? null,
+    translation: translated ? e.str : null,
+    state: translated ? (e.origin === 'ai' ? 'ai' : 'human') : 'missing',
+  };
+}
+
 /** The slug of the event a job's new status makes (failed and expired both end it unfinished), or null. */
 const EVENT_OF_STATUS: Partial<Record<string, string>> = {
   pending_approval: 'translation_job_awaiting_approval',
@@ -130,6 +165,41 @@ export class TranslationJobs {
   async get(id: number, base: string) {
     const row = await this.db('translation_jobs').where({ id }).first([...JOB_COLUMNS, 'translation_jobs.logs']);
     return row ? jobRecord(row, base, true) : null;
+  }
+
+  /**
+   * A page of the job's strings in their stored order (`index`: the position among them), read from its
+   * `entries` in SQL: `origin` keeps the human, AI or missing (untranslated) ones; `search` finds
+   * a text in the source, plural, context or translation (case-insensitive). Null for an
+   * unknown job; a job still importing has none yet.
+   */
+  async strings(id: number, q: StringsQuery): Promise<{ total: number; rows: JobString[] } | null> {
+    const job = await this.db('translation_jobs').where({ id }).first('id');
+    if (!job) return null;
+    const matching = () => {
+      const query = this.db
+        .from('translation_jobs as j')
+        .joinRaw("cross join lateral jsonb_array_elements(coalesce(j.entries, '[]'::jsonb)) with ordinality as e(value, ord)")
+        .where('j.id', id);
+      if (q.origin === 'missing') query.whereRaw("jsonb_typeof(e.value->'str') is distinct from 'array'");
+      else if (q.origin === 'ai') query.whereRaw("jsonb_typeof(e.value->'str') = 'array' and e.value->>'origin' = 'ai'");
+      else if (q.origin === 'human') query.whereRaw("jsonb_typeof(e.value->'str') = 'array' and e.value->>'origin' is distinct from 'ai'");
+      if (q.search) {
+        query.whereRaw(
+          "strpos(lower(concat_ws(' ', e.value->>'id', e.value->>'plural', e.value->>'ctx', (select string_agg(s, ' ') from jsonb_array_elements_text(case when jsonb_typeof(e.value->'str') = 'array' then e.value->'str' else '[]'::jsonb end) as s))), lower(?)) > 0",
+          [q.search],
+        );
+      }
+      return query;
+    };
+    // One pass over the entries for the page and the count; past the last page, a count alone.
+    const rows: { ord: string; value: Entry; total: string }[] = await matching()
+      .orderBy('e.ord')
+      .limit(q.perPage)
+      .offset((q.page - 1) * q.perPage)
+      .select('e.ord', 'e.value', this.db.raw('count(*) over () as total'));
+    const total = rows.length ? Number(rows[0].total) : q.page === 1 ? 0 : Number((await matching().count<{ count: string }[]>('* as count'))[0].count);
+    return { total, rows: rows.map((r) => jobString(Number(r.ord) - 1, r.value)) };
   }
 
   private async requireJob(id: number) {

@@ -9,12 +9,12 @@ import { applyFields, parseView, parseWithView } from '../http/fields';
 import { LIST_HEADERS, listQueryParams, parseListQuery, setPagingHeaders } from '../http/list';
 import { publicBase } from '../http/public-url';
 import type { RouteRegistry } from '../http/route-registry';
-import { bodyObject, parseOrThrow } from '../http/validation';
+import { bodyObject, codePointLength, MAX_QUERY_INTEGER, parseOrThrow } from '../http/validation';
 import type { ObjectStorage } from '../infra/object-storage';
 import type { TemporalGateway } from '../temporal/gateway';
 import { PackageStatusChecks, parseBatchItem, type BatchError, type PackageStatus } from './batches';
 import { packageFile } from './downloads';
-import { jobListSpec, TranslationJobs } from './jobs';
+import { jobListSpec, STRING_STATES, TranslationJobs, type StringsQuery } from './jobs';
 import { localeProblem, SLUG_PATTERN, VERSION_PATTERN, WORDPRESS_LOCALES } from './locales';
 import { projectListSpec, TranslationProjects } from './projects';
 import {
@@ -27,6 +27,7 @@ import {
   checkSchema,
   createProjectSchema,
   jobRecordSchema,
+  jobStringSchema,
   projectRecordSchema,
   rejectSchema,
   statusSchema,
@@ -81,6 +82,59 @@ function checkLocaleFilters(q: ListQuery): void {
     if (bad !== undefined) params[name] = condition.op === 'eq' ? `locale ${localeProblem(bad)}` : `${name}: ${bad.slice(0, 40)} ${localeProblem(bad)}`;
   }
   if (Object.keys(params).length) throw invalidParams(params);
+}
+
+const STRINGS_PER_PAGE_MAX = 100;
+
+/** The strings list's query: page, per_page, search, state; anything else is a 400 naming it. */
+function parseStringsQuery(query: Record<string, unknown>): StringsQuery {
+  const params: Record<string, string> = {};
+  const text = (name: string): string | undefined => {
+    const v = query[name];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'string') params[name] = `${name} is not of type string.`;
+    return typeof v === 'string' ? v : undefined;
+  };
+  const int = (name: string, fallback: number, max: number): number => {
+    const v = text(name);
+    if (v === undefined) return fallback;
+    if (!/^\d{1,15}$/.test(v) || Number(v) < 1 || Number(v) > max) {
+      params[name] = `${name} must be an integer from 1 to ${max}.`;
+      return fallback;
+    }
+    return Number(v);
+  };
+  const out: StringsQuery = { page: int('page', 1, MAX_QUERY_INTEGER), perPage: int('per_page', 20, STRINGS_PER_PAGE_MAX) };
+  const search = text('search');
+  if (search !== undefined && codePointLength(search) > 200) params.search = 'search must be at most 200 characters long.';
+  else if (search) out.search = search;
+  const state = text('state');
+  if (state !== undefined && !(STRING_STATES as readonly string[]).includes(state)) params.state = `state must be one of: ${STRING_STATES.join(', ')}.`;
+  else if (state) out.origin = state as StringsQuery['origin'];
+  for (const name of Object.keys(query)) if (!['page', 'per_page', 'search', 'state'].includes(name)) params[name] = `${name} is not a parameter of this route.`;
+  if (Object.keys(params).length) throw invalidParams(params);
+  return out;
+}
+
+/** Paging headers of a list paged by number (as WordPress): X-WP-Total, X-WP-TotalPages, Link prev/next. */
+function setPageNumberHeaders(req: Request, res: Response, q: { page: number; perPage: number }, total: number): void {
+  const pages = Math.ceil(total / q.perPage);
+  res.setHeader('X-WP-Total', String(total));
+  res.setHeader('X-WP-TotalPages', String(pages));
+  res.setHeader('X-WP-Total-Exact', 'true');
+  const url = (page: number) => {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(req.query)) {
+      if (k === 'page' || /^api[_-](key|secret)$/.test(k)) continue;
+      for (const item of Array.isArray(v) ? v : [v]) if (typeof item === 'string') params.append(k, item);
+    }
+    params.set('page', String(page));
+    return `${publicBase(req)}${req.baseUrl}${req.path}?${params.toString()}`;
+  };
+  const links: string[] = [];
+  if (q.page > 1 && q.page - 1 <= Math.max(pages, 1)) links.push(`<${url(q.page - 1)}>; rel="prev"`);
+  if (q.page < pages) links.push(`<${url(q.page + 1)}>; rel="next"`);
+  if (links.length) res.setHeader('Link', links.join(', '));
 }
 
 /** Who acted, for the job's log (the API has one credential pair: the key's prefix). */
@@ -232,6 +286,14 @@ export function mountTranslations(router: Router, registry: RouteRegistry, names
     const { fields } = parseView(req.query as Record<string, unknown>);
     res.json(applyFields(await getJob(req, parseId(req, 'translation_job')), fields));
   });
+  router.get('/translations/jobs/:id/strings', async (req, res) => {
+    const id = parseId(req, 'translation_job');
+    const q = parseStringsQuery(ownQuery(req.query as Record<string, unknown>));
+    const page = await jobs.strings(id, q);
+    if (!page) throw notFoundItem('translation_job');
+    setPageNumberHeaders(req, res, q, page.total);
+    res.json(page.rows);
+  });
   router.post('/translations/jobs/:id/approve', async (req, res) => {
     const id = parseId(req, 'translation_job');
     parseOrThrow(z.strictObject({}), bodyObject(req.body));
@@ -329,6 +391,42 @@ function document(registry: RouteRegistry, namespace: string, refs: { status: { 
     tags: TAGS,
     fields: {},
     responses: { 200: { description: 'The job.', schema: refs.job } },
+  });
+  registry.operation(namespace, 'GET', '/translations/jobs/:id/strings', {
+    summary: "A page of a job's strings: source, translation, and whether it is human, AI or still missing",
+    description:
+      'In the order the job keeps them (the POT\'s, grouped by context; index: the position in it, the same on every page). state keeps the human, AI or missing (untranslated: the pack falls back to English) strings; ' +
+      'search finds a text in the source, plural, context or translation (case-insensitive). A job still importing has no strings yet (an empty page). ' +
+      'Paged by number (page, per_page up to 100) with X-WP-Total, X-WP-TotalPages and Link rel="next"/"prev".',
+    tags: TAGS,
+    query: [
+      { name: 'page', description: 'Page number (from 1).', schema: { type: 'integer', minimum: 1, maximum: MAX_QUERY_INTEGER } },
+      { name: 'per_page', description: `Strings per page (1 to ${STRINGS_PER_PAGE_MAX}, default 20).`, schema: { type: 'integer', minimum: 1, maximum: STRINGS_PER_PAGE_MAX } },
+      { name: 'search', description: 'A text to find (case-insensitive), at most 200 characters.', schema: { type: 'string', maxLength: 200 }, example: 'hello' },
+      { name: 'state', description: 'human, ai or missing.', schema: { type: 'string', enum: [...STRING_STATES] } },
+    ],
+    responses: {
+      200: {
+        description: 'A page of strings (a bare array).',
+        schema: z.array(jobStringSchema),
+        headers: {
+          'X-WP-Total': { description: 'Number of matching strings (exact).', schema: { type: 'integer' } },
+          'X-WP-TotalPages': LIST_HEADERS['X-WP-TotalPages'],
+          'X-WP-Total-Exact': { description: 'Always true here: the count is exact.', schema: { type: 'string', enum: ['true'] } },
+          Link: { description: 'rel="next" / rel="prev" page links (page numbers).', schema: { type: 'string' } },
+        },
+        examples: {
+          page: {
+            summary: 'A human translation, an AI one and a missing one',
+            value: [
+              { index: 0, context: null, source: 'Hello %s', plural: null, references: ['src/app.php:12'], note: null, translation: ['Hallo %s'], state: 'human' },
+              { index: 1, context: 'menu', source: 'Settings', plural: null, references: [], note: 'Admin menu entry', translation: ['Einstellungen'], state: 'ai' },
+              { index: 2, context: null, source: '%d file', plural: '%d files', references: [], note: null, translation: null, state: 'missing' },
+            ],
+          },
+        },
+      },
+    },
   });
   const bulkResult = {
     type: 'object',

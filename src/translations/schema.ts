@@ -197,3 +197,17 @@ export const jobRecordSchema = z
     date_modified: z.string(),
   })
   .strict();
+
+/** One string of a job (GET /translations/jobs/{id}/strings). */
+export const jobStringSchema = z
+  .object({
+    index: z.int().describe("Position among the job's strings (from 0)."),
+    context: z.string().nullable().describe('msgctxt'),
+    source: z.string().describe('msgid: the English text.'),
+    plural: z.string().nullable().describe('msgid_plural'),
+    references: z.array(z.string()).describe('Where the string is used (src/app.js:12).'),
+    note: z.string().nullable().describe('Comment for translators.'),
+    translation: z.array(z.string()).nullable().describe('The forms (one, or one per plural form); null while missing.'),
+    state: z.enum(['human', 'ai', 'missing']),
+  })
+  .strict();
