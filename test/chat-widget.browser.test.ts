@@ -7,8 +7,8 @@ import sharp from 'sharp';
 import { bearer, CHAT, makeAgent } from './chat-helpers';
 import { makeCustomer, waitFor } from './estate-helpers';
 import { createTestContext, type TestContext } from './helpers';
+import { buildWidgetIfStale } from './web-build';
 import { axeOnWidget, pageProblems, servePages, shot, startChromium, type PageServer } from './widget-browser';
-import { buildWidgetIfStale } from './widget-build';
 
 /**
  * The customers' chat widget in a real browser (Debian's chromium through playwright-core)

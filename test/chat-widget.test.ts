@@ -4,7 +4,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { CHAT, expectError } from './chat-helpers';
 import { createTestContext, type TestContext } from './helpers';
-import { buildWidgetIfStale } from './widget-build';
+import { buildWidgetIfStale } from './web-build';
 
 /** How the API serves the chat widget's files (the widget itself runs in chat-widget.browser.test.ts). */
 describe('chat widget files', () => {

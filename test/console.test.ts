@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromiumPath } from './browser';
-import { CONSOLE_BUILD } from './console-build';
 import { createTestContext, type TestContext } from './helpers';
+import { CONSOLE_BUILD } from './web-build';
 
 /** /console/: the built pages served by the API process, cached right, under a strict Content-Security-Policy. */
 describe('the console is served by the API', () => {

@@ -4,7 +4,7 @@
  *   otherwise an embedded server in .tmp/test-pg-<pid> on a free port (removed afterwards);
  * - a template database migrated once (each test file clones it);
  * - Temporal: TEMPORAL_ADDRESS when set, otherwise `temporal server start-dev` on free ports;
- * - the console's build (dist/web/console), when it is older than web/console.
+ * - the console's and the chat widget's builds (dist/web/console, dist/web/widget), when older than their sources.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,7 +13,7 @@ import { createDb } from '../src/db/knex';
 import { migrateLatest } from '../src/db/migrate';
 import { revokePublicConnect, startEmbeddedPostgres } from '../src/infra/embedded-postgres';
 import { findTemporalBinary, freePort, startTemporalDevServer, TEMPORAL_MISSING } from '../src/infra/temporal-server';
-import { buildConsoleIfStale } from './console-build';
+import { buildConsoleIfStale, buildWidgetIfStale } from './web-build';
 
 export default async function globalSetup(): Promise<void> {
   const root = path.resolve(__dirname, '..');
@@ -22,6 +22,7 @@ export default async function globalSetup(): Promise<void> {
   const g = globalThis as Record<string, unknown>;
 
   buildConsoleIfStale();
+  buildWidgetIfStale();
 
   let adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {
