@@ -250,6 +250,45 @@ describe('membership lifecycle (time-skipping, real activities)', () => {
   });
 });
 
+describe('which memberships get a lifecycle (the one rule, in the write\'s transaction)', () => {
+  const starts = async (id: number) => {
+    const m = await ctx.db('memberships').where({ id }).first('workflow_id');
+    return m.workflow_id ? ((await ctx.db('workflow_starts').where({ workflow_id: m.workflow_id }).pluck('workflow_type')) as string[]) : [];
+  };
+
+  test('none for a pending, a non-recurring, or a dateless membership; one once it becomes active with a due date', async () => {
+    const customer = await send('post', '/customers', newCustomerBody());
+    const base = { customer_id: customer.id, plan_id: planId, amount: 10, recurring: true, duration: 1, duration_unit: 'month' };
+    const due = new Date((await serverNow()).getTime() + 40 * DAY).toISOString();
+    const pending = await send('post', '/memberships', { ...base, status: 'pending', date_expiration: due });
+    const once = await send('post', '/memberships', { ...base, status: 'active', recurring: false, date_expiration: due });
+    const dateless = await send('post', '/memberships', { ...base, status: 'active' });
+    for (const m of [pending, once, dateless]) expect(await starts(m.id)).toEqual([]);
+    await send('patch', `/memberships/${pending.id}`, { status: 'active' });
+    expect(await starts(pending.id)).toEqual(['membershipLifecycle']);
+    // Further changes signal the running lifecycle; they start nothing more.
+    await send('patch', `/memberships/${pending.id}`, { amount: 12, auto_renew: false });
+    expect(await starts(pending.id)).toEqual(['membershipLifecycle']);
+    const id = (await ctx.db('memberships').where({ id: pending.id }).first('workflow_id')).workflow_id;
+    expect((await env.client.workflow.getHandle(id).describe()).status.name).toBe('RUNNING');
+  });
+
+  test('the first completed payment of an active recurring membership without date_expiration starts its first period, and its lifecycle', async () => {
+    const customer = await send('post', '/customers', newCustomerBody());
+    const m = await send('post', '/memberships', { customer_id: customer.id, plan_id: planId, status: 'active', amount: 10, recurring: true, duration: 1, duration_unit: 'year' });
+    expect(await starts(m.id)).toEqual([]);
+    const before = Date.now();
+    await send('post', '/payments', { customer_id: customer.id, membership_id: m.id, status: 'completed', total: 10 });
+    const r = await row(m.id);
+    expect(r.times_billed).toBe(1);
+    expect(new Date(r.date_expiration).getTime()).toBeGreaterThanOrEqual(addPeriod(new Date(before), 1, 'year').getTime());
+    expect(await starts(m.id)).toEqual(['membershipLifecycle']);
+    // A second payment (not a renewal) moves nothing.
+    await send('post', '/payments', { customer_id: customer.id, membership_id: m.id, status: 'completed', total: 10 });
+    expect(await row(m.id)).toMatchObject({ times_billed: 1, date_expiration: r.date_expiration });
+  });
+});
+
 describe('exactly once', () => {
   test('the renewal step run twice, and twice at once: one renewal payment for the period', async () => {
     const m = await membership({ gateway: 'manual' }, 40);

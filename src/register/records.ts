@@ -275,6 +275,8 @@ export class RegistrationRecords {
       },
       trx,
     );
+    // A completed payment bills the membership (its first period: the payments rule): answer it as it is now.
+    if (payment.status === 'completed') membershipRecord = (await this.memberships.get(Number(membership.id), { db: trx }))!;
     const ids: RegistrationIds = { customer_id: customerId, membership_id: Number(membership.id), payment_id: Number(payment.id), site_id: site.id ? Number(site.id) : null };
     const result = { customer, membership: membershipRecord, payment, site } as unknown as RegisterResult;
     return { ids, result, userId: Number(customer.user_id), createdUser, createdCustomer };
