@@ -26,11 +26,14 @@ const steps = proxyActivities<BillingActivities>({
 });
 // A charge: a gateway that does not answer (5xx, timeout, connection refused) is tried again
 // with a backoff; after the attempts the charge counts as failed (dunning goes on). A decline is
-// the gateway's answer, a result: never retried here.
-const charges = proxyActivities<BillingActivities>({
-  startToCloseTimeout: '2 minutes',
-  retry: { initialInterval: '5s', backoffCoefficient: 2, maximumInterval: '10 minutes', maximumAttempts: 8 },
-});
+// the gateway's answer, a result: never retried here. Its timeout is the gateway's and a margin
+// (from the configuration, through the billing state): a charge whose worker was killed is
+// asked again that soon, under the same idempotency key.
+const charges = (timeoutMs: number) =>
+  proxyActivities<BillingActivities>({
+    startToCloseTimeout: timeoutMs,
+    retry: { initialInterval: '5s', backoffCoefficient: 2, maximumInterval: '10 minutes', maximumAttempts: 8 },
+  });
 
 /** Reads of the row per run before it continues as new (bounds the history when signals keep coming). */
 const MAX_STEPS_PER_RUN = 200;
@@ -115,7 +118,7 @@ export async function membershipLifecycle(input: MembershipLifecycleInput): Prom
       tried.add(key);
       let outcome: ChargeOutcome;
       try {
-        outcome = await charges.chargeRenewal({ paymentId: s.paymentId, attempt });
+        outcome = await charges(s.chargeTimeoutMs).chargeRenewal({ paymentId: s.paymentId, attempt });
       } catch (err) {
         // The gateway did not answer through every retry: this attempt failed.
         outcome = { status: 'failed', reason: `no answer from the gateway: ${(err as Error).message}` };

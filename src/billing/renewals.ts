@@ -12,6 +12,8 @@ import { renewalCharge } from './renewal-charge';
 export type BillingConfig = Pick<Config, 'BILLING_DUNNING_DAYS' | 'BILLING_ON_HOLD_DAYS' | 'BILLING_HTTP_GATEWAY_URL' | 'BILLING_HTTP_GATEWAY_TIMEOUT_MS'>;
 
 const DAY_MS = 86_400_000;
+/** A charge activity's time beyond the gateway's timeout (reading and writing the payment). */
+const CHARGE_MARGIN_MS = 5000;
 /** The gateway that charges by itself (README "Billing: renewals"); any other gateway name is paid by hand (`manual`). */
 export const HTTP_GATEWAY = 'http';
 
@@ -32,6 +34,8 @@ export type BillingState =
       /** When each charge attempt is due, after dueAt: 0, then BILLING_DUNNING_DAYS. */
       retryOffsetsMs: number[];
       onHoldMs: number;
+      /** How long one charge activity may run before Temporal tries it again (the gateway's timeout and a margin): how soon a charge whose worker was killed is asked again. */
+      chargeTimeoutMs: number;
     };
 
 export type RenewOutcome = { outcome: 'payment'; paymentId: number } | { outcome: 'expired'; reason: string } | { outcome: 'moved' };
@@ -79,6 +83,7 @@ export class RenewalService {
       gateway: m.gateway === HTTP_GATEWAY ? 'http' : 'manual',
       retryOffsetsMs: [0, ...this.config.BILLING_DUNNING_DAYS.map((d) => Math.round(d * DAY_MS))],
       onHoldMs: Math.round(this.config.BILLING_ON_HOLD_DAYS * DAY_MS),
+      chargeTimeoutMs: this.config.BILLING_HTTP_GATEWAY_TIMEOUT_MS + CHARGE_MARGIN_MS,
     });
     if (m.status === 'on-hold') {
       // Waiting for the payment of its last renewal, until it expires; on hold by hand without one: nothing to bill.
