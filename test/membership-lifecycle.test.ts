@@ -250,6 +250,19 @@ describe('membership lifecycle (time-skipping, real activities)', () => {
   });
 });
 
+describe('a renewal payment failed by hand', () => {
+  test('manual gateway: the payment marked failed through the API puts the membership on hold at once; unpaid, it expires after the on-hold days', async () => {
+    const m = await membership({ gateway: 'manual' });
+    await after(11, async () => (await renewals(m.id)).length === 1);
+    const [p] = await renewals(m.id);
+    await send('patch', `/payments/${p.id}`, { status: 'failed' });
+    await until(async () => (await row(m.id)).status === 'on-hold', 20_000);
+    await after(12, async () => (await row(m.id)).status === 'expired');
+    expect((await renewals(m.id)).map((x) => x.status)).toEqual(['failed']);
+    expect(await env.client.workflow.getHandle(m.workflowId).result()).toEqual({ membershipId: m.id, outcome: 'expired' });
+  });
+});
+
 describe('which memberships get a lifecycle (the one rule, in the write\'s transaction)', () => {
   const starts = async (id: number) => {
     const m = await ctx.db('memberships').where({ id }).first('workflow_id');
