@@ -188,9 +188,10 @@ export class RenewalService {
    */
   async hold(membershipId: number, dueAt: number, paymentId: number): Promise<void> {
     await this.db.transaction(async (trx) => {
+      // The payment first, then the membership: the order of a payment's completion (no deadlock with one racing this step).
+      const p = await trx('payments').where({ id: paymentId }).forUpdate().first('status');
       const m: Row | undefined = await trx('memberships').where({ id: membershipId }).forUpdate().first();
       if (!m || (m.status !== 'active' && m.status !== 'trialing') || dueDateOf(m)?.getTime() !== dueAt) return;
-      const p = await trx('payments').where({ id: paymentId }).forUpdate().first('status');
       if (p && PAID_STATUSES.has(p.status)) return;
       await this.memberships.update(membershipId, { status: 'on-hold' }, trx);
       if (p?.status === 'pending' && m.gateway === HTTP_GATEWAY) await this.payments.update(paymentId, { status: 'failed' }, trx);
@@ -200,9 +201,9 @@ export class RenewalService {
   /** Still on-hold and unpaid BILLING_ON_HOLD_DAYS after the last attempt: the membership expires, its renewal payment still pending is cancelled. */
   async expireUnpaid(membershipId: number, dueAt: number, paymentId: number): Promise<void> {
     await this.db.transaction(async (trx) => {
+      const p = await trx('payments').where({ id: paymentId }).forUpdate().first('status', 'renewal_period_start');
       const m: Row | undefined = await trx('memberships').where({ id: membershipId }).forUpdate().first();
       if (!m || m.status !== 'on-hold') return;
-      const p = await trx('payments').where({ id: paymentId }).forUpdate().first('status', 'renewal_period_start');
       if (!p || PAID_STATUSES.has(p.status) || time(p.renewal_period_start) !== dueAt) return;
       await this.memberships.update(membershipId, { status: 'expired' }, trx);
       if (p.status === 'pending') await this.payments.update(paymentId, { status: 'cancelled' }, trx);

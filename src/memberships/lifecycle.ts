@@ -66,7 +66,7 @@ export interface LifecycleEffect {
   signal: string | null;
 }
 
-const signalUnavailable = (detail?: string) => new DomainError('unavailable', 'temporal_unavailable', `membership lifecycle signal: ${detail ?? 'Temporal unreachable'}`);
+const signalUnavailable = (detail?: string) => new DomainError('unavailable', 'temporal_unavailable', `membership lifecycle: ${detail ?? 'Temporal unreachable'}`);
 
 /**
  * The rule that gives every recurring membership its lifecycle workflow (membershipLifecycle,
