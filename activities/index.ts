@@ -2,6 +2,9 @@ import { WU_NAMESPACE, type Config } from '../src/config';
 import type { Db } from '../src/db/knex';
 import type { ObjectStorage } from '../src/infra/object-storage';
 import { OutboundPolicy } from '../src/infra/outbound-http';
+import { MembershipLifecycles } from '../src/memberships/lifecycle';
+import { WorkflowIds } from '../src/temporal/workflow-ids';
+import { createBillingActivities } from './billing';
 import { createChatActivities } from './chat';
 import { createDomainActivities } from './domains';
 import { createRegisterActivities } from './register';
@@ -22,6 +25,8 @@ export interface ActivityDeps {
  */
 export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
   const { db, config, storage } = deps;
+  // The worker's membership writes start lifecycles through the outbox; it sends no signal (its writes are new memberships, or the lifecycle's own steps).
+  const lifecycles = new MembershipLifecycles(new WorkflowIds(db, config.WORKFLOW_ID_PREFIX), null);
   return {
     ...createDomainActivities({
       db,
@@ -33,10 +38,11 @@ export function createActivities(deps: ActivityDeps): Record<string, (...args: a
       tlsCaFile: config.DOMAIN_TLS_CA_FILE,
       outbound: new OutboundPolicy(config.OUTBOUND_ALLOWED_HOSTS),
     }),
-    ...createRegisterActivities({ db, storage }),
+    ...createRegisterActivities({ db, storage, lifecycles }),
     ...createTenantActivities({ db, config, storage }),
     ...createTranslationActivities({ db, config, storage }),
     ...createChatActivities({ db }),
     ...createWebhookActivities({ db, config }),
+    ...createBillingActivities({ db, lifecycles, config }),
   };
 }

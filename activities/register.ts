@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Db } from '../src/db/knex';
 import type { ObjectStorage } from '../src/infra/object-storage';
 import { logger } from '../src/logger';
+import type { MembershipLifecycles } from '../src/memberships/lifecycle';
 import { SiteProvisioning, type ProvisioningState } from '../src/register/provisioning';
 import { RegistrationRecords, requestError } from '../src/register/records';
 import type { CommitOutcome, ErrorBody } from '../src/register/types';
@@ -33,8 +34,8 @@ async function guarded<T>(step: string, registrationId: number, fn: () => Promis
  * The activities of the register workflow: each one calls a service of src/register and
  * takes the registration id only (the request is read from its row).
  */
-export function createRegisterActivities(deps: { db: Db; storage: ObjectStorage }) {
-  const records = new RegistrationRecords(deps.db);
+export function createRegisterActivities(deps: { db: Db; storage: ObjectStorage; lifecycles: MembershipLifecycles }) {
+  const records = new RegistrationRecords(deps.db, deps.lifecycles);
   const provisioning = new SiteProvisioning(deps.db, deps.storage);
   return {
     /** Local activity: the records in one transaction (idempotent), or what the API's commit of them decided. */

@@ -21,6 +21,7 @@ import { publicBase, setPublicBase } from './http/public-url';
 import { RouteRegistry, type RouteInfo } from './http/route-registry';
 import { createObjectStorage, type ObjectStorage } from './infra/object-storage';
 import { accessLogger, logger, type Logger } from './logger';
+import { MembershipLifecycles } from './memberships/lifecycle';
 import { mountMemberships } from './memberships/routes';
 import { mountDocsPage } from './openapi/docs-page';
 import { buildOpenApiDocument } from './openapi/document';
@@ -337,11 +338,13 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   mountCustomers(wu, registry, WU_NAMESPACE, db);
   mountProducts(wu, registry, WU_NAMESPACE, db);
   mountDiscountCodes(wu, registry, WU_NAMESPACE, db);
-  mountMemberships(wu, registry, WU_NAMESPACE, db);
-  mountPayments(wu, registry, WU_NAMESPACE, db);
+  // Every membership write asks the lifecycle rule (renewals: src/memberships/lifecycle.ts).
+  const lifecycles = new MembershipLifecycles(gateway.ids, gateway, db);
+  mountMemberships(wu, registry, WU_NAMESPACE, db, lifecycles);
+  mountPayments(wu, registry, WU_NAMESPACE, db, lifecycles);
   const domains = mountDomains(wu, registry, WU_NAMESPACE, db, gateway, config, settings);
   mountSites(wu, registry, WU_NAMESPACE, db, domains.checks);
-  mountRegister(wu, registry, WU_NAMESPACE, { db, settings, temporal: gateway, metrics, config });
+  mountRegister(wu, registry, WU_NAMESPACE, { db, settings, temporal: gateway, metrics, config, lifecycles });
   mountTenants(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config });
   mountTranslations(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config, storage });
   mountEvents(wu, registry, WU_NAMESPACE, db);

@@ -36,6 +36,16 @@ describe('configuration', () => {
     expect(() => loadConfig({ WORKER_VERSIONING_SET_CURRENT: 'sometimes' })).toThrow('WORKER_VERSIONING_SET_CURRENT="sometimes"');
   });
 
+  test('billing: dunning days 1,3,5 and 7 on-hold days by default; a schedule that is not increasing days is named', () => {
+    expect(loadConfig({})).toMatchObject({ BILLING_DUNNING_DAYS: [1, 3, 5], BILLING_ON_HOLD_DAYS: 7, BILLING_HTTP_GATEWAY_TIMEOUT_MS: 10_000 });
+    expect(loadConfig({ BILLING_DUNNING_DAYS: ' 0.5, 2 ,10', BILLING_HTTP_GATEWAY_URL: 'http://127.0.0.1:9000/pay' })).toMatchObject({ BILLING_DUNNING_DAYS: [0.5, 2, 10], BILLING_HTTP_GATEWAY_URL: 'http://127.0.0.1:9000/pay' });
+    for (const bad of ['3,1', '1,1', '0', '-1,2', 'x', ',', '400', Array.from({ length: 21 }, (_, i) => i + 1).join(',')]) {
+      expect(() => loadConfig({ BILLING_DUNNING_DAYS: bad })).toThrow(`BILLING_DUNNING_DAYS="${bad}": must be 1-20 increasing numbers of days`);
+    }
+    expect(() => loadConfig({ BILLING_ON_HOLD_DAYS: '0' })).toThrow('BILLING_ON_HOLD_DAYS="0"');
+    expect(() => loadConfig({ BILLING_HTTP_GATEWAY_URL: 'gateway' })).toThrow('BILLING_HTTP_GATEWAY_URL="gateway"');
+  });
+
   test('empty strings count as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '' }).PORT).toBe(8080);
   });

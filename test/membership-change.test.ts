@@ -1,6 +1,9 @@
 import { Decimal } from '../src/db/money';
+import { MembershipLifecycles } from '../src/memberships/lifecycle';
 import { applyScheduledChange, takeCredit } from '../src/memberships/plan-change';
 import { chargeWithCredit, currentPeriodStart, prorate } from '../src/memberships/proration';
+import { createMembershipService } from '../src/memberships/service';
+import { WorkflowIds } from '../src/temporal/workflow-ids';
 import { API_KEY, BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 
 const DAY = 86_400_000;
@@ -248,9 +251,10 @@ describe('plan changes (POST /memberships/{id}/change)', () => {
   });
 
   test('applyScheduledChange applies the stored change in the caller transaction and clears it; then there is nothing to apply', async () => {
+    const memberships = createMembershipService(ctx.db, new MembershipLifecycles(new WorkflowIds(ctx.db, ctx.config.WORKFLOW_ID_PREFIX), null));
     const m = await membership('pro', { amount: 49, addon_products: [{ product_id: ids.backups, quantity: 1 }] });
     expect((await change(m.id, { plan_id: ids.basic, duration: 1, duration_unit: 'year', addon_products: [], when: 'period_end' })).status).toBe(200);
-    const applied = await ctx.db.transaction((trx) => applyScheduledChange(trx, m.id));
+    const applied = await ctx.db.transaction((trx) => applyScheduledChange(trx, m.id, memberships));
     expect(applied).toEqual({
       membership_id: m.id,
       from: { plan_id: ids.pro, duration: 30, duration_unit: 'day', addon_products: [{ product_id: ids.backups, quantity: 1 }], amount: '49' },
@@ -260,12 +264,12 @@ describe('plan changes (POST /memberships/{id}/change)', () => {
     expect([stored.plan_id, stored.amount, stored.duration, stored.duration_unit, stored.addon_products, stored.scheduled_change]).toEqual([ids.basic, '290.0000', 1, 'year', [], null]);
     // The renewal moves the dates; applying the change does not.
     expect(new Date(stored.date_expiration).toISOString()).toBe(m.date_expiration);
-    expect(await ctx.db.transaction((trx) => applyScheduledChange(trx, m.id))).toBeNull();
+    expect(await ctx.db.transaction((trx) => applyScheduledChange(trx, m.id, memberships))).toBeNull();
     // A rolled-back renewal keeps the change.
     await change(m.id, { plan_id: ids.pro, duration: 1, duration_unit: 'year', when: 'period_end' });
     await expect(
       ctx.db.transaction(async (trx) => {
-        await applyScheduledChange(trx, m.id);
+        await applyScheduledChange(trx, m.id, memberships);
         throw new Error('renewal failed');
       }),
     ).rejects.toThrow('renewal failed');

@@ -63,6 +63,7 @@ describe('payments', () => {
         gateway_payment_id: '',
         line_items: [],
         invoice_number: null,
+        renewal_period_start: null,
         migrated_from_id: null,
         date_created: expect.any(String),
         date_modified: expect.any(String),

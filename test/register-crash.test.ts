@@ -1,10 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
 import request from 'supertest';
 import { createApp } from '../src/app';
+import { MembershipLifecycles } from '../src/memberships/lifecycle';
 import { RegistrationRecords } from '../src/register/records';
 import { RegistrationStore } from '../src/register/store';
 import type { RegistrationRequest } from '../src/register/types';
 import type { RunningWorker } from '../src/temporal/worker';
+import { WorkflowIds } from '../src/temporal/workflow-ids';
 import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
 
@@ -147,7 +149,7 @@ describe('/register survives a worker crash', () => {
       await api('registrations').where({ id: row.id }).forUpdate().first();
       await api('registrations').where({ id: row.id }).update({ status: 'completed', ...ids, provisioning: null });
       let settled: unknown;
-      const settling = new RegistrationRecords(ctx.db).settle(Number(row.id)).then((o) => (settled = o));
+      const settling = new RegistrationRecords(ctx.db, new MembershipLifecycles(new WorkflowIds(ctx.db, ctx.config.WORKFLOW_ID_PREFIX), null)).settle(Number(row.id)).then((o) => (settled = o));
       await new Promise((r) => setTimeout(r, 300));
       expect(settled).toBeUndefined();
       const waiting = await ctx.db.raw('select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid where not l.granted and a.datname = current_database()');

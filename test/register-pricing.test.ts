@@ -169,6 +169,11 @@ describe('/register trials', () => {
       .send({ customer: { username: `tr${t}`, password: 'secret123', email: `tr${t}@example.com` }, products, ...extra });
   };
   const days = (iso: string) => (new Date(iso).getTime() - Date.now()) / 86_400_000;
+  /** The workflow types of the outbox starts of a membership's lifecycle (its id is on the row). */
+  const lifecycleStarts = async (membershipId: number) => {
+    const m = await ctx.db('memberships').where({ id: membershipId }).first('workflow_id');
+    return m.workflow_id ? ((await ctx.db('workflow_starts').where({ workflow_id: m.workflow_id }).pluck('workflow_type')) as string[]) : [];
+  };
 
   beforeAll(async () => {
     ctx = await createTestContext({ REGISTER_WAIT_SECONDS: '30' });
@@ -203,6 +208,8 @@ describe('/register trials', () => {
     ]);
     expect(res.body.customer.has_trialed).toBe(true);
     expect((await ctx.db('customers').where({ id: res.body.customer.id }).first('has_trialed')).has_trialed).toBe(true);
+    // Its renewals: the lifecycle's start is in the outbox, written with the registration (billed at the trial's end).
+    expect(await lifecycleStarts(res.body.membership.id)).toEqual(['membershipLifecycle']);
   });
 
   test('nothing due now: a pending registration is trialing at once, with a payment of 0', async () => {
@@ -218,8 +225,12 @@ describe('/register trials', () => {
     const customerId = first.body.customer.id as number;
     const again = await ctx.http.post(`${BASE}/register`).set(auth()).send({ customer_id: customerId, products: ['tr-plan'], membership: { status: 'active' }, payment: { status: 'completed' } });
     expect(again.status).toBe(200);
-    expect(again.body.membership).toMatchObject({ status: 'active', date_trial_end: null, initial_amount: 59 });
+    expect(again.body.membership).toMatchObject({ status: 'active', date_trial_end: null, initial_amount: 59, times_billed: 1 });
     expect(again.body.payment.total).toBe(59);
+    // The completed payment started the first period (one month on), and with it the membership's renewals.
+    expect(days(again.body.membership.date_expiration)).toBeGreaterThan(27.9);
+    expect(days(again.body.membership.date_expiration)).toBeLessThan(31.1);
+    expect(await lifecycleStarts(again.body.membership.id)).toEqual(['membershipLifecycle']);
   });
 
   test('two registrations of one customer at once: exactly one takes the trial', async () => {

@@ -9,12 +9,14 @@ import request from 'supertest';
 import { createApp } from '../src/app';
 import { runCli } from '../src/cli';
 import { freePort } from '../src/infra/temporal-server';
+import { MembershipLifecycles } from '../src/memberships/lifecycle';
 import { RegistrationRecords } from '../src/register/records';
 import { RegistrationStore } from '../src/register/store';
 import type { RegistrationRequest } from '../src/register/types';
 import { canonicalJson, sha256Hex } from '../src/register/validate';
 import { taskQueues } from '../src/temporal/task-queues';
 import type { RunningWorker } from '../src/temporal/worker';
+import { WorkflowIds } from '../src/temporal/workflow-ids';
 import { verifyPassword } from '../src/users/password';
 import { BASE, createTestContext, decodedJson, type TestContext, startTestWorker } from './helpers';
 
@@ -299,7 +301,7 @@ describe('/register (one transaction, early answer)', () => {
       site: null,
     };
     const row = await store.claim({ workflowId: `register-${crypto.randomUUID()}`, keySha256: null, requestHmac: 'f'.repeat(64), request, passwordHash: null });
-    const records = new RegistrationRecords(ctx.db);
+    const records = new RegistrationRecords(ctx.db, new MembershipLifecycles(new WorkflowIds(ctx.db, ctx.config.WORKFLOW_ID_PREFIX), null));
     expect(await records.commit(Number(row!.id))).toEqual({ status: 'rejected' });
     // Idempotent: a retried local activity reads the stored answer.
     expect(await records.commit(Number(row!.id))).toEqual({ status: 'rejected' });

@@ -17,7 +17,7 @@ import { createTestContext, type TestContext } from './helpers';
 import { until } from './worker-process';
 
 describe('which queue each workflow type runs on', () => {
-  test('every workflow type is placed, translations and tenants on the bulk queue, the rest interactive', () => {
+  test('every workflow type is placed, translations, tenants, webhook deliveries and membership lifecycles on the bulk queue, the rest interactive', () => {
     expect(Object.keys(WORKFLOW_TASK_QUEUES).sort()).toEqual(Object.keys(workflows).sort());
     const queues = { interactive: 'hf', bulk: 'hf-bulk' };
     expect(Object.fromEntries(Object.keys(workflows).map((t) => [t, taskQueueFor(t, queues)]))).toEqual({
@@ -32,6 +32,7 @@ describe('which queue each workflow type runs on', () => {
       tenantTeardown: 'hf-bulk',
       tenantPush: 'hf-bulk',
       webhookDelivery: 'hf-bulk',
+      membershipLifecycle: 'hf-bulk',
     });
     expect(() => taskQueueFor('somethingNew', queues)).toThrow(/somethingNew has no task queue/);
   });

@@ -10,6 +10,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Decision, DecisionOutcome } from '../src/translations/types';
 import { chatFollowUp, closedSignal, assignedSignal } from '../workflows/chatFollowUp';
 import { domainCheck } from '../workflows/domainCheck';
+import { membershipChangedSignal, membershipLifecycle } from '../workflows/membershipLifecycle';
 import { register, REGISTER_FAILURES } from '../workflows/register';
 import { TENANT_OPERATION_FAILED, tenantTeardown, tenantVerifyWorkflow } from '../workflows/tenants';
 import {
@@ -22,6 +23,7 @@ import {
   type PipelineInput,
 } from '../workflows/translationPipeline';
 import { webhookDelivery } from '../workflows/webhookDelivery';
+import { until } from './worker-process';
 import { createTimeSkippingEnv, withWorker } from './workflow-env';
 
 jest.setTimeout(120_000);
@@ -501,6 +503,71 @@ describe('webhookDelivery (per-object order, backoff, give-up)', () => {
         expect(gaps.slice(-5).every((g) => g >= 1_800_000 - 5_000)).toBe(true);
         expect(at[at.length - 1] - at[0]).toBeLessThan(72 * 3_600_000);
         expect(at[at.length - 1] - at[0]).toBeGreaterThan(70 * 3_600_000);
+      },
+    );
+  });
+});
+
+describe('membershipLifecycle (bounded history, charge outcomes)', () => {
+  const DAY = 86_400_000;
+
+  test('a membership written to all day: every signal is a read, and the run continues as new after 200 reads (its history stays bounded)', async () => {
+    let reads = 0;
+    await withWorker(
+      env,
+      {
+        // Due in a year (of the server's time, which earlier tests moved on): the workflow only sleeps, woken by the signals.
+        readBillingState: async () => {
+          reads++;
+          return { phase: 'scheduled', dueAt: Context.current().info.currentAttemptScheduledTimestampMs + 365 * DAY };
+        },
+      },
+      async (taskQueue) => {
+        const workflowId = wid('lifecycle');
+        const handle = await env.client.workflow.start(membershipLifecycle, { taskQueue, workflowId, args: [{ membershipId: 1 }] });
+        for (let i = 0; i < 230; i++) {
+          await handle.signal(membershipChangedSignal);
+          // One at a time: each wakes the sleep (a burst would be one wake-up).
+          await until(async () => reads > i + 1, 10_000);
+        }
+        const first = await env.client.workflow.getHandle(workflowId, handle.firstExecutionRunId).fetchHistory();
+        const events = first.events ?? [];
+        expect(events[events.length - 1].workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+        // 200 reads, each with its wake-up (the signal, the timer started and cancelled, the read, their workflow tasks): about 12 events each, under 2,500 in all, as the README states.
+        expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(200);
+        expect(events.length).toBeLessThan(2500);
+        await handle.terminate('test done');
+      },
+    );
+  });
+
+  test('charge outcomes: a decline waits for the next dunning day; a gateway that never answers counts as a failed attempt; then on-hold', async () => {
+    // Due a second ago, on the server's clock.
+    const dueAt = (await env.currentTimeMs()) - 1000;
+    let held = false;
+    const charged: number[] = [];
+    await withWorker(
+      env,
+      {
+        readBillingState: async () =>
+          held
+            ? { phase: 'done', reason: 'on-hold' }
+            : { phase: 'collecting', dueAt, status: 'active', paymentId: 9, paymentStatus: 'pending', gateway: 'http', retryOffsetsMs: [0, DAY, 3 * DAY], onHoldMs: 7 * DAY, chargeTimeoutMs: 5000 },
+        chargeRenewal: async ({ attempt }: { attempt: number }) => {
+          charged.push(attempt);
+          if (attempt === 1) throw ApplicationFailure.nonRetryable('payment gateway answered 400', 'GatewayRefused');
+          return { status: 'failed', reason: 'card_declined' };
+        },
+        holdUnpaid: async () => {
+          held = true;
+        },
+      },
+      async (taskQueue, calls) => {
+        const r = await env.client.workflow.execute(membershipLifecycle, { taskQueue, workflowId: wid('lifecycle'), args: [{ membershipId: 2 }] });
+        expect(r).toEqual({ membershipId: 2, outcome: 'on-hold' });
+        // Each attempt once, in order, then the hold.
+        expect(charged).toEqual([0, 1, 2]);
+        expect(calls.filter((c) => c[0] !== 'readBillingState').map((c) => c[0])).toEqual(['chargeRenewal', 'chargeRenewal', 'chargeRenewal', 'holdUnpaid']);
       },
     );
   });

@@ -9,3 +9,4 @@ export { tenantBootstrap, tenantVerifyWorkflow, tenantTeardown, tenantPush } fro
 export { translationPipeline } from './translationPipeline';
 export { chatFollowUp } from './chatFollowUp';
 export { webhookDelivery } from './webhookDelivery';
+export { membershipLifecycle } from './membershipLifecycle';

@@ -206,6 +206,24 @@ const schema = z.object({
   WEBHOOK_RETRY_HOURS: z.coerce.number().positive().max(720).default(72),
   WEBHOOK_DISABLE_AFTER_DAYS: z.coerce.number().positive().max(365).default(5),
 
+  // Billing: renewals (README "Billing: renewals"). BILLING_DUNNING_DAYS: the days after a
+  // renewal's due date at which an unpaid renewal is charged again (increasing; after the last
+  // one the membership goes on-hold); BILLING_ON_HOLD_DAYS: how long it then stays on-hold,
+  // waiting for its payment, before it expires. BILLING_HTTP_GATEWAY_URL: the payment gateway of
+  // memberships whose gateway is `http` (POST {url}/charges), and the timeout of one charge.
+  BILLING_DUNNING_DAYS: z
+    .string()
+    .transform((v, ctx) => {
+      const days = v.split(',').map((s) => s.trim()).filter(Boolean).map(Number);
+      const ok = days.length >= 1 && days.length <= 20 && days.every((d, i) => Number.isFinite(d) && d > 0 && d <= 365 && (i === 0 || d > days[i - 1]));
+      if (!ok) ctx.addIssue({ code: 'custom', message: 'must be 1-20 increasing numbers of days (more than 0, at most 365), comma-separated, e.g. 1,3,5' });
+      return days;
+    })
+    .default([1, 3, 5]),
+  BILLING_ON_HOLD_DAYS: z.coerce.number().positive().max(365).default(7),
+  BILLING_HTTP_GATEWAY_URL: z.string().url().optional(),
+  BILLING_HTTP_GATEWAY_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+
   // /register: how long the request waits for the registration workflow before answering 202.
   REGISTER_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(30),
 

@@ -27,6 +27,8 @@ export interface WriteContext {
    * stop, which must not happen inside it). Not for a write in a caller's transaction.
    */
   afterCommit(effect: () => Promise<unknown>): void;
+  /** False for a write in a caller's transaction (afterCommit is then the caller's business). */
+  ownTransaction: boolean;
 }
 
 /** A create or update, as the `changed` hook sees it. */
@@ -276,6 +278,7 @@ export class TableService implements ResourceService<Row> {
         if (outer) throw new Error(`${this.cfg.model}: an effect after commit needs the write's own transaction`);
         effects.push(effect);
       },
+      ownTransaction: !outer,
     };
     return {
       write,

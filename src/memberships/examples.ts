@@ -13,6 +13,7 @@ export const membershipExamples: ResourceExamples = {
     auto_renew: true,
     amount: '12.90',
     initial_amount: '17.90',
+    date_expiration: '2026-12-26T12:18:46.123Z',
   },
   record: {
     id: 1,
@@ -32,7 +33,7 @@ export const membershipExamples: ResourceExamples = {
     date_trial_end: null,
     date_renewed: null,
     date_cancellation: null,
-    date_expiration: null,
+    date_expiration: '2026-12-26T12:18:46.123Z',
     times_billed: 0,
     billing_cycles: 0,
     status: 'active',

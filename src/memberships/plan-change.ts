@@ -62,7 +62,7 @@ const terms = (r: Row) => ({
  * recordMembershipEvents, as every membership write's. Not re-validated: the change was checked
  * when it was scheduled, and a renewal must not fail on it. null when nothing was scheduled.
  */
-export async function applyScheduledChange(trx: Trx, membershipId: number): Promise<AppliedChange | null> {
+export async function applyScheduledChange(trx: Trx, membershipId: number, memberships: TableService): Promise<AppliedChange | null> {
   const before: Row | undefined = await trx('memberships').where({ id: membershipId }).forUpdate().first();
   const change = before?.scheduled_change as ScheduledChange | null | undefined;
   if (!before || !change) return null;
@@ -78,8 +78,8 @@ export async function applyScheduledChange(trx: Trx, membershipId: number): Prom
       date_modified: trx.fn.now(),
     })
     .returning('*');
-  // The service only shapes the record here (no read, no write of its own outside `trx`).
-  await recordMembershipEvents(trx, { before, after, record: createMembershipService(trx).toRecord(after) });
+  // The service only shapes the record here (no read, no write of its own).
+  await recordMembershipEvents(trx, { before, after, record: memberships.toRecord(after) });
   return {
     membership_id: membershipId,
     from: { ...terms(before), amount: new Decimal(before.amount).toFixed() },

@@ -7,16 +7,17 @@ import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, parseOrThrow } from '../http/validation';
 import { createPaymentService } from '../payments/service';
 import { changeExamples, membershipExamples } from './examples';
+import type { MembershipLifecycles } from './lifecycle';
 import { PlanChangeService } from './plan-change';
 import { addonProductRecord, changeBreakdown, changeMembershipSchema, createMembershipSchema, scheduledChangeRecord, updateMembershipSchema } from './schema';
 import { createMembershipService } from './service';
 
-export function mountMemberships(router: Router, registry: RouteRegistry, namespace: string, db: Db) {
-  const service = createMembershipService(db);
+export function mountMemberships(router: Router, registry: RouteRegistry, namespace: string, db: Db, lifecycles: MembershipLifecycles) {
+  const service = createMembershipService(db, lifecycles);
   const resource = tableResource(service, service.cfg, {
     plural: 'memberships',
     description:
-      'plan_id must be a product of type plan; addon_products must name existing products of type package or service, each at most once; customer_id cannot change while a payment of the membership belongs to its customer. scheduled_change and credit_balance are written by plan changes (POST /memberships/{id}/change) only.',
+      'plan_id must be a product of type plan; addon_products must name existing products of type package or service, each at most once; customer_id cannot change while a payment of the membership belongs to its customer. scheduled_change and credit_balance are written by plan changes (POST /memberships/{id}/change) only. A recurring membership that is active or trialing with a due date (date_trial_end while trialing, else date_expiration) renews by itself at that date (README "Billing: renewals"): a pending renewal payment is created and collected through its gateway (`manual`: marked completed through the API; `http`: charged), with dunning retries, then on-hold, then expired when unpaid. To cancel at the end of the period, PATCH auto_renew false (it expires at its due date); status cancelled cancels now.',
     createSchema: createMembershipSchema,
     nullable: ['discount_code'],
     updateSchema: updateMembershipSchema,
@@ -33,7 +34,7 @@ export function mountMemberships(router: Router, registry: RouteRegistry, namesp
   });
   mountResource(router, registry, namespace, resource);
 
-  const changes = new PlanChangeService(db, service, createPaymentService(db));
+  const changes = new PlanChangeService(db, service, createPaymentService(db, lifecycles));
   const Membership = registry.component('Membership', resource.recordSchema);
   const Preview = registry.component('MembershipChangePreview', z.strictObject(changeBreakdown));
   // The applied answer is the breakdown plus two records named by reference (a JSON Schema: zod cannot hold a $ref).

@@ -1,11 +1,12 @@
 import type { Db } from '../db/knex';
 import type { ListSpec } from '../db/list';
 import { moneyOut } from '../db/money';
-import { TableService, type RecordChange, type Refs, type Row, type Trx } from '../db/table-service';
+import { TableService, type RecordChange, type Refs, type Row, type Trx, type WriteContext } from '../db/table-service';
 import { recordEvent } from '../events/record';
 import { invalidParams } from '../http/errors';
 import { DURATION_UNITS } from '../shared-enums';
 import { createSiteService, recordSiteEvents } from '../sites/service';
+import type { MembershipLifecycles } from './lifecycle';
 import { MEMBERSHIP_STATUSES, type MembershipStatus } from './schema';
 import { checkTransition } from './status';
 
@@ -90,11 +91,24 @@ export async function recordMembershipEvents(trx: Trx, change: RecordChange): Pr
   const time = (v: unknown) => (v == null ? null : new Date(v as string).getTime());
   const [until, untilBefore] = [time(after.date_expiration), time(before?.date_expiration)];
   if (before?.status === 'active' && after.status === 'active' && until !== null && untilBefore !== null && until > untilBefore) await event('membership_renewed');
+  if (became('on-hold')) await event('membership_on_hold');
   if (became('cancelled')) await event('membership_cancelled');
   if (became('expired')) await event('membership_expired');
 }
 
-export function createMembershipService(db: Db): TableService {
+/**
+ * Memberships. `lifecycles`: the rule that gives a recurring membership its lifecycle workflow
+ * (./lifecycle.ts), asked by every write in its transaction; its start and signal run after the
+ * commit when the write has its own transaction (a caller's transaction runs them itself:
+ * `lifecycles.effectOf`).
+ */
+export function createMembershipService(db: Db, lifecycles: MembershipLifecycles): TableService {
+  const lifecycle = async (trx: Trx, before: Row | null, after: Row, write: WriteContext): Promise<Row> => {
+    const row = await lifecycles.changed(trx, before, after);
+    const effect = lifecycles.effectOf(before, row);
+    if (write.ownTransaction && (effect.start || effect.signal)) write.afterCommit(() => lifecycles.afterCommit(effect));
+    return row;
+  };
   // The records of the sites an activation publishes (their events' payloads).
   const sites = createSiteService(db);
   return new TableService(db, {
@@ -170,8 +184,10 @@ export function createMembershipService(db: Db): TableService {
           if (activated == null) cols.date_activated = trx.fn.now();
         }
       },
-      async afterUpdate(trx, before, after) {
+      afterCreate: (trx, row, write) => lifecycle(trx, null, row, write),
+      async afterUpdate(trx, before, after, write) {
         if (ACTIVATABLE_FROM.has(before.status) && ACTIVE.has(after.status)) await publishPendingSites(trx, Number(after.id), sites);
+        return lifecycle(trx, before, after, write);
       },
     },
     // Written by plan changes only (POST /memberships/{id}/change), never by a create or update body.

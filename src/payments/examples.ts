@@ -39,6 +39,7 @@ export const paymentExamples: ResourceExamples = {
       { name: 'Daily backups', quantity: 1, product_id: 2, unit_price: 3 },
     ],
     invoice_number: 1,
+    renewal_period_start: null,
     migrated_from_id: null,
     date_created: '2026-11-26T12:18:46.361Z',
     date_modified: '2026-11-26T12:18:46.361Z',

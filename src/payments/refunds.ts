@@ -4,6 +4,7 @@ import { Decimal, minorUnits, moneyOut } from '../db/money';
 import type { Row, TableService } from '../db/table-service';
 import { isoDate } from '../db/timestamps';
 import { ApiError, invalidParams, notFoundItem } from '../http/errors';
+import type { LifecycleEffect, MembershipLifecycles } from '../memberships/lifecycle';
 import { recordMembershipEvents } from '../memberships/service';
 import { statusesThatMayBecome } from '../memberships/status';
 import { recordPaymentEvents } from './service';
@@ -51,6 +52,7 @@ export class RefundService {
     private readonly db: Db,
     private readonly payments: TableService,
     private readonly memberships: TableService,
+    private readonly lifecycles: MembershipLifecycles,
   ) {}
 
   async list(paymentId: number): Promise<RefundRecord[]> {
@@ -60,8 +62,9 @@ export class RefundService {
   }
 
   async refund(paymentId: number, input: RefundInput): Promise<{ refund: RefundRecord; payment: Row }> {
+    let effect: LifecycleEffect | null = null;
     try {
-      return await this.db.transaction(async (trx) => {
+      const out = await this.db.transaction(async (trx) => {
         const payment = await trx('payments').where({ id: paymentId }).forUpdate().first('id', 'status', 'total', 'refund_total', 'currency', 'membership_id');
         if (!payment) throw notFoundItem('payment');
         if (!REFUNDABLE.has(payment.status)) {
@@ -85,10 +88,13 @@ export class RefundService {
         if (input.cancel_membership_on_refund && payment.membership_id !== null) {
           const before = await trx('memberships').where({ id: payment.membership_id }).whereIn('status', statusesThatMayBecome('cancelled')).forUpdate().first();
           if (before) {
-            const [after] = await trx('memberships')
+            const [written] = await trx('memberships')
               .where({ id: before.id })
               .update({ status: 'cancelled', auto_renew: false, date_cancellation: trx.fn.now(), date_modified: trx.fn.now() })
               .returning('*');
+            // The lifecycle rule (a waiting lifecycle is woken after the commit: it ends).
+            const after = await this.lifecycles.changed(trx, before, written);
+            effect = this.lifecycles.effectOf(before, after);
             await recordMembershipEvents(trx, { before, after, record: this.memberships.toRecord(after) });
             membershipCancelled = true;
           }
@@ -105,6 +111,8 @@ export class RefundService {
         await recordPaymentEvents(trx, { before: payment, after, record });
         return { refund: toRecord(row), payment: record };
       });
+      if (effect) await this.lifecycles.afterCommit(effect);
+      return out;
     } catch (err) {
       if (isPgError(err, PG_UNIQUE_VIOLATION)) throw invalidParams({ gateway_refund_id: `gateway_refund_id ${input.gateway_refund_id} is already recorded for a refund of payment ${paymentId}.` });
       throw err;

@@ -6,6 +6,7 @@ import { money } from '../http/money';
 import { mountResource, parseId } from '../http/resource';
 import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject, fields, parseOrThrow } from '../http/validation';
+import type { MembershipLifecycles } from '../memberships/lifecycle';
 import { createMembershipService } from '../memberships/service';
 import { paymentExamples } from './examples';
 import { MAX_REFUNDS_PER_PAYMENT, RefundService } from './refunds';
@@ -29,16 +30,22 @@ const refundRecord = z.strictObject({
   date_created: z.string().nullable(),
 });
 
-export function mountPayments(router: Router, registry: RouteRegistry, namespace: string, db: Db) {
-  const service = createPaymentService(db);
+export function mountPayments(router: Router, registry: RouteRegistry, namespace: string, db: Db, lifecycles: MembershipLifecycles) {
+  const service = createPaymentService(db, lifecycles);
   const resource = tableResource(service, service.cfg, {
     plural: 'payments',
     description:
-      "membership_id must be a membership of the payment's customer; line_items[].product_id must name existing products; parent_id must not be the payment itself. Without subtotal the line items make it, without total subtotal - discount_total + tax_total does; neither may exceed 99999999999.9999. refund_total is the sum of the payment's refunds (POST /payments/{id}/refunds): a write may only repeat it.",
+      "membership_id must be a membership of the payment's customer; line_items[].product_id must name existing products; parent_id must not be the payment itself. Without subtotal the line items make it, without total subtotal - discount_total + tax_total does; neither may exceed 99999999999.9999. refund_total is the sum of the payment's refunds (POST /payments/{id}/refunds): a write may only repeat it. A payment of a membership that becomes completed bills it: a renewal payment (renewal_period_start set, created by the membership's lifecycle at its due date) moves the membership's date_expiration one period on from that due date, adds 1 to times_billed, sets date_renewed and makes a trialing or on-hold membership active; the first payment of an active recurring membership without date_expiration starts its first period.",
     createSchema: createPaymentSchema,
     nullable: ['discount_code'],
     updateSchema: updatePaymentSchema,
     json: { line_items: z.array(lineItemRecord) },
+    extra: {
+      renewal_period_start: z.iso
+        .datetime({ offset: true })
+        .nullable()
+        .describe('Read-only. For a renewal payment, the start of the billing period it pays for (the membership\'s due date when its lifecycle created it; one renewal payment per membership and period); null for any other payment.'),
+    },
     links: {
       customer: { field: 'customer_id', model: 'customer', embeddable: true },
       membership: { field: 'membership_id', model: 'membership', embeddable: true },
@@ -49,7 +56,7 @@ export function mountPayments(router: Router, registry: RouteRegistry, namespace
   });
   mountResource(router, registry, namespace, resource);
 
-  const refunds = new RefundService(db, service, createMembershipService(db));
+  const refunds = new RefundService(db, service, createMembershipService(db, lifecycles), lifecycles);
   const Refund = registry.component('PaymentRefund', refundRecord);
   for (const base of ['/payments', '/payment']) {
     const singular = base === '/payment' ? ' (singular path)' : '';

@@ -42,7 +42,9 @@ const paymentFields = {
   line_items: z.array(lineItem).max(1000),
 };
 
-// invoice_number is read-only: it is given by the service when a payment is completed.
+// invoice_number is read-only: it is given by the service when a payment is completed; so is
+// renewal_period_start: the start of the billing period a renewal payment pays for (set by the
+// membership's lifecycle when it creates the renewal; null for any other payment).
 export const createPaymentSchema = z.strictObject({
   ...allOptional(paymentFields),
   customer_id: paymentFields.customer_id,

@@ -1,9 +1,12 @@
 import type { Db } from '../db/knex';
 import type { ListSpec } from '../db/list';
 import { Decimal, moneyOut } from '../db/money';
-import { TableService, type RecordChange, type Refs, type Row, type Trx } from '../db/table-service';
+import { TableService, type RecordChange, type Refs, type Row, type Trx, type WriteContext } from '../db/table-service';
 import { recordEvent } from '../events/record';
 import { invalidParams } from '../http/errors';
+import { dueDateOf, type MembershipLifecycles } from '../memberships/lifecycle';
+import { createMembershipService } from '../memberships/service';
+import { addPeriod } from '../products/pricing';
 import { PAYMENT_STATUSES, type LineItem } from './schema';
 
 export const paymentListSpec: ListSpec = {
@@ -110,7 +113,65 @@ export async function recordPaymentEvents(trx: Trx, change: RecordChange): Promi
   if (refunded) await event('payment_refunded');
 }
 
-export function createPaymentService(db: Db): TableService {
+/** Statuses of a payment whose money was taken: a renewal payment in one of them is paid. */
+export const PAID_STATUSES: ReadonlySet<string> = new Set(['completed', 'refunded', 'partially-refunded']);
+/** Membership statuses a renewal payment's completion (re)activates from. */
+const BILLABLE = new Set(['active', 'trialing', 'on-hold']);
+
+/**
+ * A membership's payment that becomes completed bills the membership (the rule in one place,
+ * for the API, /register and the renewal gateways), in the payment's transaction, through the
+ * memberships service (its state machine, events and lifecycle):
+ * - a renewal payment (renewal_period_start set) of the period the membership is due at: the
+ *   period moves on from that due date (not from now): date_expiration = due + one period,
+ *   times_billed + 1, date_renewed = now, and a trialing or on-hold membership becomes active.
+ *   A payment completed again (after a refund) or for a period that was moved by hand changes
+ *   nothing: the due date no longer matches.
+ * - the first payment of an active recurring membership with no date_expiration starts its
+ *   first period: date_expiration = now + one period, times_billed 1.
+ * Returns the membership before and after (null: unchanged).
+ */
+export async function billMembership(trx: Trx, memberships: TableService, payment: Row): Promise<{ before: Row; after: Row } | null> {
+  if (payment.membership_id == null) return null;
+  const before: Row | undefined = await trx('memberships').where({ id: payment.membership_id }).forUpdate().first();
+  if (!before) return null;
+  const period = (from: Date) => addPeriod(from, Number(before.duration), String(before.duration_unit)).toISOString();
+  let input: Row;
+  if (payment.renewal_period_start != null) {
+    const start = new Date(payment.renewal_period_start);
+    // On hold, the due date is the unpaid period's start whatever the status: it is the trial's end or the expiration.
+    const due = before.status === 'on-hold' ? [before.date_trial_end, before.date_expiration].map((d) => (d == null ? null : new Date(d).getTime())) : [dueDateOf(before)?.getTime() ?? null];
+    if (!BILLABLE.has(before.status) || !due.includes(start.getTime())) return null;
+    input = { date_expiration: period(start), date_renewed: new Date().toISOString(), times_billed: Number(before.times_billed) + 1, ...(before.status === 'active' ? {} : { status: 'active' }) };
+  } else if (before.recurring && before.status === 'active' && before.date_expiration == null && Number(before.times_billed) === 0) {
+    input = { date_expiration: period(new Date()), times_billed: 1 };
+  } else {
+    return null;
+  }
+  const after = (await memberships.update(Number(before.id), input, trx))!;
+  return { before, after: (await trx('memberships').where({ id: after.id }).first()) as Row };
+}
+
+/**
+ * Payments. `lifecycles`: the memberships' lifecycle rule (src/memberships/lifecycle.ts), for
+ * the membership a completed payment bills and the renewal payments whose status changes.
+ */
+export function createPaymentService(db: Db, lifecycles: MembershipLifecycles): TableService {
+  const memberships = createMembershipService(db, lifecycles);
+  /**
+   * After a payment's write: a payment that became completed bills its membership; a renewal
+   * payment whose status changed wakes the membership's lifecycle (after the commit).
+   */
+  const afterWrite = async (trx: Trx, before: Row | null, after: Row, write: WriteContext): Promise<void> => {
+    if (before?.status === after.status) return;
+    const billed = after.status === 'completed' ? await billMembership(trx, memberships, after) : null;
+    if (!write.ownTransaction) return;
+    if (billed) write.afterCommit(() => lifecycles.afterCommit(lifecycles.effectOf(billed.before, billed.after)));
+    else if (after.renewal_period_start != null && after.membership_id != null) {
+      const m = await trx('memberships').where({ id: after.membership_id }).first('workflow_id');
+      if (m?.workflow_id) write.afterCommit(() => lifecycles.signal(m.workflow_id));
+    }
+  };
   return new TableService(db, {
     table: 'payments',
     model: 'payment',
@@ -131,6 +192,7 @@ export function createPaymentService(db: Db): TableService {
       gateway_payment_id: 'text',
       line_items: 'json',
       invoice_number: 'int',
+      renewal_period_start: 'timestamp',
       migrated_from_id: 'int',
     },
     listSpec: paymentListSpec,
@@ -163,6 +225,12 @@ export function createPaymentService(db: Db): TableService {
           cols.total = total.toFixed();
         }
         if (cols.status === 'completed') cols.invoice_number = await nextInvoiceNumber(trx);
+      },
+      async afterCreate(trx, row, write) {
+        await afterWrite(trx, null, row, write);
+      },
+      async afterUpdate(trx, before, after, write) {
+        await afterWrite(trx, before, after, write);
       },
       async beforeUpdate(trx, current, cols, refs) {
         keepRefundTotal(cols, current);

@@ -6,6 +6,7 @@ import type { TableService } from '../db/table-service';
 import { takeDiscountUse } from '../discount-codes/service';
 import { recordEvent } from '../events/record';
 import { ApiError, asApiError, invalidParams } from '../http/errors';
+import type { MembershipLifecycles } from '../memberships/lifecycle';
 import { createMembershipService } from '../memberships/service';
 import { createPaymentService } from '../payments/service';
 import { addPeriod } from '../products/pricing';
@@ -70,10 +71,14 @@ export class RegistrationRecords {
   private readonly payments: TableService;
   private readonly sites: TableService;
 
-  constructor(private readonly db: Db) {
+  /** `lifecycles`: the memberships' lifecycle rule (a recurring membership's renewals start with its registration). */
+  constructor(
+    private readonly db: Db,
+    lifecycles: MembershipLifecycles,
+  ) {
     this.customers = createCustomerService(db);
-    this.memberships = createMembershipService(db);
-    this.payments = createPaymentService(db);
+    this.memberships = createMembershipService(db, lifecycles);
+    this.payments = createPaymentService(db, lifecycles);
     this.sites = createSiteService(db);
   }
 
@@ -270,6 +275,8 @@ export class RegistrationRecords {
       },
       trx,
     );
+    // A completed payment bills the membership (its first period: the payments rule): answer it as it is now.
+    if (payment.status === 'completed') membershipRecord = (await this.memberships.get(Number(membership.id), { db: trx }))!;
     const ids: RegistrationIds = { customer_id: customerId, membership_id: Number(membership.id), payment_id: Number(payment.id), site_id: site.id ? Number(site.id) : null };
     const result = { customer, membership: membershipRecord, payment, site } as unknown as RegisterResult;
     return { ids, result, userId: Number(customer.user_id), createdUser, createdCustomer };

@@ -6,6 +6,7 @@ import type { Metrics } from '../http/metrics';
 import { publicBase } from '../http/public-url';
 import type { RouteRegistry } from '../http/route-registry';
 import { bodyObject } from '../http/validation';
+import type { MembershipLifecycles } from '../memberships/lifecycle';
 import type { SettingsStore } from '../settings/store';
 import type { TemporalGateway } from '../temporal/gateway';
 import { registerSchema } from './schema';
@@ -16,9 +17,9 @@ export function mountRegister(
   router: Router,
   registry: RouteRegistry,
   namespace: string,
-  deps: { db: Db; settings: SettingsStore; temporal: TemporalGateway; metrics: Metrics; config: Config },
+  deps: { db: Db; settings: SettingsStore; temporal: TemporalGateway; metrics: Metrics; config: Config; lifecycles: MembershipLifecycles },
 ): RegisterService {
-  const service = new RegisterService(deps.db, deps.settings, deps.temporal, deps.metrics, deps.config);
+  const service = new RegisterService(deps.db, deps.settings, deps.temporal, deps.metrics, deps.config, deps.lifecycles);
   documentRegister(registry, namespace);
 
   const statusUrl = (req: Request, workflowId: string) => {

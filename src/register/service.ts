@@ -8,6 +8,7 @@ import { constantTimeEqual } from '../http/auth';
 import { ApiError, conflict, temporalUnavailable as temporalUnavailableError } from '../http/errors';
 import type { Metrics } from '../http/metrics';
 import type { Logger } from '../logger';
+import type { MembershipLifecycles } from '../memberships/lifecycle';
 import { StoredSecret, type SettingsStore } from '../settings/store';
 import type { TemporalGateway } from '../temporal/gateway';
 import { SA_CUSTOMER_ID, SA_PRODUCTS, SA_SITE_ID } from '../temporal/search-attributes';
@@ -60,10 +61,11 @@ export class RegisterService {
     private readonly temporal: TemporalGateway,
     metrics: Metrics,
     private readonly config: Pick<Config, 'REGISTER_WAIT_SECONDS'>,
+    lifecycles: MembershipLifecycles,
   ) {
     this.requestSecret = new StoredSecret(db, 'register_request_secret');
     this.store = new RegistrationStore(db);
-    this.records = new RegistrationRecords(db);
+    this.records = new RegistrationRecords(db, lifecycles);
     // From the database at each scrape: the same figure on every replica, whichever worker recorded it.
     metrics.registry.removeSingleMetric('registrations_needing_attention');
     new client.Gauge({

@@ -9,7 +9,8 @@ import type { Config } from '../config';
  *   seconds: the register saga, chat follow-ups, domain checks.
  * - bulk (TEMPORAL_BULK_TASK_QUEUE, default `<TEMPORAL_TASK_QUEUE>-bulk`): long activities over
  *   many rows or files: translation pipelines and the tenant workflows; and webhook deliveries,
- *   whose attempts wait on receivers for up to 10 s each.
+ *   whose attempts wait on receivers for up to 10 s each; and membership lifecycles (renewals:
+ *   thousands can fall due in the same hour, and a charge waits on the payment gateway).
  *
  * So a register step never queues behind a tenant push or an AI batch for an activity slot or
  * a database connection; each kind is scaled with its own workers (README "Scaling workers").
@@ -27,6 +28,7 @@ export const WORKFLOW_TASK_QUEUES: Record<string, TaskQueueKind> = {
   tenantTeardown: 'bulk',
   tenantPush: 'bulk',
   webhookDelivery: 'bulk',
+  membershipLifecycle: 'bulk',
 };
 
 /** Places workflow types that are not the service's (bench/worker.ts: the bench workflows). */
