@@ -32,6 +32,7 @@ describe('which queue each workflow type runs on', () => {
       tenantTeardown: 'hf-bulk',
       tenantPush: 'hf-bulk',
       webhookDelivery: 'hf-bulk',
+      webhookShard: 'hf-bulk',
     });
     expect(() => taskQueueFor('somethingNew', queues)).toThrow(/somethingNew has no task queue/);
   });
