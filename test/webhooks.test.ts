@@ -322,6 +322,19 @@ describe('webhooks', () => {
     expect(described.type).toBe('webhookShard');
   });
 
+  test("an object's shard is fixed by its key (FNV-1a: the same on every relay and release), and objects spread evenly", () => {
+    // Pinned: a change to the hash would send an object's next events to another shard while
+    // earlier ones are still pending in the old one.
+    expect(['customer:1', 'customer:2', 'membership:42', 'webhook:', 'site:123456789'].map((k) => shardOf(k, 16))).toEqual([8, 1, 15, 4, 7]);
+    expect(objectKey('customer', '7')).toBe(objectKey('customer', 7));
+    expect(objectKey('webhook', null)).toBe('webhook:');
+    expect(shardOf('customer:1', 1)).toBe(0);
+    const counts = new Array(16).fill(0);
+    for (let i = 1; i <= 16_000; i++) counts[shardOf(objectKey('customer', i), 16)]++;
+    expect(Math.min(...counts)).toBeGreaterThan(900);
+    expect(Math.max(...counts)).toBeLessThan(1100);
+  });
+
   test('a replay after the receiver was down: the failed delivery again (same webhook-id), and the events it never got', async () => {
     let up = false;
     const url = receivers.on('/replay', () => (up ? { status: 200 } : { status: 502 }));
