@@ -46,6 +46,8 @@ import { dispatchEvents } from '../src/webhooks/dispatch';
 import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, textTable, type Log, type Step } from './run';
 
 const CONNECTIONS = Number(process.env.BENCH_CALLERS ?? 8);
+/** The settings of these names that the environment gives. */
+const passThrough = (names: string[]): Record<string, string> => Object.fromEntries(names.filter((n) => process.env[n] !== undefined).map((n) => [n, process.env[n]!]));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2));
 const WARMUP_SECONDS = 2;
@@ -228,7 +230,8 @@ async function main(): Promise<void> {
       temporalLog: 'temporal-bench-events.log',
       temporalDbFile: 'bench-events-temporal.sqlite',
       // No worker metrics port: another bench or test may hold the default one.
-      env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', TEMPORAL_DEPLOYMENT_NAME: 'hostflow-bench-events', WORKER_METRICS_PORT: '0' },
+      // WEBHOOK_DELIVERY_SHARDS and WORKER_MAX_BULK_ACTIVITIES from the environment, to compare settings.
+      env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', TEMPORAL_DEPLOYMENT_NAME: 'hostflow-bench-events', WORKER_METRICS_PORT: '0', ...passThrough(['WEBHOOK_DELIVERY_SHARDS', 'WORKER_MAX_BULK_ACTIVITIES']) },
     });
 
     // The baseline's database: created and migrated as startBenchEnv made the events one.
@@ -455,6 +458,8 @@ async function main(): Promise<void> {
       burstSeconds: BURST_SECONDS,
       warmupSeconds: WARMUP_SECONDS,
       dbPoolMax: env.config.DB_POOL_MAX,
+      webhookDeliveryShards: env.config.WEBHOOK_DELIVERY_SHARDS,
+      workerMaxBulkActivities: env.config.WORKER_MAX_BULK_ACTIVITIES,
       loadAverageBefore,
       loadAverage: os.loadavg(),
       postgres: env.embedded ? 'embedded' : 'TEST_DATABASE_URL',

@@ -160,7 +160,7 @@ const schema = z.object({
   WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(3_600_000),
   WEBHOOK_RETRY_HOURS: z.coerce.number().positive().max(720).default(72),
   WEBHOOK_DISABLE_AFTER_DAYS: z.coerce.number().positive().max(365).default(5),
-  WEBHOOK_DELIVERY_SHARDS: z.coerce.number().int().min(1).max(256).default(16),
+  WEBHOOK_DELIVERY_SHARDS: z.coerce.number().int().min(1).max(256).default(4),
 
   // /register: how long the request waits for the registration workflow before answering 202.
   REGISTER_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(30),
