@@ -65,7 +65,7 @@ function specSignature(secret: string, r: Received): string {
 
 /**
  * Issue 19 (webhooks): the resource and its secret, signed deliveries from the events through the
- * relay and one workflow per (webhook, object), retries, 410, timeouts, order, replay, SSRF.
+ * relay and the shard workflows (objects hashed to WEBHOOK_DELIVERY_SHARDS per webhook, continuing as new every 4 deliveries here), retries, 410, timeouts, order, replay, SSRF.
  * WEBHOOK_ALLOWED_HOSTS=localhost: the receivers are reached by that name, so the same
  * server by any other name or address (vm, 127.0.0.1, 127.0.0.2) is refused.
  */
@@ -108,7 +108,8 @@ describe('webhooks', () => {
     worker = await startTestWorker(ctx);
     // The relay startRelays runs beside a worker, with delivery workflows that end after 1 s
     // without deliveries (the next one starts them again).
-    relays = startWebhookRelay({ db: ctx.db, temporal: ctx.app.locals.temporal, retry: webhookRetry(ctx.config), shards: ctx.config.WEBHOOK_DELIVERY_SHARDS, idleMs: 1000 });
+    // Runs continue as new every 4 deliveries: the queues and backoffs are carried across runs all along.
+    relays = startWebhookRelay({ db: ctx.db, temporal: ctx.app.locals.temporal, retry: webhookRetry(ctx.config), shards: ctx.config.WEBHOOK_DELIVERY_SHARDS, idleMs: 1000, perRun: 4 });
     receivers = await startReceivers();
   });
   // Each test's webhooks stop receiving when it ends (they would get the next tests' events).
@@ -316,10 +317,16 @@ describe('webhooks', () => {
         .filter((e, i, all) => i === 0 || all[i - 1] !== e);
       expect({ id, got }).toEqual({ id, got: events.filter((e) => Number(e.object_id) === id).map((e) => Number(e.id)) });
     }
-    // One workflow delivered them all.
+    // One workflow delivered them all, continuing as new (every 4 deliveries here) with the failing object's backoff carried.
     const prefix = await ctx.app.locals.temporal.ids.prefix();
-    const described = await ctx.temporal.client.workflow.getHandle(`${prefix}-webhook-${hook.id}-shard-${shard(down)}`).describe();
-    expect(described.type).toBe('webhookShard');
+    const workflowId = `${prefix}-webhook-${hook.id}-shard-${shard(down)}`;
+    expect((await ctx.temporal.client.workflow.getHandle(workflowId).describe()).type).toBe('webhookShard');
+    const runs = async () => {
+      const statuses: string[] = [];
+      for await (const wf of ctx.temporal.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) statuses.push(wf.status.name);
+      return statuses;
+    };
+    await until(async () => (await runs()).filter((st) => st === 'CONTINUED_AS_NEW').length >= 2, 10_000);
   });
 
   test("an object's shard is fixed by its key (FNV-1a: the same on every relay and release), and objects spread evenly", () => {

@@ -180,6 +180,8 @@ export interface SignalSettings {
   shards: number;
   /** How long a shard workflow without deliveries waits for more before it ends (tests: short). */
   idleMs?: number;
+  /** Deliveries a shard run handles before it continues as new (tests: a few; default the workflow's). */
+  perRun?: number;
 }
 
 /**
@@ -207,7 +209,7 @@ async function signalShards(db: Db, temporal: TemporalGateway, settings: SignalS
         webhookShard,
         {
           workflowId: await temporal.ids.build('webhook', group.webhookId, 'shard', group.shard),
-          args: [{ webhookId: group.webhookId, shard: group.shard, retry: settings.retry, ...(settings.idleMs !== undefined ? { idleMs: settings.idleMs } : {}) }],
+          args: [{ webhookId: group.webhookId, shard: group.shard, retry: settings.retry, ...(settings.idleMs !== undefined ? { idleMs: settings.idleMs } : {}), ...(settings.perRun !== undefined ? { perRun: settings.perRun } : {}) }],
           summary: `Webhook ${group.webhookId} deliveries, shard ${group.shard}`,
         },
         shardDeliveriesSignal,
