@@ -37,7 +37,7 @@ const SIGNAL_CONCURRENCY = 16;
  * - the events after the cursor and below the horizon, in (txid, id) order;
  * - one webhook_deliveries row per (matching active webhook, event), existing ones kept;
  * - the cursor moved to the last event read.
- * Answers how many events it read and the deliveries it created.
+ * Answers how many events it read and how many deliveries it created.
  */
 const DISPATCH_SQL = `
 WITH snap AS MATERIALIZED (SELECT pg_current_snapshot() AS s),
@@ -60,41 +60,33 @@ ins AS (
   SELECT w.id, ev.id, ev.object_type, ev.object_id FROM ev JOIN webhooks w ON w.active AND (w.event = ev.slug OR w.event = ?)
    ORDER BY ev.id, w.id
   ON CONFLICT (webhook_id, event_id) DO NOTHING
-  RETURNING id, webhook_id, event_id, object_type, object_id),
+  RETURNING 1),
 last AS (SELECT txid, id FROM ev ORDER BY txid DESC, id DESC LIMIT 1),
 moved AS (
   UPDATE webhook_dispatch c SET last_txid = last.txid, last_event_id = last.id, date_modified = now()
     FROM last WHERE c.id = 1
   RETURNING 1)
-SELECT (SELECT count(*) FROM ev)::int AS events, (SELECT count(*) FROM moved)::int AS moved,
-       coalesce((SELECT json_agg(ins ORDER BY ins.id) FROM ins), '[]') AS deliveries`;
+SELECT (SELECT count(*) FROM ev)::int AS events, (SELECT count(*) FROM ins)::int AS deliveries, (SELECT count(*) FROM moved)::int AS moved`;
 
-async function dispatchOnce(db: Db): Promise<{ events: number; deliveries: Unsignalled[] }> {
+async function dispatchOnce(db: Db): Promise<{ events: number; deliveries: number }> {
   const {
     rows: [row],
   } = await db.raw(DISPATCH_SQL, [EVENT_BATCH, ALL_EVENTS]);
-  const deliveries = (row.deliveries as Record<keyof Unsignalled, string | number | null>[]).map((d) => ({
-    id: String(d.id),
-    webhook_id: String(d.webhook_id),
-    event_id: String(d.event_id),
-    object_type: String(d.object_type),
-    object_id: d.object_id === null ? null : String(d.object_id),
-  }));
-  return { events: row.events, deliveries };
+  return { events: row.events, deliveries: row.deliveries };
 }
 
 /**
  * Hands the committed events after the cursor to the active webhooks that want them (passes of
- * dispatchOnce until one reads less than a batch). Answers how many events it handled and the
- * deliveries it created (to be signalled).
+ * dispatchOnce until one reads less than a batch). Answers how many events it handled and how
+ * many deliveries it created.
  */
-async function dispatch(db: Db): Promise<{ events: number; deliveries: Unsignalled[] }> {
+async function dispatch(db: Db): Promise<{ events: number; deliveries: number }> {
   let events = 0;
-  const deliveries: Unsignalled[] = [];
+  let deliveries = 0;
   for (;;) {
     const n = await dispatchOnce(db);
     events += n.events;
-    deliveries.push(...n.deliveries);
+    deliveries += n.deliveries;
     if (n.events < EVENT_BATCH) return { events, deliveries };
   }
 }
@@ -189,7 +181,7 @@ export interface SignalSettings {
  * carrying the shard's deliveries, then their signalled_at set in one statement. A signal
  * repeated (two relays, a lost answer) is harmless: the workflow keeps one of each delivery and
  * the activity does not send a delivered one again. A signal that fails leaves its deliveries
- * unsignalled, for the next sweep.
+ * unsignalled, for the next pass.
  */
 async function signalShards(db: Db, temporal: TemporalGateway, settings: SignalSettings, rows: Unsignalled[]): Promise<number> {
   const groups = new Map<string, { webhookId: number; shard: number; deliveries: (ShardDelivery & { id: string })[] }>();
@@ -243,10 +235,13 @@ export interface WebhookRelay {
 
 /**
  * The webhook relay, beside every worker. Every RELAY_POLL_MS a pass dispatches the events
- * committed since the last one (a statement that writes nothing when there are none) and
- * signals the deliveries it created to their shard workflows. The unsignalled deliveries are
- * read again (and signalled) when the API notifies DELIVERIES_CHANNEL (a retry, a replay), and
- * every RELAY_SWEEP_MS (what a failed signal left). Events are found by polling, not by a
+ * committed since the last one (a statement that writes nothing when there are none); then,
+ * when it created deliveries, when the API notified DELIVERIES_CHANNEL (a retry, a replay) and
+ * at least every RELAY_SWEEP_MS, it signals the unsignalled deliveries to their shard workflows
+ * (SIGNAL_BATCH at a time, the oldest first, pass after pass while batches come full). Always
+ * the oldest unsignalled ones, whoever created them: a signal that failed, or one of another
+ * relay still in flight, is repeated with the newer deliveries, so a shard never gets an
+ * object's later event without the earlier ones (which would break its order). Events are found by polling, not by a
  * NOTIFY at their commit: a NOTIFY serializes the commits of every transaction that sends one
  * (PostgreSQL holds a database-wide lock from the notification queue's write through the
  * commit), which an event-writing request would pay on every write.
@@ -257,14 +252,13 @@ export function startWebhookRelay(opts: SignalSettings & { db: Db; temporal: Tem
   let notified = true;
   const pass = async () => {
     const { events, deliveries } = await dispatch(db);
-    const sweepDue = notified || Date.now() - lastSweep >= RELAY_SWEEP_MS;
     let signalled = 0;
-    if (sweepDue) {
+    if (deliveries > 0 || notified || Date.now() - lastSweep >= RELAY_SWEEP_MS) {
       notified = false;
       lastSweep = Date.now();
       signalled = await signalDeliveries(db, opts.temporal, opts);
-    } else if (deliveries.length) {
-      signalled = await signalShards(db, opts.temporal, opts, deliveries);
+      // A full batch: more are waiting (a replay of many events); the next pass reads on.
+      if (signalled === SIGNAL_BATCH) notified = true;
     }
     return [{ dispatched: events, signalled }];
   };
