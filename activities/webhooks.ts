@@ -1,15 +1,19 @@
 import type { Config } from '../src/config';
 import type { Db } from '../src/db/knex';
 import { OutboundPolicy } from '../src/infra/outbound-http';
-import { attemptDelivery, giveUpDelivery, type AttemptOutcome } from '../src/webhooks/deliver';
+import { attemptDeliveries, attemptDelivery, giveUpDelivery, type AttemptOutcome } from '../src/webhooks/deliver';
 
-/** The webhook delivery workflow's activities: ids in, an outcome out (no secret, no body in its history). */
+/** The webhook delivery workflows' activities (webhookShard, and webhookDelivery for its runs still in flight): ids in, an outcome out (no secret, no body in its history). */
 export function createWebhookActivities(deps: { db: Db; config: Pick<Config, 'WEBHOOK_ALLOWED_HOSTS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_DISABLE_AFTER_DAYS' | 'WEBHOOK_RETRY_HOURS'> }) {
   const { db, config } = deps;
   const settings = { policy: new OutboundPolicy(config.WEBHOOK_ALLOWED_HOSTS), timeoutMs: config.WEBHOOK_TIMEOUT_MS, disableAfterDays: config.WEBHOOK_DISABLE_AFTER_DAYS };
   return {
     async attemptWebhookDelivery(input: { deliveryId: number }): Promise<AttemptOutcome> {
       return attemptDelivery(db, settings, input.deliveryId);
+    },
+    /** One attempt of each (webhookShard: the next delivery of several objects, sent concurrently). */
+    async attemptWebhookDeliveries(input: { deliveryIds: number[] }): Promise<AttemptOutcome[]> {
+      return attemptDeliveries(db, settings, input.deliveryIds);
     },
     async giveUpWebhookDelivery(input: { deliveryId: number }): Promise<void> {
       await giveUpDelivery(db, input.deliveryId, config.WEBHOOK_RETRY_HOURS);

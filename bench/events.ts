@@ -6,10 +6,10 @@
  *    relays, all in this process, on one PostgreSQL and one Temporal dev server:
  *    - `events`: as shipped;
  *    - `baseline`: the same code, in a database where a `BEFORE INSERT ON events FOR EACH ROW`
- *      trigger returns NULL and the `events_notify` trigger is dropped. Each event's INSERT is
- *      still built and sent (the payload serialized, the round trip, its parse, plan and the
- *      row trigger's call); the row, its indexes, its WAL, the NOTIFY at commit and the relay
- *      pass that NOTIFY wakes are gone. No production switch is involved;
+ *      trigger returns NULL. Each event's INSERT is still built and sent (the payload
+ *      serialized, the round trip, its parse, plan and the row trigger's call); the row, its
+ *      indexes, its WAL and the relay passes that dispatch it are gone (the relay still polls,
+ *      and finds nothing). No production switch is involved;
  *    - `events, relays stopped`: the events stack with its relays stopped for the round, to
  *      tell the writes from the relay passes they wake.
  *    autocannon, CONNECTIONS connections, ROUNDS rounds of SECONDS after a warm-up, the
@@ -46,6 +46,8 @@ import { dispatchEvents } from '../src/webhooks/dispatch';
 import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, textTable, type Log, type Step } from './run';
 
 const CONNECTIONS = Number(process.env.BENCH_CALLERS ?? 8);
+/** The settings of these names that the environment gives. */
+const passThrough = (names: string[]): Record<string, string> => Object.fromEntries(names.filter((n) => process.env[n] !== undefined).map((n) => [n, process.env[n]!]));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2));
 const WARMUP_SECONDS = 2;
@@ -228,7 +230,8 @@ async function main(): Promise<void> {
       temporalLog: 'temporal-bench-events.log',
       temporalDbFile: 'bench-events-temporal.sqlite',
       // No worker metrics port: another bench or test may hold the default one.
-      env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', TEMPORAL_DEPLOYMENT_NAME: 'hostflow-bench-events', WORKER_METRICS_PORT: '0' },
+      // WEBHOOK_DELIVERY_SHARDS and WORKER_MAX_BULK_ACTIVITIES from the environment, to compare settings.
+      env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1', TEMPORAL_DEPLOYMENT_NAME: 'hostflow-bench-events', WORKER_METRICS_PORT: '0', ...passThrough(['WEBHOOK_DELIVERY_SHARDS', 'WORKER_MAX_BULK_ACTIVITIES']) },
     });
 
     // The baseline's database: created and migrated as startBenchEnv made the events one.
@@ -263,8 +266,7 @@ async function main(): Promise<void> {
     cleanup.push(['baseline knex', () => baseDb.destroy()]);
     await migrateLatest(baseDb);
     // The event writes removed, their statements kept: the row is skipped (so are its indexes
-    // and WAL), and no NOTIFY wakes the relay.
-    await baseDb.raw('DROP TRIGGER events_notify ON events');
+    // and WAL), and the relay's polls find nothing to dispatch.
     await baseDb.raw(`CREATE FUNCTION bench_events_skip() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`);
     await baseDb.raw('CREATE TRIGGER bench_events_skip BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION bench_events_skip()');
     const queues = taskQueues(baseConfig);
@@ -291,7 +293,7 @@ async function main(): Promise<void> {
     log(`events per request: /register ${probes.register}, /customers ${probes.customer}`);
 
     // 1. Latency with and without the event writes; and without the relays, to tell the writes
-    // from the relay passes their NOTIFY wakes.
+    // from the relay passes that dispatch them.
     const variants: { name: Variant; stack: Stack; before?: () => Promise<void>; after?: () => Promise<void> }[] = [
       { name: 'events', stack: events },
       { name: 'baseline', stack: baseline },
@@ -456,6 +458,8 @@ async function main(): Promise<void> {
       burstSeconds: BURST_SECONDS,
       warmupSeconds: WARMUP_SECONDS,
       dbPoolMax: env.config.DB_POOL_MAX,
+      webhookDeliveryShards: env.config.WEBHOOK_DELIVERY_SHARDS,
+      workerMaxBulkActivities: env.config.WORKER_MAX_BULK_ACTIVITIES,
       loadAverageBefore,
       loadAverage: os.loadavg(),
       postgres: env.embedded ? 'embedded' : 'TEST_DATABASE_URL',

@@ -25,6 +25,7 @@ import * as m20261203000050 from './20261203000050_product_price_variations';
 import * as m20261203000060 from './20261203000060_discount_codes';
 import * as m20261203000070 from './20261203000070_events';
 import * as m20261203000080 from './20261203000080_webhooks';
+import * as m20261204000010 from './20261204000010_events_no_notify';
 import * as m20261204000030 from './20261204000030_membership_renewals';
 import * as m20261204000050 from './20261204000050_membership_plan_changes';
 
@@ -59,6 +60,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261203000060_discount_codes': m20261203000060,
   '20261203000070_events': m20261203000070,
   '20261203000080_webhooks': m20261203000080,
+  '20261204000010_events_no_notify': m20261204000010,
   '20261204000030_membership_renewals': m20261204000030,
   '20261204000050_membership_plan_changes': m20261204000050,
 };

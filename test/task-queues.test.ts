@@ -33,6 +33,7 @@ describe('which queue each workflow type runs on', () => {
       tenantPush: 'hf-bulk',
       webhookDelivery: 'hf-bulk',
       membershipLifecycle: 'hf-bulk',
+      webhookShard: 'hf-bulk',
     });
     expect(() => taskQueueFor('somethingNew', queues)).toThrow(/somethingNew has no task queue/);
   });

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { recordEvent } from '../src/events/record';
 import { webhookRetry } from '../src/runtime';
-import { dispatchEvents, startWebhookRelay } from '../src/webhooks/dispatch';
+import { dispatchEvents, objectKey, shardOf, startWebhookRelay } from '../src/webhooks/dispatch';
 import { BASE, createTestContext, decodedJson, startTestWorker, type TestContext } from './helpers';
 import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
 
@@ -65,7 +65,7 @@ function specSignature(secret: string, r: Received): string {
 
 /**
  * Issue 19 (webhooks): the resource and its secret, signed deliveries from the events through the
- * relay and one workflow per (webhook, object), retries, 410, timeouts, order, replay, SSRF.
+ * relay and the shard workflows (objects hashed to WEBHOOK_DELIVERY_SHARDS per webhook, continuing as new every 4 deliveries here), retries, 410, timeouts, order, replay, SSRF.
  * WEBHOOK_ALLOWED_HOSTS=localhost: the receivers are reached by that name, so the same
  * server by any other name or address (vm, 127.0.0.1, 127.0.0.2) is refused.
  */
@@ -102,11 +102,14 @@ describe('webhooks', () => {
       WEBHOOK_RETRY_MAX_MS: '300',
       // 5.4 s of retries: long enough for the receivers that recover, short enough to see one give up.
       WEBHOOK_RETRY_HOURS: '0.0015',
+      // Few shards: objects share delivery workflows (the next tests pick objects of one shard).
+      WEBHOOK_DELIVERY_SHARDS: '2',
     });
     worker = await startTestWorker(ctx);
     // The relay startRelays runs beside a worker, with delivery workflows that end after 1 s
     // without deliveries (the next one starts them again).
-    relays = startWebhookRelay({ db: ctx.db, temporal: ctx.app.locals.temporal, retry: webhookRetry(ctx.config), idleMs: 1000 });
+    // Runs continue as new every 4 deliveries: the queues and backoffs are carried across runs all along.
+    relays = startWebhookRelay({ db: ctx.db, temporal: ctx.app.locals.temporal, retry: webhookRetry(ctx.config), shards: ctx.config.WEBHOOK_DELIVERY_SHARDS, idleMs: 1000, perRun: 4 });
     receivers = await startReceivers();
   });
   // Each test's webhooks stop receiving when it ends (they would get the next tests' events).
@@ -199,9 +202,10 @@ describe('webhooks', () => {
     expect(log.body[0].attempt_log.map((a: any) => a.status_code)).toEqual([200, 500, 500]);
     // The secret is nowhere in the workflow's history (ids only).
     const prefix = await ctx.app.locals.temporal.ids.prefix();
-    const history = await ctx.temporal.client.workflow.getHandle(`${prefix}-webhook-${hook.id}-customer-${delivery.object_id}`).fetchHistory();
+    const shard = shardOf(objectKey('customer', delivery.object_id), ctx.config.WEBHOOK_DELIVERY_SHARDS);
+    const history = await ctx.temporal.client.workflow.getHandle(`${prefix}-webhook-${hook.id}-shard-${shard}`).fetchHistory();
     const text = decodedJson(history);
-    expect(text).toContain('attemptWebhookDelivery');
+    expect(text).toContain('attemptWebhookDeliveries');
     expect(text).not.toContain(hook.secret);
     expect(text).not.toContain(hook.secret.slice(6));
   });
@@ -276,6 +280,66 @@ describe('webhooks', () => {
     const firstDelivered = got.lastIndexOf('customer_created');
     expect(got.slice(0, firstDelivered + 1).every((t) => t === 'customer_created')).toBe(true);
     expect(got.slice(firstDelivered + 1)).toEqual(['customer_updated']);
+  });
+
+  test('objects sharing a shard: each arrives in order, and one whose receiver fails does not hold the others back', async () => {
+    // Three objects of one shard; the receiver fails every event of the first until it is up.
+    const shard = (id: number) => shardOf(objectKey('customer', id), ctx.config.WEBHOOK_DELIVERY_SHARDS);
+    const ids: number[] = [];
+    while (ids.length < 3) {
+      const id = ++objectId;
+      if (ids.length === 0 || shard(id) === shard(ids[0])) ids.push(id);
+    }
+    const [down, b, c] = ids;
+    let up = false;
+    const objectOf = (r: Received) => JSON.parse(r.body).object_id as number;
+    const url = receivers.on('/shared', (_n, r) => (objectOf(r) === down && !up ? { status: 503 } : { status: 200 }));
+    const hook = await createWebhook({ webhook_url: url, event: '*' });
+    // Interleaved: created for each, then two updates each, one event per transaction.
+    for (const id of ids) await customerEvent('customer_created', id);
+    for (const round of [1, 2]) for (const id of ids) await customerEvent('customer_updated', id, { round });
+    const deliveredOf = async (id: number) => (await deliveriesOf(hook.id)).filter((d) => Number(d.object_id) === id && d.status === 'delivered').length;
+    await until(async () => (await deliveredOf(b)) === 3 && (await deliveredOf(c)) === 3, 20_000);
+    // Meanwhile the failing object got attempts of its first event only.
+    const downSoFar = receivers.of('/shared').filter((r) => objectOf(r) === down);
+    expect(downSoFar.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(downSoFar.map((r) => JSON.parse(r.body).event_id)).size).toBe(1);
+    expect(await deliveredOf(down)).toBe(0);
+    up = true;
+    await until(async () => (await deliveredOf(down)) === 3, 20_000);
+    // Each object's events in the order they were written (a repeated attempt collapsed).
+    const events = await ctx.db('events').whereIn('object_id', ids).where({ object_type: 'customer' }).orderBy('id').select('id', 'object_id');
+    for (const id of ids) {
+      const got = receivers
+        .of('/shared')
+        .filter((r) => objectOf(r) === id)
+        .map((r) => JSON.parse(r.body).event_id as number)
+        .filter((e, i, all) => i === 0 || all[i - 1] !== e);
+      expect({ id, got }).toEqual({ id, got: events.filter((e) => Number(e.object_id) === id).map((e) => Number(e.id)) });
+    }
+    // One workflow delivered them all, continuing as new (every 4 deliveries here) with the failing object's backoff carried.
+    const prefix = await ctx.app.locals.temporal.ids.prefix();
+    const workflowId = `${prefix}-webhook-${hook.id}-shard-${shard(down)}`;
+    expect((await ctx.temporal.client.workflow.getHandle(workflowId).describe()).type).toBe('webhookShard');
+    const runs = async () => {
+      const statuses: string[] = [];
+      for await (const wf of ctx.temporal.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) statuses.push(wf.status.name);
+      return statuses;
+    };
+    await until(async () => (await runs()).filter((st) => st === 'CONTINUED_AS_NEW').length >= 2, 10_000);
+  });
+
+  test("an object's shard is fixed by its key (FNV-1a: the same on every relay and release), and objects spread evenly", () => {
+    // Pinned: a change to the hash would send an object's next events to another shard while
+    // earlier ones are still pending in the old one.
+    expect(['customer:1', 'customer:2', 'membership:42', 'webhook:', 'site:123456789'].map((k) => shardOf(k, 16))).toEqual([8, 1, 15, 4, 7]);
+    expect(objectKey('customer', '7')).toBe(objectKey('customer', 7));
+    expect(objectKey('webhook', null)).toBe('webhook:');
+    expect(shardOf('customer:1', 1)).toBe(0);
+    const counts = new Array(16).fill(0);
+    for (let i = 1; i <= 16_000; i++) counts[shardOf(objectKey('customer', i), 16)]++;
+    expect(Math.min(...counts)).toBeGreaterThan(900);
+    expect(Math.max(...counts)).toBeLessThan(1100);
   });
 
   test('a replay after the receiver was down: the failed delivery again (same webhook-id), and the events it never got', async () => {
@@ -436,7 +500,7 @@ describe('a worker killed mid-delivery', () => {
   beforeAll(async () => {
     // An attempt's activity may run WEBHOOK_TIMEOUT_MS + 5 s before Temporal tries it again.
     ctx = await createTestContext({ WEBHOOK_ALLOWED_HOSTS: 'localhost', WEBHOOK_TIMEOUT_MS: '1000' });
-    relay = startWebhookRelay({ db: ctx.db, temporal: ctx.app.locals.temporal, retry: webhookRetry(ctx.config), idleMs: 1000 });
+    relay = startWebhookRelay({ db: ctx.db, temporal: ctx.app.locals.temporal, retry: webhookRetry(ctx.config), shards: ctx.config.WEBHOOK_DELIVERY_SHARDS, idleMs: 1000 });
     receivers = await startReceivers();
   });
   afterAll(async () => {

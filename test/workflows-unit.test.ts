@@ -23,6 +23,7 @@ import {
   type PipelineInput,
 } from '../workflows/translationPipeline';
 import { webhookDelivery } from '../workflows/webhookDelivery';
+import { shardDeliveriesSignal, webhookShard, type ShardDelivery } from '../workflows/webhookShard';
 import { until } from './worker-process';
 import { createTimeSkippingEnv, withWorker } from './workflow-env';
 
@@ -570,5 +571,111 @@ describe('membershipLifecycle (bounded history, charge outcomes)', () => {
         expect(calls.filter((c) => c[0] !== 'readBillingState').map((c) => c[0])).toEqual(['chargeRenewal', 'chargeRenewal', 'chargeRenewal', 'holdUnpaid']);
       },
     );
+
+describe('webhookShard (many objects, one at a time per object, backoff per object, continue-as-new)', () => {
+  const retry = { initialMs: 30_000, maxMs: 3_600_000, forMs: 72 * 3_600_000 };
+  const d = (deliveryId: number, eventId: number, object: string): ShardDelivery => ({ deliveryId, eventId, object });
+  /** The attempts of each delivery, in order: [deliveryId, server time of the attempt]. */
+  const recorder = (answer: (deliveryId: number, nth: number) => 'delivered' | 'retry', slow: number[] = []) => {
+    const attempts: [number, number][] = [];
+    const seen = new Map<number, number>();
+    return {
+      attempts,
+      activities: {
+        attemptWebhookDeliveries: async ({ deliveryIds }: { deliveryIds: number[] }) => {
+          const at = Context.current().info.currentAttemptScheduledTimestampMs;
+          // A slow receiver for these: the other batches finish meanwhile.
+          if (deliveryIds.some((id) => slow.includes(id))) await new Promise((resolve) => setTimeout(resolve, 400));
+          return deliveryIds.map((id) => {
+            const nth = (seen.get(id) ?? 0) + 1;
+            seen.set(id, nth);
+            attempts.push([id, at]);
+            return answer(id, nth);
+          });
+        },
+        giveUpWebhookDelivery: async () => undefined,
+      },
+    };
+  };
+  /** The deliveries of one object in the order they were attempted (repeats collapsed). */
+  const orderOf = (attempts: [number, number][], ids: number[]) => attempts.map(([id]) => id).filter((id, i, all) => ids.includes(id) && all.filter((x, j) => j < i && ids.includes(x)).at(-1) !== id);
+
+  test('objects interleaved: each object in event-id order, also for deliveries signalled later; a retrying object holds back only its own later events', async () => {
+    // Object a's first event fails twice (backs off 15-30 s, then 30-60 s); b and c deliver at once.
+    // Its attempts are slow too, and three batches of one run at once: the others finish while it is in flight.
+    const { attempts, activities } = recorder((id, nth) => (id === 1 && nth < 3 ? 'retry' : 'delivered'), [1]);
+    await withWorker(env, activities, async (taskQueue) => {
+      const handle = await env.client.workflow.start(webhookShard, {
+        taskQueue,
+        workflowId: wid('shard'),
+        args: [{ webhookId: 1, shard: 3, retry, idleMs: 1000, batchSize: 1, batches: 3, queued: [d(4, 40, 'customer:b'), d(1, 10, 'customer:a'), d(2, 20, 'customer:b'), d(3, 30, 'customer:a'), d(5, 50, 'customer:c')] }],
+      });
+      await handle.signal(shardDeliveriesSignal, [d(7, 70, 'customer:b'), d(6, 60, 'customer:a'), d(8, 80, 'customer:c'), d(3, 30, 'customer:a')]);
+      expect(await handle.result()).toEqual({ delivered: 8 });
+    });
+    // Every delivery once, the repeated signal of 3 (still queued) ignored; a's first one three times.
+    expect(attempts.filter(([id]) => id === 1)).toHaveLength(3);
+    expect(attempts).toHaveLength(10);
+    expect(orderOf(attempts, [1, 3, 6])).toEqual([1, 3, 6]);
+    expect(orderOf(attempts, [2, 4, 7])).toEqual([2, 4, 7]);
+    expect(orderOf(attempts, [5, 8])).toEqual([5, 8]);
+    // b and c were all delivered before a's first retry (15 s or more later, in skipped time).
+    const firstRetry = attempts.filter(([id]) => id === 1)[1][1];
+    const first = attempts[0][1];
+    expect(firstRetry - first).toBeGreaterThanOrEqual(14_000);
+    for (const id of [2, 4, 5, 7, 8]) expect(attempts.find(([x]) => x === id)![1]).toBeLessThan(firstRetry);
+  });
+
+  test("a failing object does not delay another object of the shard: its deliveries go on during the other's 3 days of backoff, then it is given up", async () => {
+    const { attempts, activities } = recorder((id) => (id === 1 ? 'retry' : 'delivered'));
+    await withWorker(env, activities, async (taskQueue, calls) => {
+      const handle = await env.client.workflow.start(webhookShard, { taskQueue, workflowId: wid('shard'), args: [{ webhookId: 1, shard: 0, retry, idleMs: 7_200_000, queued: [d(1, 1, 'customer:down')] }] });
+      // b's events arrive one by one while a backs off (hours apart, in skipped time).
+      for (let i = 0; i < 5; i++) {
+        await handle.signal(shardDeliveriesSignal, [d(100 + i, 100 + i, 'customer:up')]);
+        await env.sleep(3_600_000);
+      }
+      expect(await handle.result()).toEqual({ delivered: 6 });
+      expect(calls.filter((c) => c[0] === 'giveUpWebhookDelivery')).toEqual([['giveUpWebhookDelivery', { deliveryId: 1 }]]);
+    });
+    const downs = attempts.filter(([id]) => id === 1).map(([, at]) => at);
+    const ups = attempts.filter(([id]) => id >= 100).map(([, at]) => at);
+    // Each of b's deliveries was attempted once, within a minute of its signal, an hour apart.
+    expect(ups).toHaveLength(5);
+    for (let i = 1; i < ups.length; i++) expect(ups[i] - ups[i - 1]).toBeGreaterThan(3_500_000);
+    // Meanwhile a kept backing off: doubling from 15-30 s, jittered, at most an hour, for about 72 hours.
+    const gaps = downs.slice(1).map((t, i) => t - downs[i]);
+    expect(gaps[0]).toBeGreaterThanOrEqual(14_000);
+    expect(gaps[0]).toBeLessThan(31_000);
+    expect(gaps[1]).toBeGreaterThanOrEqual(29_000);
+    expect(Math.max(...gaps)).toBeLessThan(3_600_000 + 5_000);
+    expect(downs[downs.length - 1] - downs[0]).toBeLessThan(72 * 3_600_000);
+    expect(downs[downs.length - 1] - downs[0]).toBeGreaterThan(70 * 3_600_000);
+  });
+
+  test('continues as new every perRun deliveries, carrying the queued deliveries and the backoff of one that was retrying', async () => {
+    // a fails 3 times; b and c have three events each; perRun 2.
+    const { attempts, activities } = recorder((id, nth) => (id === 1 && nth <= 3 ? 'retry' : 'delivered'));
+    const queued = [d(1, 1, 'a'), d(2, 2, 'b'), d(3, 3, 'c'), d(4, 4, 'b'), d(5, 5, 'c'), d(6, 6, 'b'), d(7, 7, 'c'), d(8, 8, 'a')];
+    await withWorker(env, activities, async (taskQueue) => {
+      const handle = await env.client.workflow.start(webhookShard, { taskQueue, workflowId: wid('shard'), args: [{ webhookId: 1, shard: 0, retry, idleMs: 1000, perRun: 2, batchSize: 1, batches: 1, queued }] });
+      const result = await handle.result();
+      // The last run's count; the earlier runs continued as new.
+      expect(result.delivered).toBeLessThanOrEqual(2);
+      expect((await handle.describe()).runId).not.toBe(handle.firstExecutionRunId);
+    });
+    // Every delivery delivered once, a's first one on its fourth attempt, each object in order.
+    expect([...new Set(attempts.map(([id]) => id))].sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(attempts).toHaveLength(11);
+    expect(orderOf(attempts, [1, 8])).toEqual([1, 8]);
+    expect(orderOf(attempts, [2, 4, 6])).toEqual([2, 4, 6]);
+    expect(orderOf(attempts, [3, 5, 7])).toEqual([3, 5, 7]);
+    // The backoff went on doubling across the runs: 15-30 s, 30-60 s, 60-120 s.
+    const ones = attempts.filter(([id]) => id === 1).map(([, at]) => at);
+    const gaps = ones.slice(1).map((t, i) => t - ones[i]);
+    expect(gaps[0]).toBeGreaterThanOrEqual(14_000);
+    expect(gaps[1]).toBeGreaterThanOrEqual(29_000);
+    expect(gaps[2]).toBeGreaterThanOrEqual(59_000);
+    expect(gaps[2]).toBeLessThan(125_000);
   });
 });

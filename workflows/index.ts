@@ -8,5 +8,7 @@ export { register } from './register';
 export { tenantBootstrap, tenantVerifyWorkflow, tenantTeardown, tenantPush } from './tenants';
 export { translationPipeline } from './translationPipeline';
 export { chatFollowUp } from './chatFollowUp';
+// webhookDelivery stays registered for its runs still in flight (the relay starts webhookShard).
 export { webhookDelivery } from './webhookDelivery';
 export { membershipLifecycle } from './membershipLifecycle';
+export { webhookShard } from './webhookShard';

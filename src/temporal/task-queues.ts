@@ -27,8 +27,10 @@ export const WORKFLOW_TASK_QUEUES: Record<string, TaskQueueKind> = {
   tenantVerifyWorkflow: 'bulk',
   tenantTeardown: 'bulk',
   tenantPush: 'bulk',
+  // Runs started before webhookShard (issue 19) finish on it; the relay starts only webhookShard.
   webhookDelivery: 'bulk',
   membershipLifecycle: 'bulk',
+  webhookShard: 'bulk',
 };
 
 /** Places workflow types that are not the service's (bench/worker.ts: the bench workflows). */

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
 import { OutboundError, outboundFetch, type OutboundPolicy } from '../infra/outbound-http';
 import { disableWebhook } from './service';
@@ -26,87 +27,148 @@ function excerpt(body: Buffer): string {
 /** Errors of the policy itself: asking again cannot succeed. */
 const FINAL_ERRORS = new Set(['invalid_url', 'refused', 'redirect']);
 
+interface DeliveryRow {
+  id: string;
+  status: string;
+  webhook_id: string;
+  active: boolean;
+  webhook_url: string;
+  secret: string;
+  event_id: string;
+  slug: string;
+  object_type: string;
+  object_id: string | null;
+  payload: Record<string, unknown>;
+  date_created: Date;
+}
+
+/** What the receiver did with one attempt. */
+interface Sent {
+  row: DeliveryRow;
+  status: number | null;
+  error: OutboundError | null;
+  answer: string;
+  latency: number;
+}
+
+/** Signs the delivery's body (Standard Webhooks) and POSTs it; a failure is part of the answer. */
+async function send(settings: DeliverySettings, row: DeliveryRow): Promise<Sent> {
+  const body = webhookBody({ id: row.event_id, slug: row.slug, object_type: row.object_type, object_id: row.object_id, payload: row.payload, date_created: row.date_created });
+  const started = Date.now();
+  try {
+    const res = await outboundFetch(settings.policy, row.webhook_url, {
+      method: 'POST',
+      headers: signedHeaders(row.secret, messageId(Number(row.id)), Math.floor(started / 1000), body),
+      body,
+      maxBytes: MAX_ANSWER_BYTES,
+      timeoutMs: settings.timeoutMs,
+    });
+    return { row, status: res.status, error: null, answer: excerpt(res.body), latency: Date.now() - started };
+  } catch (err) {
+    const error = err instanceof OutboundError ? err : new OutboundError('connect', 'the request failed.');
+    return { row, status: null, error, answer: '', latency: Date.now() - started };
+  }
+}
+
+const delivered = (s: Sent) => s.status !== null && s.status >= 200 && s.status < 300;
+
 /**
- * One attempt of one delivery: reads the delivery, its event and its webhook (the secret is read
- * here, by the webhook's id: it never travels through a workflow), signs the body (Standard
- * Webhooks), POSTs it, and logs the attempt with its effects in one transaction:
+ * One attempt of each of these deliveries (of one webhook, in practice; each of a different
+ * object): reads the deliveries, their events and webhooks in one query (the secret is read
+ * here, by the webhook's id: it never travels through a workflow), signs each body (Standard
+ * Webhooks), POSTs them concurrently, and logs every attempt with its effects in one
+ * transaction. Per delivery:
  * - 2xx: delivered, the webhook's event_count grows by one (the first time the event is);
  * - 410: the delivery failed and the webhook is disabled (webhook_disabled);
  * - a refused address or URL: failed (the policy will not change its mind);
  * - anything else: date_last_failed is set, and `retry`; a webhook failing for more than
  *   disableAfterDays is disabled instead.
  * A delivery already delivered (a retry of an attempt whose answer was lost) is not sent again;
- * one whose webhook is off or gone fails without a request.
+ * one whose webhook is off or gone fails without a request. Answers the outcomes in the order
+ * of the ids.
  */
-export async function attemptDelivery(db: Db, settings: DeliverySettings, deliveryId: number): Promise<AttemptOutcome> {
-  const row = await db('webhook_deliveries as d')
+export async function attemptDeliveries(db: Db, settings: DeliverySettings, deliveryIds: number[]): Promise<AttemptOutcome[]> {
+  const rows: DeliveryRow[] = await db('webhook_deliveries as d')
     .join('webhooks as w', 'w.id', 'd.webhook_id')
     .join('events as e', 'e.id', 'd.event_id')
-    .where('d.id', deliveryId)
-    .first('d.id', 'd.status', 'd.webhook_id', 'w.active', 'w.webhook_url', 'w.secret', 'e.id as event_id', 'e.slug', 'e.object_type', 'e.object_id', 'e.payload', 'e.date_created');
-  if (!row) return 'failed';
-  if (row.status === 'delivered') return 'delivered';
-  if (!row.active) {
-    await db('webhook_deliveries').where({ id: deliveryId, status: 'pending' }).update({ status: 'failed', last_error: 'the webhook is not active', date_modified: db.fn.now() });
-    return 'failed';
+    .whereIn('d.id', deliveryIds)
+    .select('d.id', 'd.status', 'd.webhook_id', 'w.active', 'w.webhook_url', 'w.secret', 'e.id as event_id', 'e.slug', 'e.object_type', 'e.object_id', 'e.payload', 'e.date_created');
+  const byId = new Map(rows.map((r) => [Number(r.id), r]));
+  const outcomes = new Map<number, AttemptOutcome>();
+  const inactive: number[] = [];
+  const toSend: DeliveryRow[] = [];
+  for (const id of deliveryIds) {
+    const row = byId.get(id);
+    if (!row) outcomes.set(id, 'failed');
+    else if (row.status === 'delivered') outcomes.set(id, 'delivered');
+    else if (!row.active) {
+      inactive.push(id);
+      outcomes.set(id, 'failed');
+    } else toSend.push(row);
   }
-  const body = webhookBody({ id: row.event_id, slug: row.slug, object_type: row.object_type, object_id: row.object_id, payload: row.payload, date_created: row.date_created });
-  const id = messageId(deliveryId);
-  const started = Date.now();
-  let status: number | null = null;
-  let error: OutboundError | null = null;
-  let answer = '';
-  try {
-    const res = await outboundFetch(settings.policy, row.webhook_url, {
-      method: 'POST',
-      headers: signedHeaders(row.secret, id, Math.floor(started / 1000), body),
-      body,
-      maxBytes: MAX_ANSWER_BYTES,
-      timeoutMs: settings.timeoutMs,
-    });
-    status = res.status;
-    answer = excerpt(res.body);
-  } catch (err) {
-    error = err instanceof OutboundError ? err : new OutboundError('connect', 'the request failed.');
+  if (inactive.length) {
+    await db('webhook_deliveries').whereIn('id', inactive).where({ status: 'pending' }).update({ status: 'failed', last_error: 'the webhook is not active', date_modified: db.fn.now() });
   }
-  const latency = Date.now() - started;
-  const ok = status !== null && status >= 200 && status < 300;
-  const outcome: AttemptOutcome = ok ? 'delivered' : status === 410 ? 'disabled' : error && FINAL_ERRORS.has(error.kind) ? 'failed' : 'retry';
-  const lastError = ok ? null : error ? `${error.kind}: ${error.message.replace(/OUTBOUND_ALLOWED_HOSTS/g, 'WEBHOOK_ALLOWED_HOSTS')}` : `HTTP ${status}`;
+  if (toSend.length === 0) return deliveryIds.map((id) => outcomes.get(id)!);
+  const sent = await Promise.all(toSend.map((row) => send(settings, row)));
 
-  return db.transaction(async (trx) => {
-    await trx('webhook_delivery_attempts').insert({ delivery_id: deliveryId, status_code: status, error: error?.kind ?? null, latency_ms: latency, response_excerpt: answer });
-    const webhookId = Number(row.webhook_id);
-    if (ok) {
-      const before = await trx('webhook_deliveries').where({ id: deliveryId }).forUpdate().first('status', 'date_delivered');
-      if (!before || before.status === 'delivered') return 'delivered';
-      await trx('webhook_deliveries')
-        .where({ id: deliveryId })
-        .update({ status: 'delivered', attempts: trx.raw('attempts + 1'), last_error: null, date_delivered: trx.fn.now(), date_modified: trx.fn.now() });
-      // event_count counts events: a redelivery (retry, replay) of one delivered before is not another.
+  await db.transaction(async (trx) => {
+    await trx('webhook_delivery_attempts').insert(
+      sent.map((s) => ({ delivery_id: s.row.id, status_code: s.status, error: s.error?.kind ?? null, latency_ms: s.latency, response_excerpt: s.answer })),
+    );
+    // The deliveries that succeeded, in one statement per webhook: delivered, and event_count
+    // grown by those delivered for the first time (a redelivery, by retry or replay, is not
+    // another event).
+    const ok = sent.filter(delivered);
+    for (const webhookId of new Set(ok.map((s) => Number(s.row.webhook_id)))) {
+      const ids = ok.filter((s) => Number(s.row.webhook_id) === webhookId).map((s) => Number(s.row.id));
+      const { rows: changed } = await trx.raw(
+        `UPDATE webhook_deliveries d SET status = 'delivered', attempts = d.attempts + 1, last_error = NULL, date_delivered = now(), date_modified = now()
+           FROM (SELECT id, date_delivered FROM webhook_deliveries WHERE id = ANY(?::bigint[]) AND status <> 'delivered' ORDER BY id FOR UPDATE) before
+          WHERE d.id = before.id
+          RETURNING before.date_delivered IS NULL AS first`,
+        [ids],
+      );
+      const first = (changed as { first: boolean }[]).filter((r) => r.first).length;
       await trx('webhooks')
         .where({ id: webhookId })
-        .update({ ...(before.date_delivered ? {} : { event_count: trx.raw('event_count + 1') }), failing_since: null });
-      return 'delivered';
+        .update({ ...(first ? { event_count: trx.raw('event_count + ?', [first]) } : {}), failing_since: null });
     }
-    await trx('webhook_deliveries')
-      .where({ id: deliveryId })
-      .update({ status: outcome === 'retry' ? 'pending' : 'failed', attempts: trx.raw('attempts + 1'), last_error: lastError, date_modified: trx.fn.now() });
-    const [webhook] = await trx('webhooks')
-      .where({ id: webhookId })
-      .update({ date_last_failed: trx.fn.now(), failing_since: trx.raw('coalesce(failing_since, now())') })
-      .returning(['failing_since']);
-    if (outcome === 'disabled') {
-      await disableWebhook(trx, webhookId);
-      return 'disabled';
-    }
-    if (webhook && Date.now() - new Date(webhook.failing_since).getTime() > settings.disableAfterDays * 86_400_000) {
-      await disableWebhook(trx, webhookId);
-      await trx('webhook_deliveries').where({ id: deliveryId }).update({ status: 'failed' });
-      return 'disabled';
-    }
-    return outcome;
+    for (const s of ok) outcomes.set(Number(s.row.id), 'delivered');
+    for (const s of sent.filter((x) => !delivered(x))) outcomes.set(Number(s.row.id), await recordFailure(trx, settings, s));
   });
+  return deliveryIds.map((id) => outcomes.get(id)!);
+}
+
+/** One attempt of one delivery (attemptDeliveries of one). */
+export async function attemptDelivery(db: Db, settings: DeliverySettings, deliveryId: number): Promise<AttemptOutcome> {
+  const [outcome] = await attemptDeliveries(db, settings, [deliveryId]);
+  return outcome;
+}
+
+/** The effects of a failed attempt, in the attempts' transaction. */
+async function recordFailure(trx: Knex.Transaction, settings: DeliverySettings, s: Sent): Promise<AttemptOutcome> {
+  const deliveryId = Number(s.row.id);
+  const webhookId = Number(s.row.webhook_id);
+  const outcome: AttemptOutcome = s.status === 410 ? 'disabled' : s.error && FINAL_ERRORS.has(s.error.kind) ? 'failed' : 'retry';
+  const lastError = s.error ? `${s.error.kind}: ${s.error.message.replace(/OUTBOUND_ALLOWED_HOSTS/g, 'WEBHOOK_ALLOWED_HOSTS')}` : `HTTP ${s.status}`;
+  await trx('webhook_deliveries')
+    .where({ id: deliveryId })
+    .update({ status: outcome === 'retry' ? 'pending' : 'failed', attempts: trx.raw('attempts + 1'), last_error: lastError, date_modified: trx.fn.now() });
+  const [webhook] = await trx('webhooks')
+    .where({ id: webhookId })
+    .update({ date_last_failed: trx.fn.now(), failing_since: trx.raw('coalesce(failing_since, now())') })
+    .returning(['failing_since']);
+  if (outcome === 'disabled') {
+    await disableWebhook(trx, webhookId);
+    return 'disabled';
+  }
+  if (webhook && Date.now() - new Date(webhook.failing_since).getTime() > settings.disableAfterDays * 86_400_000) {
+    await disableWebhook(trx, webhookId);
+    await trx('webhook_deliveries').where({ id: deliveryId }).update({ status: 'failed' });
+    return 'disabled';
+  }
+  return outcome;
 }
 
 /** The retries ran out (the workflow's window): the delivery failed. */

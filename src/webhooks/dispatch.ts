@@ -1,94 +1,99 @@
 import type { Knex } from 'knex';
-import { deliveriesSignal, webhookDelivery, type WebhookRetry } from '../../workflows/webhookDelivery';
+import type { WebhookRetry } from '../../workflows/webhookDelivery';
+import { shardDeliveriesSignal, webhookShard, type ShardDelivery } from '../../workflows/webhookShard';
 import { DomainError } from '../db/domain-error';
 import type { Db } from '../db/knex';
-import { relayLoop } from '../db/listen';
+import { listen, relayLoop } from '../db/listen';
 import { notFoundItem } from '../http/errors';
 import { eachLimited } from '../infra/each-limited';
 import type { TemporalGateway } from '../temporal/gateway';
 import { ALL_EVENTS } from './schema';
 
-/** Notified by a trigger of migration 20261203000080 when events commit. */
-export const EVENTS_CHANNEL = 'hostflow_events';
 /** Notified by the API when deliveries are to be sent again (retry, replay). */
 export const DELIVERIES_CHANNEL = 'hostflow_webhook_deliveries';
 
 const EVENT_BATCH = 1000;
 const SIGNAL_BATCH = 500;
+/** How often the webhook relay looks for new events (and how long an event waits for it at most, besides the pass). */
+const RELAY_POLL_MS = 100;
 /** The webhook relay's passes start at least this long after the previous one ended. */
-const RELAY_MIN_GAP_MS = 100;
-/** signalWithStart calls in flight at once (each (webhook, object) gets its own). */
+const RELAY_MIN_GAP_MS = 50;
+/** How often the relay reads the unsignalled deliveries again without being told to. */
+const RELAY_SWEEP_MS = 2000;
+/** signalWithStart calls in flight at once (each (webhook, shard) gets its own). */
 const SIGNAL_CONCURRENCY = 16;
 
 /**
- * The transaction id below which every transaction that may write events has ended: the oldest
- * one still running, leaving out those positively known to be in another database of the server
- * (so a long transaction elsewhere does not hold the webhooks back). The snapshot is taken in a
- * statement before the activity is read: a transaction of this database running at the
- * snapshot is never mistaken for another database's, and one that ended in between only makes
- * the horizon older (later events wait a pass longer).
+ * One dispatch pass over at most EVENT_BATCH events, in one statement (one round trip, its own
+ * transaction):
+ * - the horizon: the transaction id below which every transaction that may write events has
+ *   ended: the oldest one still running in the statement's snapshot, leaving out those
+ *   positively known to be in another database of the server (so a long transaction elsewhere
+ *   does not hold the webhooks back). Every event of a transaction below it is visible to the
+ *   statement, so none is passed over when it commits late;
+ * - the cursor's row, locked (FOR UPDATE) only when an event lies after it: with N relays each
+ *   event is dispatched once, and a pass with nothing to do writes nothing (no transaction id,
+ *   no WAL);
+ * - the events after the cursor and below the horizon, in (txid, id) order;
+ * - one webhook_deliveries row per (matching active webhook, event), existing ones kept;
+ * - the cursor moved to the last event read.
+ * Answers how many events it read and how many deliveries it created.
  */
-async function dispatchHorizon(trx: Knex.Transaction): Promise<string> {
+const DISPATCH_SQL = `
+WITH snap AS MATERIALIZED (SELECT pg_current_snapshot() AS s),
+horizon AS MATERIALIZED (
+  SELECT coalesce(min(x), pg_snapshot_xmax((SELECT s FROM snap))) AS h
+    FROM pg_snapshot_xip((SELECT s FROM snap)) x
+   WHERE (x::text::bigint % 4294967296) NOT IN (
+     SELECT backend_xid::text::bigint FROM pg_stat_activity
+      WHERE backend_xid IS NOT NULL AND datid IS DISTINCT FROM (SELECT oid FROM pg_database WHERE datname = current_database()))),
+cur AS MATERIALIZED (
+  SELECT c.last_txid, c.last_event_id FROM webhook_dispatch c
+   WHERE c.id = 1 AND EXISTS (SELECT 1 FROM events e WHERE (e.txid, e.id) > (c.last_txid, c.last_event_id))
+   FOR UPDATE),
+ev AS MATERIALIZED (
+  SELECT e.id, e.txid, e.slug, e.object_type, e.object_id FROM cur, horizon, events e
+   WHERE (e.txid, e.id) > (cur.last_txid, cur.last_event_id) AND e.txid < horizon.h
+   ORDER BY e.txid, e.id LIMIT ?),
+ins AS (
+  INSERT INTO webhook_deliveries (webhook_id, event_id, object_type, object_id)
+  SELECT w.id, ev.id, ev.object_type, ev.object_id FROM ev JOIN webhooks w ON w.active AND (w.event = ev.slug OR w.event = ?)
+   ORDER BY ev.id, w.id
+  ON CONFLICT (webhook_id, event_id) DO NOTHING
+  RETURNING 1),
+last AS (SELECT txid, id FROM ev ORDER BY txid DESC, id DESC LIMIT 1),
+moved AS (
+  UPDATE webhook_dispatch c SET last_txid = last.txid, last_event_id = last.id, date_modified = now()
+    FROM last WHERE c.id = 1
+  RETURNING 1)
+SELECT (SELECT count(*) FROM ev)::int AS events, (SELECT count(*) FROM ins)::int AS deliveries, (SELECT count(*) FROM moved)::int AS moved`;
+
+async function dispatchOnce(db: Db): Promise<{ events: number; deliveries: number }> {
   const {
-    rows: [{ snapshot }],
-  } = await trx.raw('SELECT pg_current_snapshot()::text AS snapshot');
-  const {
-    rows: [{ horizon }],
-  } = await trx.raw(
-    `SELECT coalesce(min(x), pg_snapshot_xmax(?::pg_snapshot))::text AS horizon
-       FROM pg_snapshot_xip(?::pg_snapshot) x
-      WHERE (x::text::bigint % 4294967296) NOT IN (
-        SELECT backend_xid::text::bigint FROM pg_stat_activity
-         WHERE backend_xid IS NOT NULL AND datid IS DISTINCT FROM (SELECT oid FROM pg_database WHERE datname = current_database()))`,
-    [snapshot, snapshot],
-  );
-  return horizon;
+    rows: [row],
+  } = await db.raw(DISPATCH_SQL, [EVENT_BATCH, ALL_EVENTS]);
+  return { events: row.events, deliveries: row.deliveries };
 }
 
 /**
- * Hands the committed events after the cursor to the active webhooks that want them: one
- * webhook_deliveries row per (webhook, event), and the cursor moved, in one transaction that
- * holds the cursor's row (FOR UPDATE), so with N relays each event is dispatched once. Events
- * are read in (txid, id) order and only from transactions older than every one of this database
- * still running (dispatchHorizon): an event whose transaction commits late is not passed over. Answers how many events
- * it handled.
+ * Hands the committed events after the cursor to the active webhooks that want them (passes of
+ * dispatchOnce until one reads less than a batch). Answers how many events it handled and how
+ * many deliveries it created.
  */
-export async function dispatchEvents(db: Db): Promise<number> {
-  let total = 0;
+async function dispatch(db: Db): Promise<{ events: number; deliveries: number }> {
+  let events = 0;
+  let deliveries = 0;
   for (;;) {
-    const n = await db.transaction(async (trx) => {
-      // Taken before the lock: an older horizon only holds events back a little longer.
-      const horizon = await dispatchHorizon(trx);
-      const cursor = await trx('webhook_dispatch').where({ id: 1 }).forUpdate().first();
-      const events: { id: string; txid: string; slug: string }[] = (
-        await trx.raw(
-          `SELECT id, txid, slug FROM events WHERE (txid, id) > (?::xid8, ?) AND txid < ?::xid8 ORDER BY txid, id LIMIT ?`,
-          [cursor.last_txid, cursor.last_event_id, horizon, EVENT_BATCH],
-        )
-      ).rows;
-      if (events.length === 0) return 0;
-      await insertDeliveries(trx, events.map((e) => Number(e.id)));
-      const last = events[events.length - 1];
-      await trx('webhook_dispatch').where({ id: 1 }).update({ last_txid: last.txid, last_event_id: last.id, date_modified: trx.fn.now() });
-      return events.length;
-    });
-    total += n;
-    if (n < EVENT_BATCH) return total;
+    const n = await dispatchOnce(db);
+    events += n.events;
+    deliveries += n.deliveries;
+    if (n.events < EVENT_BATCH) return { events, deliveries };
   }
 }
 
-/** The deliveries of these events to every active webhook whose `event` matches (existing ones kept). */
-async function insertDeliveries(trx: Knex.Transaction, eventIds: number[], webhookId?: number): Promise<number> {
-  const res = await trx.raw(
-    `INSERT INTO webhook_deliveries (webhook_id, event_id, object_type, object_id)
-     SELECT w.id, e.id, e.object_type, e.object_id
-       FROM events e JOIN webhooks w ON w.active AND (w.event = e.slug OR w.event = ?)
-      WHERE e.id = ANY(?::bigint[]) ${webhookId === undefined ? '' : 'AND w.id = ?'}
-      ORDER BY e.id, w.id
-     ON CONFLICT (webhook_id, event_id) DO NOTHING`,
-    webhookId === undefined ? [ALL_EVENTS, eventIds] : [ALL_EVENTS, eventIds, webhookId],
-  );
-  return res.rowCount ?? 0;
+/** Dispatches the committed events after the cursor (see dispatch); answers how many it handled. */
+export async function dispatchEvents(db: Db): Promise<number> {
+  return (await dispatch(db)).events;
 }
 
 /**
@@ -146,38 +151,80 @@ interface Unsignalled {
   object_id: string | null;
 }
 
-/**
- * Tells the delivery workflows of their pending deliveries not yet signalled: one
- * signalWithStart per (webhook, object), carrying the ids in event order. A signal repeated
- * (two relays, a lost answer) is harmless: the workflow keeps one of each delivery and the
- * activity does not send a delivered one again.
- */
-export async function signalDeliveries(db: Db, temporal: TemporalGateway, retry: WebhookRetry, idleMs?: number): Promise<number> {
-  const rows: Unsignalled[] = await db('webhook_deliveries').whereNull('signalled_at').where({ status: 'pending' }).orderBy('id').limit(SIGNAL_BATCH).select('id', 'webhook_id', 'event_id', 'object_type', 'object_id');
-  const groups = new Map<string, Unsignalled[]>();
-  for (const r of rows) {
-    const key = `${r.webhook_id}|${r.object_type}|${r.object_id ?? ''}`;
-    groups.set(key, [...(groups.get(key) ?? []), r]);
+/** The object a delivery is of, as the shard workflow keys it. */
+export function objectKey(objectType: string, objectId: string | number | null): string {
+  return `${objectType}:${objectId ?? ''}`;
+}
+
+/** The shard (0 … shards-1) an object's deliveries go to: FNV-1a of its key, so every relay agrees. */
+export function shardOf(object: string, shards: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < object.length; i++) {
+    h ^= object.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
   }
-  // The workflows of different objects are independent: signalled a few at a time, so a burst of
-  // new objects is not one Temporal round trip after another.
+  return (h >>> 0) % shards;
+}
+
+export interface SignalSettings {
+  retry: WebhookRetry;
+  /** WEBHOOK_DELIVERY_SHARDS. */
+  shards: number;
+  /** How long a shard workflow without deliveries waits for more before it ends (tests: short). */
+  idleMs?: number;
+  /** Deliveries a shard run handles before it continues as new (tests: a few; default the workflow's). */
+  perRun?: number;
+}
+
+/**
+ * Tells the shard workflows of these deliveries: one signalWithStart per (webhook, shard),
+ * carrying the shard's deliveries, then their signalled_at set in one statement. A signal
+ * repeated (two relays, a lost answer) is harmless: the workflow keeps one of each delivery and
+ * the activity does not send a delivered one again. A signal that fails leaves its deliveries
+ * unsignalled, for the next pass.
+ */
+async function signalShards(db: Db, temporal: TemporalGateway, settings: SignalSettings, rows: Unsignalled[]): Promise<number> {
+  const groups = new Map<string, { webhookId: number; shard: number; deliveries: (ShardDelivery & { id: string })[] }>();
+  for (const r of rows) {
+    const object = objectKey(r.object_type, r.object_id);
+    const shard = shardOf(object, settings.shards);
+    const key = `${r.webhook_id}|${shard}`;
+    let group = groups.get(key);
+    if (!group) groups.set(key, (group = { webhookId: Number(r.webhook_id), shard, deliveries: [] }));
+    group.deliveries.push({ id: r.id, deliveryId: Number(r.id), eventId: Number(r.event_id), object });
+  }
+  const signalled: string[] = [];
+  let failure: unknown;
   await eachLimited([...groups.values()], SIGNAL_CONCURRENCY, async (group) => {
-    const first = group[0];
-    const objectId = first.object_id === null ? null : Number(first.object_id);
-    await temporal.signalWithStart(
-      webhookDelivery,
-      {
-        workflowId: await temporal.ids.build('webhook', first.webhook_id, first.object_type, objectId ?? 'none'),
-        args: [{ webhookId: Number(first.webhook_id), objectType: first.object_type, objectId, retry, ...(idleMs !== undefined ? { idleMs } : {}) }],
-        summary: `Webhook ${first.webhook_id} deliveries, ${first.object_type} ${objectId ?? ''}`.trim(),
-      },
-      deliveriesSignal,
-      [group.map((d) => ({ deliveryId: Number(d.id), eventId: Number(d.event_id) }))],
-      (detail) => new DomainError('unavailable', 'temporal_unavailable', `webhook relay: ${detail ?? 'Temporal unreachable'}`),
-    );
-    await db('webhook_deliveries').whereIn('id', group.map((d) => d.id)).whereNull('signalled_at').update({ signalled_at: db.fn.now() });
+    try {
+      await temporal.signalWithStart(
+        webhookShard,
+        {
+          workflowId: await temporal.ids.build('webhook', group.webhookId, 'shard', group.shard),
+          args: [{ webhookId: group.webhookId, shard: group.shard, retry: settings.retry, ...(settings.idleMs !== undefined ? { idleMs: settings.idleMs } : {}), ...(settings.perRun !== undefined ? { perRun: settings.perRun } : {}) }],
+          summary: `Webhook ${group.webhookId} deliveries, shard ${group.shard}`,
+        },
+        shardDeliveriesSignal,
+        [group.deliveries.map(({ deliveryId, eventId, object }) => ({ deliveryId, eventId, object }))],
+        (detail) => new DomainError('unavailable', 'temporal_unavailable', `webhook relay: ${detail ?? 'Temporal unreachable'}`),
+      );
+      signalled.push(...group.deliveries.map((d) => d.id));
+    } catch (err) {
+      failure ??= err;
+    }
   });
-  return rows.length;
+  if (signalled.length) await db('webhook_deliveries').whereIn('id', signalled).whereNull('signalled_at').update({ signalled_at: db.fn.now() });
+  if (failure) throw failure;
+  return signalled.length;
+}
+
+/**
+ * Tells the shard workflows of the pending deliveries not yet signalled (new ones a signal
+ * missed, and those a retry or a replay made pending again), SIGNAL_BATCH at a time.
+ */
+export async function signalDeliveries(db: Db, temporal: TemporalGateway, settings: SignalSettings): Promise<number> {
+  const rows: Unsignalled[] = await db('webhook_deliveries').whereNull('signalled_at').where({ status: 'pending' }).orderBy('id').limit(SIGNAL_BATCH).select('id', 'webhook_id', 'event_id', 'object_type', 'object_id');
+  return rows.length ? signalShards(db, temporal, settings, rows) : 0;
 }
 
 export interface WebhookRelay {
@@ -187,30 +234,52 @@ export interface WebhookRelay {
 }
 
 /**
- * The webhook relay, beside every worker: dispatches new events to deliveries, then starts or
- * signals their delivery workflows. Woken by NOTIFY (events committed, deliveries to send
- * again), and by a sweep every `intervalMs` (what a lost listener missed, and events held back
- * behind a transaction that was still running).
+ * The webhook relay, beside every worker. Every RELAY_POLL_MS a pass dispatches the events
+ * committed since the last one (a statement that writes nothing when there are none); then,
+ * when it created deliveries, when the API notified DELIVERIES_CHANNEL (a retry, a replay) and
+ * at least every RELAY_SWEEP_MS, it signals the unsignalled deliveries to their shard workflows
+ * (SIGNAL_BATCH at a time, the oldest first, pass after pass while batches come full). Always
+ * the oldest unsignalled ones, whoever created them: a signal that failed, or one of another
+ * relay still in flight, is repeated with the newer deliveries, so a shard never gets an
+ * object's later event without the earlier ones (which would break its order). Events are found by polling, not by a
+ * NOTIFY at their commit: a NOTIFY serializes the commits of every transaction that sends one
+ * (PostgreSQL holds a database-wide lock from the notification queue's write through the
+ * commit), which an event-writing request would pay on every write.
  */
-export function startWebhookRelay(opts: {
-  db: Db;
-  temporal: TemporalGateway;
-  retry: WebhookRetry;
-  intervalMs?: number;
-  /** How long a delivery workflow without deliveries waits for more before it ends (tests: short). */
-  idleMs?: number;
-}): WebhookRelay {
+export function startWebhookRelay(opts: SignalSettings & { db: Db; temporal: TemporalGateway; intervalMs?: number }): WebhookRelay {
   const { db } = opts;
+  let lastSweep = 0;
+  let notified = true;
   const pass = async () => {
-    const dispatched = await dispatchEvents(db);
-    const signalled = await signalDeliveries(db, opts.temporal, opts.retry, opts.idleMs);
-    return [{ dispatched, signalled }];
+    const { events, deliveries } = await dispatch(db);
+    let signalled = 0;
+    if (deliveries > 0 || notified || Date.now() - lastSweep >= RELAY_SWEEP_MS) {
+      notified = false;
+      lastSweep = Date.now();
+      signalled = await signalDeliveries(db, opts.temporal, opts);
+      // A full batch: more are waiting (a replay of many events); the next pass reads on.
+      if (signalled === SIGNAL_BATCH) notified = true;
+    }
+    return [{ dispatched: events, signalled }];
   };
-  // Every committed event wakes it: passes at least 100 ms apart, so a stream of writes (most
-  // of them matching no webhook) costs a few passes a second, not one per commit.
-  const loop = relayLoop({ db, name: 'webhook-relay', channels: [EVENTS_CHANNEL, DELIVERIES_CHANNEL], intervalMs: opts.intervalMs ?? 2000, pass, minGapMs: RELAY_MIN_GAP_MS });
+  const loop = relayLoop({ db, name: 'webhook-relay', channels: [], intervalMs: opts.intervalMs ?? RELAY_POLL_MS, pass, minGapMs: RELAY_MIN_GAP_MS });
+  const listener = listen(
+    db,
+    DELIVERIES_CHANNEL,
+    () => {
+      notified = true;
+      loop.wake();
+    },
+    { name: 'webhook-relay-deliveries' },
+  );
   return {
-    sweep: async () => (await loop.sweep()).reduce((a, b) => ({ dispatched: a.dispatched + b.dispatched, signalled: a.signalled + b.signalled })),
-    stop: () => loop.stop(),
+    sweep: async () => {
+      notified = true;
+      return (await loop.sweep()).reduce((a, b) => ({ dispatched: a.dispatched + b.dispatched, signalled: a.signalled + b.signalled }));
+    },
+    stop: async () => {
+      await listener.stop();
+      await loop.stop();
+    },
   };
 }

@@ -1,0 +1,194 @@
+import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, setWorkflowOptions, sleep, workflowInfo } from '@temporalio/workflow';
+import type { WebhookActivities } from '../activities/webhooks';
+import type { WebhookRetry } from './webhookDelivery';
+
+/** One delivery to make, of one object of the shard: ids only (the activity reads the body and the secret). */
+export interface ShardDelivery {
+  deliveryId: number;
+  eventId: number;
+  /** The delivery's object (`<object_type>:<object_id>`): one at a time per object. */
+  object: string;
+}
+
+/** A delivery carried over a continue-as-new, with its backoff when it had failed attempts. */
+export interface CarriedDelivery extends ShardDelivery {
+  /** Attempts that answered `retry`. */
+  attempt?: number;
+  /** Workflow time of its first attempt (its retry window starts there). */
+  firstAt?: number;
+  /** Workflow time before which it is not tried again. */
+  notBefore?: number;
+}
+
+export interface WebhookShardInput {
+  webhookId: number;
+  /** Which of the webhook's WEBHOOK_DELIVERY_SHARDS shards this is (its objects hash to it). */
+  shard: number;
+  retry: WebhookRetry;
+  /** How long the workflow waits for more deliveries once it has none (default 1 minute). */
+  idleMs?: number;
+  /** Deliveries (of different objects) sent by one activity (default 25). */
+  batchSize?: number;
+  /** Batches in flight at once (default 2). */
+  batches?: number;
+  /** Deliveries handled (delivered or failed) per run before it continues as new (default 500). */
+  perRun?: number;
+  /** Deliveries carried over a continue-as-new. */
+  queued?: CarriedDelivery[];
+}
+
+/** New (or redelivered) deliveries of the shard's webhook and objects. */
+export const shardDeliveriesSignal = defineSignal<[ShardDelivery[]]>('webhookShardDeliveries');
+
+function activities(retry: WebhookRetry) {
+  return proxyActivities<WebhookActivities>({
+    startToCloseTimeout: retry.attemptTimeoutMs ?? 120_000,
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1 minute' },
+  });
+}
+
+const IDLE_MS = 60_000;
+const BATCH_SIZE = 25;
+const BATCHES = 2;
+/**
+ * A delivery costs at most about 12 history events (its signal, a batch of one, the idle timer
+ * started and cancelled): 500 keep a run near 6,000, under the server's 10,240-event warning;
+ * retries do not count as handled, so the server's continue-as-new suggestion bounds those.
+ */
+const PER_RUN = 500;
+
+/** One object's deliveries: sorted by event id, and the one being attempted (at most one). */
+interface Lane {
+  items: CarriedDelivery[];
+  current?: CarriedDelivery;
+}
+
+const byEvent = (a: ShardDelivery, b: ShardDelivery) => a.eventId - b.eventId || a.deliveryId - b.deliveryId;
+
+/**
+ * The deliveries of one webhook for the objects of one shard (workflow id
+ * <prefix>-webhook-<webhook>-shard-<n>; an object goes to the shard its `<type>:<id>` hashes to).
+ * Per object, one delivery at a time in event-id order: the object's next event is attempted
+ * only once the earlier one was delivered or has failed, which is how each receiver gets an
+ * object's events in order. Across objects, up to `batches` activities at once, each attempting
+ * the next delivery of up to `batchSize` objects concurrently. A delivery answered `retry`
+ * backs off on its own (exponential, with equal jitter) while the other objects go on. Continues
+ * as new after `perRun` deliveries (or when the server suggests it): it waits for the batches in
+ * flight, then carries every queued delivery with its backoff state.
+ */
+export async function webhookShard(input: WebhookShardInput): Promise<{ delivered: number }> {
+  const { retry } = input;
+  const { attemptWebhookDeliveries, giveUpWebhookDelivery } = activities(retry);
+  const batchSize = input.batchSize ?? BATCH_SIZE;
+  const maxBatches = input.batches ?? BATCHES;
+  const perRun = input.perRun ?? PER_RUN;
+  const lanes = new Map<string, Lane>();
+  const known = new Set<number>();
+  let changed = false;
+  let running = 0;
+  let handled = 0;
+
+  const add = (items: CarriedDelivery[]) => {
+    for (const d of items) {
+      if (known.has(d.deliveryId)) continue;
+      known.add(d.deliveryId);
+      let lane = lanes.get(d.object);
+      if (!lane) lanes.set(d.object, (lane = { items: [] }));
+      lane.items.push(d);
+      lane.items.sort(byEvent);
+    }
+    changed = true;
+  };
+  add(input.queued ?? []);
+  setHandler(shardDeliveriesSignal, add);
+
+  const done = (d: CarriedDelivery) => {
+    const lane = lanes.get(d.object)!;
+    lane.current = undefined;
+    known.delete(d.deliveryId);
+    handled++;
+    if (lane.items.length === 0) lanes.delete(d.object);
+  };
+
+  const attempt = async (batch: CarriedDelivery[]) => {
+    const startedAt = Date.now();
+    const outcomes = await attemptWebhookDeliveries({ deliveryIds: batch.map((d) => d.deliveryId) });
+    const now = Date.now();
+    for (const [i, d] of batch.entries()) {
+      if (outcomes[i] !== 'retry') {
+        done(d);
+        continue;
+      }
+      // Exponential backoff with "equal jitter": half the delay fixed, half random (the
+      // workflow's Math.random is seeded, so a replay computes the same delays).
+      const tries = (d.attempt ?? 0) + 1;
+      const firstAt = d.firstAt ?? startedAt;
+      const backoff = Math.min(retry.initialMs * 2 ** (tries - 1), retry.maxMs);
+      const delay = Math.round(backoff / 2 + (Math.random() * backoff) / 2);
+      if (now + delay - firstAt > retry.forMs) {
+        await giveUpWebhookDelivery({ deliveryId: d.deliveryId });
+        done(d);
+        continue;
+      }
+      const lane = lanes.get(d.object)!;
+      lane.current = undefined;
+      lane.items.push({ ...d, attempt: tries, firstAt, notBefore: now + delay });
+      lane.items.sort(byEvent);
+      wakeAt(now + delay);
+    }
+  };
+
+  // One durable timer for the earliest backoff that ends (a later one is armed when it fires).
+  let timerAt: number | undefined;
+  const wakeAt = (at: number) => {
+    if (timerAt !== undefined && timerAt <= at) return;
+    timerAt = at;
+    void sleep(Math.max(1, at - Date.now())).then(() => {
+      if (timerAt === at) timerAt = undefined;
+      changed = true;
+    });
+  };
+
+  for (;;) {
+    if (handled >= perRun || workflowInfo().continueAsNewSuggested) {
+      await condition(() => running === 0);
+      const queued = [...lanes.values()].flatMap((lane) => lane.items);
+      await continueAsNew<typeof webhookShard>({ ...input, queued });
+    }
+    const now = Date.now();
+    const ready: CarriedDelivery[] = [];
+    let next: number | undefined;
+    for (const lane of lanes.values()) {
+      if (lane.current || lane.items.length === 0) continue;
+      const head = lane.items[0];
+      if ((head.notBefore ?? 0) <= now) ready.push(head);
+      else next = Math.min(next ?? Infinity, head.notBefore!);
+    }
+    while (ready.length > 0 && running < maxBatches) {
+      const batch = ready.splice(0, batchSize);
+      for (const d of batch) {
+        const lane = lanes.get(d.object)!;
+        lane.items.shift();
+        lane.current = d;
+      }
+      running++;
+      void attempt(batch).finally(() => {
+        running--;
+        changed = true;
+      });
+    }
+    if (next !== undefined) wakeAt(next);
+    if (lanes.size === 0 && running === 0) {
+      // Ends when nothing came in time (a delivery signalled in the same task as the timeout is kept).
+      await condition(() => lanes.size > 0, input.idleMs ?? IDLE_MS);
+      if (lanes.size === 0) return { delivered: handled };
+      continue;
+    }
+    changed = false;
+    await condition(() => changed);
+  }
+}
+
+// Deliveries are retried for days: a run moves to the current worker version at its next task,
+// so a change to what it does goes behind patched() (README "Shipping a workflow change").
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, webhookShard);
