@@ -265,7 +265,7 @@ describe('the console in a browser', () => {
     await page.getByRole('heading', { name: 'Hello, Grace Hopper' }).waitFor();
     // Nothing an agent may not do is offered.
     const nav = page.getByRole('navigation', { name: 'Main' });
-    await expect(nav.getByRole('link').allTextContents()).resolves.toEqual(['My availability']);
+    await expect(nav.getByRole('link').allTextContents()).resolves.toEqual(['Desk', 'Tickets', 'Reports', 'My availability']);
     await page.getByLabel('online', { exact: true }).click();
     await page.getByRole('radio', { name: 'online' }).and(page.locator(':checked')).waitFor();
     const availability = await ctx.http.get('/wp-json/ultimate-multisite-support-tickets/v1/chat/agent/availability').set('Authorization', `Bearer ${agent.token}`);

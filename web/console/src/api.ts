@@ -114,6 +114,11 @@ export class Api {
     };
   }
 
+  /** A file the API serves (an attachment, downloaded with the caller's credentials). */
+  async blob(url: string, signal?: AbortSignal): Promise<Blob> {
+    return (await this.send(url, { signal })).blob();
+  }
+
   wu<T>(path: string, options?: RequestOptions): Promise<T> {
     return this.json<T>(`${WU}${path}`, options);
   }
