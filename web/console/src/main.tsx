@@ -76,6 +76,7 @@ function App() {
               <li key={r.pattern}>
                 <Link to={r.pattern} aria-current={loc.path.startsWith(r.pattern) ? 'page' : undefined}>
                   {r.nav}
+                  {r.badge && waiting.count > 0 ? ' ' : null}
                   {r.badge && waiting.count > 0 ? (
                     <span class="badge badge-wait count">
                       {waiting.count}

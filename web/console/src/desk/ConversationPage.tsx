@@ -188,9 +188,9 @@ export function ConversationPage({ api, session: me, id }: { api: Api; session: 
                     <input name="subject" maxLength={200} />
                   </Field>
                   <Field label="Ticket priority">
-                    <select name="priority" defaultValue="normal">
+                    <select name="priority">
                       {TICKET_PRIORITIES.map((p) => (
-                        <option key={p} value={p}>
+                        <option key={p} value={p} selected={p === 'normal'}>
                           {p}
                         </option>
                       ))}

@@ -49,9 +49,11 @@ export function ReportsPage({ api, loc }: { api: Api; loc: Location }) {
 
   const data = useLoad(
     async (signal) => {
+      if (wrongOrder) return undefined;
       const get = (a: number, b: number) => api.chat<Report>(`/chat/agent/reports?from=${new Date(a).toISOString()}&to=${new Date(Math.min(b, end)).toISOString()}`, { signal });
       const [total, ...per] = await limited([() => get(start, end), ...buckets.map((b) => () => get(b, b + step))], 6);
-      return { total, per };
+      // The buckets go with their answers: while another range loads, these are still shown.
+      return { total, per, buckets, step, end };
     },
     `${from}/${to}`,
   );
@@ -59,7 +61,7 @@ export function ReportsPage({ api, loc }: { api: Api; loc: Location }) {
   const charts = useMemo(() => {
     if (!data.data) return null;
     const per = data.data.per;
-    const xs = buckets.map((b) => b / 1000);
+    const xs = data.data.buckets.map((b) => b / 1000);
     const agents = data.data.total.agent_time;
     return {
       xs,
@@ -77,8 +79,9 @@ export function ReportsPage({ api, loc }: { api: Api; loc: Location }) {
     };
   }, [data.data]);
 
-  const bucketLabel = (b: number) => (step === DAY ? isoDay(b) : `${isoDay(b)} – ${isoDay(Math.min(b + step, end) - DAY)}`);
-  const total = data.data?.total;
+  const shown = data.data;
+  const bucketLabel = (b: number) => (shown!.step === DAY ? isoDay(b) : `${isoDay(b)} – ${isoDay(Math.min(b + shown!.step, shown!.end) - DAY)}`);
+  const total = wrongOrder ? undefined : data.data?.total;
   return (
     <section>
       <PageTitle>Reports</PageTitle>
@@ -106,7 +109,7 @@ export function ReportsPage({ api, loc }: { api: Api; loc: Location }) {
       </form>
       {wrongOrder ? <ErrorMessage error="The first day must not be after the last day." title="Choose another range" /> : null}
       <ErrorMessage error={data.error} title="The reports could not be loaded" />
-      {data.loading ? <Progress label={`Loading the reports (${buckets.length + 1} ranges)…`} /> : null}
+      {data.loading && !wrongOrder ? <Progress label={`Loading the reports (${buckets.length + 1} ranges)…`} /> : null}
       {total && charts ? (
         <>
           <ul class="figures">
@@ -135,7 +138,7 @@ export function ReportsPage({ api, loc }: { api: Api; loc: Location }) {
           <Table caption="Reports per day">
             <thead>
               <tr>
-                <th>{step === DAY ? 'Day' : 'Days'}</th>
+                <th>{shown!.step === DAY ? 'Day' : 'Days'}</th>
                 <th class="num">Chats</th>
                 <th class="num">Average wait</th>
                 <th class="num">Average first response</th>
@@ -144,9 +147,9 @@ export function ReportsPage({ api, loc }: { api: Api; loc: Location }) {
               </tr>
             </thead>
             <tbody>
-              {data.data!.per.map((r, i) => (
-                <tr key={buckets[i]}>
-                  <td>{bucketLabel(buckets[i])}</td>
+              {shown!.per.map((r, i) => (
+                <tr key={shown!.buckets[i]}>
+                  <td>{bucketLabel(shown!.buckets[i])}</td>
                   <td class="num">{r.sessions.total}</td>
                   <td class="num">{seconds(r.wait.average_seconds)}</td>
                   <td class="num">{seconds(r.first_response.average_seconds)}</td>

@@ -93,18 +93,18 @@ export function TicketPage({ api, id }: { api: Api; id: number }) {
             >
               <h2>Work the ticket</h2>
               <Field label="Status">
-                <select name="status" defaultValue={t.status}>
+                <select name="status">
                   {TICKET_STATUSES.map((s) => (
-                    <option key={s} value={s}>
+                    <option key={s} value={s} selected={s === t.status}>
                       {s}
                     </option>
                   ))}
                 </select>
               </Field>
               <Field label="Priority">
-                <select name="priority" defaultValue={t.priority}>
+                <select name="priority">
                   {TICKET_PRIORITIES.map((p) => (
-                    <option key={p} value={p}>
+                    <option key={p} value={p} selected={p === t.priority}>
                       {p}
                     </option>
                   ))}

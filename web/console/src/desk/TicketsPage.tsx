@@ -35,11 +35,15 @@ export function TicketsPage({ api, loc }: { api: Api; loc: Location }) {
           <label class="field-label" for="tickets-status">
             Status
           </label>
-          <select id="tickets-status" name="status" defaultValue={status}>
-            <option value="open,pending">open or pending</option>
-            <option value="">any</option>
+          <select id="tickets-status" name="status">
+            <option value="open,pending" selected={status === 'open,pending'}>
+              open or pending
+            </option>
+            <option value="" selected={status === ''}>
+              any
+            </option>
             {TICKET_STATUSES.map((s) => (
-              <option key={s} value={s}>
+              <option key={s} value={s} selected={s === status}>
                 {s}
               </option>
             ))}
@@ -49,10 +53,12 @@ export function TicketsPage({ api, loc }: { api: Api; loc: Location }) {
           <label class="field-label" for="tickets-priority">
             Priority
           </label>
-          <select id="tickets-priority" name="priority" defaultValue={priority}>
-            <option value="">any</option>
+          <select id="tickets-priority" name="priority">
+            <option value="" selected={priority === ''}>
+              any
+            </option>
             {TICKET_PRIORITIES.map((p) => (
-              <option key={p} value={p}>
+              <option key={p} value={p} selected={p === priority}>
                 {p}
               </option>
             ))}
