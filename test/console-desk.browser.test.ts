@@ -255,6 +255,10 @@ describe('the agent desk in a browser', () => {
     // A session fallen back to a ticket is not counted as waiting for an agent.
     expect(await desk.title()).not.toMatch(/^\(/);
 
+    // Agent time logged on today's first chat, for the agent-time chart.
+    const first = (await ctx.http.get(`${CHAT}/chat/agent/sessions?orderby=id&order=asc&per_page=1`).set(bearer(agent.token))).body[0];
+    expect((await ctx.http.post(`${CHAT}/chat/sessions/${first.id}/agent-time`).set(bearer(agent.token)).send({ minutes: 12, note: 'VAT refund' })).status).toBe(201);
+
     // Reports over today: charts (uPlot canvases) with the same figures as a table.
     await desk.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Reports' }).click();
     await desk.getByRole('heading', { name: 'Reports', level: 1 }).waitFor();
@@ -271,7 +275,9 @@ describe('the agent desk in a browser', () => {
     expect(report.sessions.total).toBeGreaterThanOrEqual(2);
     expect(report.satisfaction).toEqual({ average: 5, count: 1 });
     expect(cells[4]).toBe('5 (1)');
-    await waitForCount(desk.locator('figure.chart canvas'), 2);
+    expect(cells[5]).toBe('12');
+    await waitForCount(desk.locator('figure.chart canvas'), 3);
+    await expect(desk.getByRole('region', { name: 'Agent time over the range' }).locator('tbody tr').first().textContent()).resolves.toMatch(/^Grace Hopper\s*12\s*1\s*1$/);
     await expectAccessible(desk, 'reports');
     await shoot(desk, 'reports');
     // A reversed range is refused in words, asking nothing of the server.

@@ -13,10 +13,10 @@ export interface Series {
 const bars = uPlot.paths.bars!({ size: [0.6, 40] });
 
 /**
- * A uPlot chart over days (x: the start of each day, in seconds). The chart is a picture for
+ * A uPlot chart over days (x: the start of each day or bucket of `step` seconds, in seconds). The chart is a picture for
  * those who can see it (aria-hidden); the table next to it says the same in text.
  */
-export function Chart({ title, days, series, yLabel }: { title: string; days: number[]; series: Series[]; yLabel: string }) {
+export function Chart({ title, days, step, series, yLabel }: { title: string; days: number[]; step: number; series: Series[]; yLabel: string }) {
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const el = box.current;
@@ -26,10 +26,15 @@ export function Chart({ title, days, series, yLabel }: { title: string; days: nu
       {
         width: width(),
         height: 240,
-        scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min ?? 0), Math.max(1, (max ?? 0) * 1.1)] } },
+        scales: {
+          // The whole range, each point at the start of its bucket (uPlot's own range would span years around one point).
+          x: { time: true, range: () => [days[0] - step / 2, days[days.length - 1] + step / 2] },
+          y: { range: (_u, min, max) => [Math.min(0, min ?? 0), Math.max(1, (max ?? 0) * 1.1)] } },
         axes: [{}, { label: yLabel, size: 60 }],
         series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, fill: s.bars ? `${s.color}55` : undefined, paths: s.bars ? bars : undefined, spanGaps: false, points: { show: !s.bars } }))],
         legend: { live: false },
+        // The days are UTC days (as the report's ranges): the axis says their dates, not the reader's local hours.
+        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       },
       [days, ...series.map((s) => s.values)],
       el,
@@ -40,7 +45,7 @@ export function Chart({ title, days, series, yLabel }: { title: string; days: nu
       window.removeEventListener('resize', resize);
       plot.destroy();
     };
-  }, [days, series, yLabel]);
+  }, [days, step, series, yLabel]);
   return (
     <figure class="chart">
       <figcaption>{title}</figcaption>

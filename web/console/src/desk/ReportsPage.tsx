@@ -123,16 +123,16 @@ export function ReportsPage({ api, loc }: { api: Api; loc: Location }) {
               <strong>{seconds(total.first_response.average_seconds)}</strong> average first response (p90 {seconds(total.first_response.p90_seconds)})
             </li>
             <li>
-              <strong>{total.satisfaction.average ?? '—'}</strong> satisfaction ({total.satisfaction.count} ratings)
+              <strong>{total.satisfaction.average ?? '—'}</strong> satisfaction ({total.satisfaction.count} rating{total.satisfaction.count === 1 ? '' : 's'})
             </li>
             <li>
               <strong>{total.agent_time.reduce((a, r) => a + r.minutes, 0)}</strong> agent minutes
             </li>
           </ul>
           <div class="charts">
-            <Chart title="Waiting times per day (seconds)" days={charts.xs} series={charts.times} yLabel="seconds" />
-            <Chart title="Satisfaction per day (average rating, 1 to 5)" days={charts.xs} series={charts.satisfaction} yLabel="rating" />
-            {charts.agentTime.length ? <Chart title="Agent time per day (minutes)" days={charts.xs} series={charts.agentTime} yLabel="minutes" /> : <p class="empty">No agent time was logged in this range.</p>}
+            <Chart title="Waiting times per day (seconds)" days={charts.xs} step={shown!.step / 1000} series={charts.times} yLabel="seconds" />
+            <Chart title="Satisfaction per day (average rating, 1 to 5)" days={charts.xs} step={shown!.step / 1000} series={charts.satisfaction} yLabel="rating" />
+            {charts.agentTime.length ? <Chart title="Agent time per day (minutes)" days={charts.xs} step={shown!.step / 1000} series={charts.agentTime} yLabel="minutes" /> : <p class="empty">No agent time was logged in this range.</p>}
           </div>
           <h2>The same in numbers</h2>
           <Table caption="Reports per day">
@@ -149,7 +149,7 @@ export function ReportsPage({ api, loc }: { api: Api; loc: Location }) {
             <tbody>
               {shown!.per.map((r, i) => (
                 <tr key={shown!.buckets[i]}>
-                  <td>{bucketLabel(shown!.buckets[i])}</td>
+                  <td class="nowrap">{bucketLabel(shown!.buckets[i])}</td>
                   <td class="num">{r.sessions.total}</td>
                   <td class="num">{seconds(r.wait.average_seconds)}</td>
                   <td class="num">{seconds(r.first_response.average_seconds)}</td>
