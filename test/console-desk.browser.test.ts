@@ -210,6 +210,11 @@ describe('the agent desk in a browser', () => {
     await expectAccessible(desk, 'ticket');
     await shoot(desk, 'ticket');
 
+    // The tickets page opened from an address with a filter shows that filter.
+    await desk.goto(`${api}/console/#/tickets?status=pending`);
+    await desk.getByRole('region', { name: 'Tickets' }).getByRole('link', { name: `Ticket #${ticketId}` }).waitFor();
+    expect(await desk.getByLabel('Status').inputValue()).toBe('pending');
+
     // The closed chat is in the desk's Closed tab.
     await desk.goto(`${api}/console/#/desk?tab=closed`);
     await desk.getByRole('region', { name: 'Closed chats' }).getByRole('link', { name: `Chat #${id}` }).waitFor();

@@ -117,6 +117,10 @@ describe('the console in a browser', () => {
     await page.getByRole('button', { name: 'Filter' }).click();
     await waitForCount(strings.locator('tbody tr'), 3);
     await waitForCount(strings.locator('tbody tr.string-human'), 3);
+    // Opened again from its address, the filter shows the state it applies.
+    await page.reload();
+    await waitForCount(strings.locator('tbody tr.string-human'), 3);
+    expect(await page.getByLabel('Show').inputValue()).toBe('human');
     await expect(page.getByRole('list').filter({ hasText: 'Imported 10 strings' }).count()).resolves.toBe(1);
     await expectAccessible('translation job');
     await shoot('job-pending');
