@@ -153,6 +153,12 @@ describe('the agent desk in a browser', () => {
     await log.getByRole('button', { name: 'Download screenshot.png' }).click();
     expect((await download).suggestedFilename()).toBe('screenshot.png');
 
+    // The agent sends a file too: the customer sees its thumbnail.
+    const agentPng = await sharp({ create: { width: 400, height: 200, channels: 3, background: '#bfdbfe' } }).png().toBuffer();
+    await desk.getByLabel('Send a file').setInputFiles({ name: 'vat-fix.png', mimeType: 'image/png', buffer: agentPng });
+    await log.getByRole('img', { name: 'vat-fix.png' }).waitFor({ timeout: 8000 });
+    await customer.getByRole('img', { name: 'vat-fix.png' }).waitFor({ timeout: 8000 });
+
     // A canned reply, its placeholders filled, reaches the customer live (well inside the 10 s poll).
     await desk.getByLabel('Canned reply').selectOption({ label: 'Hello (/hello)' });
     await desk.getByLabel('The reply as the customer will read it').getByText('Hello Ada, Grace Hopper here. How can I help?').waitFor();

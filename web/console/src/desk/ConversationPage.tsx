@@ -112,6 +112,27 @@ export function ConversationPage({ api, session: me, id }: { api: Api; session: 
                     Send
                   </button>
                 </form>
+                <div class="panel">
+                  <Field label="Send a file" hint="An image, a PDF or a text file; images reach the customer with a thumbnail.">
+                    <input
+                      type="file"
+                      accept="image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain"
+                      disabled={action.busy}
+                      onChange={(e) => {
+                        const input = e.currentTarget;
+                        const file = input.files?.[0];
+                        if (!file) return;
+                        const form = new FormData();
+                        form.append('file', file, file.name);
+                        void action.run(async () => {
+                          await api.chat(`/chat/sessions/${id}/attachments`, { method: 'POST', form });
+                          input.value = '';
+                          await live.catchUp();
+                        });
+                      }}
+                    />
+                  </Field>
+                </div>
                 <form
                   class="stack panel"
                   onSubmit={(e) => {
