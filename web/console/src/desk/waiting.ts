@@ -17,7 +17,7 @@ export const WAITING_QUERY = '/chat/agent/sessions?status=waiting&assignment=una
  * its WebSocket is per session. Their count goes first in the tab's title.
  */
 export function useWaitingChats(api: Api | null): { count: number; newest: ChatSession | null } {
-  const data = useLoad((signal) => (api ? api.chat<ChatSession[]>(WAITING_QUERY, { signal }) : Promise.resolve([])), api ? 'waiting' : 'none', { minMs: 3000, maxMs: 20_000 });
+  const data = useLoad((signal) => (api ? api.chat<ChatSession[]>(WAITING_QUERY, { signal }) : Promise.resolve([])), api ? 'waiting' : 'none', api ? { minMs: 3000, maxMs: 20_000 } : undefined);
   const waiting = waitingChats(data.data ?? []);
   const count = waiting.length;
   useEffect(() => setTitleCount(count), [count]);
