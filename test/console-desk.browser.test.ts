@@ -4,7 +4,8 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { launchChromium, screenshots, seriousViolations, servePages, waitForCount, watchPage, widgetDemoPage, type PageServer } from './browser';
 import { bearer, CHAT, makeAgent } from './chat-helpers';
-import { createTestContext, type TestContext } from './helpers';
+import { makeCustomer } from './estate-helpers';
+import { API_KEY, API_SECRET, BASE, createTestContext, type TestContext } from './helpers';
 import { buildWidgetIfStale } from './web-build';
 
 /**
@@ -224,6 +225,42 @@ describe('the agent desk in a browser', () => {
     // The closed chat is in the desk's Closed tab.
     await desk.goto(`${api}/console/#/desk?tab=closed`);
     await desk.getByRole('region', { name: 'Closed chats' }).getByRole('link', { name: `Chat #${id}` }).waitFor();
+  });
+
+  test('an admin works the desk with the API key: the chat of a signed-in customer shows the customer and site as links to their records, and the admin answers live', async () => {
+    const customerId = await makeCustomer(ctx);
+    const site = await ctx.http.post(`${BASE}/sites`).set('Authorization', ctx.basic).send({ title: 'Desk Site', domain: 'desk-site.example.com', customer_id: customerId });
+    expect(site.status).toBe(200);
+    const hash = await ctx.app.locals.chat.secret.identityHash(customerId);
+    const started = await ctx.http
+      .post(`${CHAT}/chat/sessions`)
+      .send({ customer_id: customerId, customer_hash: hash, site_id: site.body.id, page_url: 'https://desk-site.example.com/billing', page_title: 'Billing', message: 'Where is my invoice?' });
+    expect(started.status).toBe(201);
+    const id = started.body.session.id as number;
+
+    const desk = await newPage();
+    await desk.goto(`${api}/console/`);
+    await desk.getByLabel('API key', { exact: true }).fill(API_KEY);
+    await desk.getByLabel('API secret', { exact: true }).fill(API_SECRET);
+    await desk.getByRole('button', { name: 'Sign in' }).click();
+    await desk.getByRole('heading', { name: 'Translations', level: 1 }).waitFor();
+    // The waiting chat is counted on the admin's pages too.
+    await desk.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Desk 1 waiting' }).click();
+    await desk.getByRole('region', { name: 'Waiting chats' }).getByRole('link', { name: `Chat #${id}` }).click();
+    await desk.getByRole('log', { name: 'Messages' }).getByText('Where is my invoice?').waitFor();
+    await desk.getByRole('status').getByText('Live', { exact: true }).waitFor();
+    const side = desk.getByRole('complementary', { name: 'The customer and the chat' });
+    await side.getByText('verified by the site').waitFor();
+    await side.getByRole('link', { name: 'Billing (opens in a new tab)' }).waitFor();
+    // No "Assign to me" for the API key: it is no agent.
+    expect(await desk.getByRole('button', { name: 'Assign to me' }).count()).toBe(0);
+    await desk.getByLabel('Your answer').fill('It is on its way.');
+    await desk.getByRole('button', { name: 'Send', exact: true }).click();
+    await desk.getByRole('log', { name: 'Messages' }).getByText('It is on its way.').waitFor();
+    await side.getByRole('link', { name: `Site #${site.body.id}` }).waitFor();
+    await side.getByRole('link', { name: `Customer #${customerId}` }).click();
+    await desk.getByRole('heading', { name: new RegExp(`#${customerId}`) }).first().waitFor();
+    expect(desk.url()).toContain(`#/records/customers/${customerId}`);
   });
 
   test('scenario 3: the agent goes unavailable in the console; a new widget chat falls back to the ticket form, and the ticket shows up in the console; the reports chart the day', async () => {
