@@ -49,7 +49,15 @@ export function AttachmentView({ api, attachment }: { api: Api; attachment: Chat
   };
   return (
     <div class="attachment">
-      {thumb ? <img src={thumb} alt={attachment.name} /> : null}
+      {thumb ? <img
+          src={thumb}
+          alt={attachment.name}
+          onLoad={(e) => {
+            // A thumbnail arriving makes its message taller: keep the newest message in view.
+            const log = e.currentTarget.closest('.messages');
+            if (log) log.scrollTop = log.scrollHeight;
+          }}
+        /> : null}
       <button type="button" class="link" onClick={() => void download()}>
         Download {attachment.name}
       </button>{' '}
