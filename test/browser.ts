@@ -5,6 +5,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 
@@ -105,4 +107,45 @@ export async function waitForCount(locator: Locator, n: number, timeoutMs = 15_0
     if (Date.now() > end) throw new Error(`expected ${n} elements for ${String(locator)}, found ${count}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+export interface PageServer {
+  /** http://127.0.0.1:<port>: another origin than the API's. */
+  origin: string;
+  close(): Promise<void>;
+}
+
+/** A second origin on loopback serving fixed HTML pages by path (a site embedding the widget). */
+export async function servePages(pages: () => Record<string, string>): Promise<PageServer> {
+  const server = http.createServer((req, res) => {
+    const url = (req.url ?? '/').split('?')[0];
+    // Browsers ask for one on every page: none here.
+    if (url === '/favicon.ico') {
+      res.writeHead(204).end();
+      return;
+    }
+    const body = pages()[url];
+    if (body === undefined) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' }).end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/**
+ * The widget's demo page (demo.html of its build in `widgetDir`) with its script tag replaced by
+ * `tag`: a site embedding the widget from the API at another origin.
+ */
+export function widgetDemoPage(widgetDir: string, tag: string): string {
+  return fs.readFileSync(path.join(widgetDir, 'demo.html'), 'utf8').replace(/<script src="\/chat\/widget\.js"[^>]*><\/script>/, tag);
 }

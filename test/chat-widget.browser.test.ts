@@ -8,7 +8,7 @@ import { bearer, CHAT, makeAgent } from './chat-helpers';
 import { makeCustomer, waitFor } from './estate-helpers';
 import { createTestContext, type TestContext } from './helpers';
 import { buildWidgetIfStale } from './web-build';
-import { axeOnWidget, pageProblems, servePages, shot, startChromium, type PageServer } from './widget-browser';
+import { axeOnWidget, pageProblems, servePages, shot, startChromium, widgetDemoPage, type PageServer } from './widget-browser';
 
 /**
  * The customers' chat widget in a real browser (Debian's chromium through playwright-core)
@@ -35,7 +35,7 @@ describe('chat widget (browser)', () => {
   let customerId = 0;
   const contexts: BrowserContext[] = [];
 
-  const demoCopy = (tag: string) => fs.readFileSync(path.join(widgetDir, 'demo.html'), 'utf8').replace(/<script src="\/chat\/widget\.js"[^>]*><\/script>/, tag);
+  const demoCopy = (tag: string) => widgetDemoPage(widgetDir, tag);
   let widgetDir = '';
   /** The data- attributes a site's server writes for its signed-in customer. */
   let signedIn = '';

@@ -424,6 +424,49 @@ describe('support chat', () => {
       expect(await snapshot()).toBe(before);
     });
 
+    test('the ticket list: filtered by status, priority and source, searched, sorted and paged, without conversations; hostile queries refused', async () => {
+      const a = await makeSession(ctx, { message: 'Ticket list one', customer_email: 'list-one@example.com' });
+      const b = await makeSession(ctx, { message: 'Ticket list two', customer_email: 'list-two@example.com' });
+      const ta = (await ctx.http.post(`${CHAT}/chat/sessions/${a.id}/convert-ticket`).set(bearer(agent.token)).send({ subject: 'Zebra invoice', priority: 'high' })).body.ticket.id;
+      const tb = (await ctx.http.post(`${CHAT}/chat/sessions/${b.id}/convert-ticket`).set(bearer(agent.token)).send({ subject: 'Zebra backups' })).body.ticket.id;
+      await ctx.http.patch(`${CHAT}/chat/agent/tickets/${tb}`).set(bearer(agent.token)).send({ status: 'pending' });
+
+      const all = await ctx.http.get(`${CHAT}/chat/agent/tickets?search=zebra&orderby=id&order=asc`).set(bearer(agent.token));
+      expect(all.status).toBe(200);
+      expect(all.headers['x-wp-total']).toBe('2');
+      expect(all.body).toEqual([
+        expect.objectContaining({ id: ta, subject: 'Zebra invoice', status: 'open', priority: 'high', source: 'chat', customer_email: 'list-one@example.com', chat_session_ids: [a.id] }),
+        expect.objectContaining({ id: tb, subject: 'Zebra backups', status: 'pending', priority: 'normal', chat_session_ids: [b.id] }),
+      ]);
+      expect(all.body[0].messages).toBeUndefined();
+      expect(all.body[0].notes).toBeUndefined();
+
+      const pending = await ctx.http.get(`${CHAT}/chat/agent/tickets?search=zebra&status=pending`).set(api());
+      expect(pending.body.map((t: { id: number }) => t.id)).toEqual([tb]);
+      const high = await ctx.http.get(`${CHAT}/chat/agent/tickets?search=zebra&priority__in=high,urgent`).set(bearer(agent.token));
+      expect(high.body.map((t: { id: number }) => t.id)).toEqual([ta]);
+      const paged = await ctx.http.get(`${CHAT}/chat/agent/tickets?search=zebra&per_page=1&orderby=id&order=desc`).set(bearer(agent.token));
+      expect(paged.body.map((t: { id: number }) => t.id)).toEqual([tb]);
+      expect(paged.headers['x-wp-totalpages']).toBe('2');
+      expect(paged.headers.link).toMatch(/rel="next"/);
+
+      // Hostile input: wrong types, unknown values, huge and unicode searches; customers and anonymous callers refused.
+      const badStatus = await ctx.http.get(`${CHAT}/chat/agent/tickets?status=done`).set(bearer(agent.token));
+      expectError(badStatus, 400, 'wu_rest_invalid_parameter');
+      expect(Object.keys(badStatus.body.data.params)).toContain('status');
+      expectError(await ctx.http.get(`${CHAT}/chat/agent/tickets?per_page=abc`).set(bearer(agent.token)), 400, 'wu_rest_invalid_parameter');
+      expectError(await ctx.http.get(`${CHAT}/chat/agent/tickets?orderby=customer_hash`).set(bearer(agent.token)), 400, 'wu_rest_invalid_parameter');
+      expectError(await ctx.http.get(`${CHAT}/chat/agent/tickets?status[a][b]=open`).set(bearer(agent.token)), 400);
+      const unicode = await ctx.http.get(`${CHAT}/chat/agent/tickets?search=${encodeURIComponent('zébra 🦓 %_')}`).set(bearer(agent.token));
+      expect(unicode.status).toBe(200);
+      expect(unicode.body).toEqual([]);
+      const huge = await ctx.http.get(`${CHAT}/chat/agent/tickets?search=${'z'.repeat(5000)}`).set(bearer(agent.token));
+      expectError(huge, 400, 'wu_rest_invalid_parameter');
+      expect(Object.keys(huge.body.data.params)).toEqual(['search']);
+      expectError(await ctx.http.get(`${CHAT}/chat/agent/tickets`).set(bearer(a.token)), 403, 'rest_forbidden');
+      expectError(await ctx.http.get(`${CHAT}/chat/agent/tickets`), 401, 'rest_forbidden');
+    });
+
     test('unknown ids: 404 in the error shape', async () => {
       expectError(await ctx.http.get(`${CHAT}/chat/sessions/999999/messages`).set(bearer(agent.token)), 404, 'wu_rest_chat_session_invalid_id');
       expectError(await ctx.http.post(`${CHAT}/chat/sessions/999999/assign`).set(api()).send({ agent_id: agent.id }), 404);

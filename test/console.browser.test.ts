@@ -117,6 +117,10 @@ describe('the console in a browser', () => {
     await page.getByRole('button', { name: 'Filter' }).click();
     await waitForCount(strings.locator('tbody tr'), 3);
     await waitForCount(strings.locator('tbody tr.string-human'), 3);
+    // Opened again from its address, the filter shows the state it applies.
+    await page.reload();
+    await waitForCount(strings.locator('tbody tr.string-human'), 3);
+    expect(await page.getByLabel('Show').inputValue()).toBe('human');
     await expect(page.getByRole('list').filter({ hasText: 'Imported 10 strings' }).count()).resolves.toBe(1);
     await expectAccessible('translation job');
     await shoot('job-pending');
@@ -265,7 +269,7 @@ describe('the console in a browser', () => {
     await page.getByRole('heading', { name: 'Hello, Grace Hopper' }).waitFor();
     // Nothing an agent may not do is offered.
     const nav = page.getByRole('navigation', { name: 'Main' });
-    await expect(nav.getByRole('link').allTextContents()).resolves.toEqual(['My availability']);
+    await expect(nav.getByRole('link').allTextContents()).resolves.toEqual(['Desk', 'Tickets', 'Reports', 'My availability']);
     await page.getByLabel('online', { exact: true }).click();
     await page.getByRole('radio', { name: 'online' }).and(page.locator(':checked')).waitFor();
     const availability = await ctx.http.get('/wp-json/ultimate-multisite-support-tickets/v1/chat/agent/availability').set('Authorization', `Bearer ${agent.token}`);

@@ -5,8 +5,6 @@
  * serves the pages embedding the widget.
  */
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
@@ -91,35 +89,5 @@ export async function shot(page: Page, name: string, opts: { widgetOnly?: boolea
   return file;
 }
 
-export interface PageServer {
-  /** http://127.0.0.1:<port>: another origin than the API's. */
-  origin: string;
-  close(): Promise<void>;
-}
-
-/** A second origin on loopback serving fixed HTML pages by path (a site embedding the widget). */
-export async function servePages(pages: () => Record<string, string>): Promise<PageServer> {
-  const server = http.createServer((req, res) => {
-    const url = (req.url ?? '/').split('?')[0];
-    // Browsers ask for one on every page: none here.
-    if (url === '/favicon.ico') {
-      res.writeHead(204).end();
-      return;
-    }
-    const body = pages()[url];
-    if (body === undefined) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' }).end(body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
-}
+// The second origin serving pages that embed the widget is shared with the console's desk test.
+export { servePages, widgetDemoPage, type PageServer } from './browser';

@@ -4,6 +4,7 @@ import { listQueryParams, LIST_HEADERS } from '../http/list';
 import type { HttpMethod, OperationDoc, ParamDoc, RouteRegistry } from '../http/route-registry';
 import * as schemas from './schemas';
 import { sessionListSpec } from './sessions';
+import { ticketListSpec } from './tickets';
 
 type Who = 'public' | 'anyone' | 'session' | 'customer' | 'agent' | 'admin';
 
@@ -302,6 +303,13 @@ export function documentChat(registry: RouteRegistry, ns: string): void {
   op('POST', '/chat/agent/agents', 'admin', { summary: 'Create an agent; answers its token once', body: schemas.createAgentSchema, responses: { 201: ok('The agent and its token.', agentWithToken) } });
   op('PUT', '/chat/agent/agents/:agent_id', 'admin', { summary: 'Update or disable (active:false) an agent', description: `${partial} The email must be free (409).`, body: schemas.updateAgentSchema, responses: { 200: ok('The agent.', agent) } });
   op('POST', '/chat/agent/agents/:agent_id/token', 'admin', { summary: "Replace an agent's token (the old one stops working)", responses: { 200: ok('The agent and its new token.', agentWithToken) } });
+  const ticketSummary = registry.component('ChatTicketSummary', schemas.ticketSummaryJson);
+  op('GET', '/chat/agent/tickets', 'agent', {
+    summary: 'Tickets (those chats fell back to or were converted to), filtered by status, priority, category, source, customer and site, searched, sorted and paged',
+    description: 'Each ticket without its conversation and notes (GET /chat/agent/tickets/{id} has them); chat_session_ids are the sessions it holds.',
+    query: listQueryParams(ticketListSpec),
+    responses: { 200: ok('A page of tickets.', { type: 'array', items: ticketSummary }, LIST_HEADERS) },
+  });
   op('GET', '/chat/agent/tickets/:ticket_id', 'agent', { summary: 'A ticket with its conversation and private staff notes', responses: { 200: ok('The ticket.', ticket) } });
   for (const method of ['POST', 'PUT', 'PATCH'] as const) {
     op(method, '/chat/agent/tickets/:ticket_id', 'agent', {

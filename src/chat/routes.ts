@@ -3,7 +3,7 @@ import { refuseCrossSite } from '../http/cross-site';
 import { sendStoredFile } from '../http/download';
 import { invalidParams, notFoundHandler } from '../http/errors';
 import { afterAuthentication, readBody } from '../http/input';
-import { setPagingHeaders } from '../http/list';
+import { parseListQuery, setPagingHeaders } from '../http/list';
 import { publicBase } from '../http/public-url';
 import { parseId } from '../http/resource';
 import type { RouteRegistry } from '../http/route-registry';
@@ -16,6 +16,7 @@ import type { ChatRealtime } from './realtime';
 import * as schemas from './schemas';
 import { createChatServices, type ChatDeps, type ChatServices } from './services';
 import { sessionRecord } from './sessions';
+import { ticketListSpec } from './tickets';
 import type { ChatSecret } from './tokens';
 import { mountWidget } from './widget';
 
@@ -254,6 +255,13 @@ function mountConsoleRoutes(router: Router, chat: ChatServices): void {
 /** Tickets as agents work them. */
 function mountTicketRoutes(router: Router, chat: ChatServices): void {
   const ticketId = (req: Request) => parseId(req, 'ticket', 'ticket_id');
+  router.get('/chat/agent/tickets', async (req, res) => {
+    requireAgent(req);
+    const list = parseListQuery(ownQuery(req), ticketListSpec);
+    const page = await chat.tickets.list(list);
+    setPagingHeaders(req, res, list, page);
+    res.json(page.rows);
+  });
   router.get('/chat/agent/tickets/:ticket_id', async (req, res) => {
     requireAgent(req);
     res.json(await chat.tickets.detail(ticketId(req)));

@@ -373,6 +373,25 @@ export const realtimeJson = obj({
   url: { type: 'string', description: 'WebSocket URL (ws:// or wss://) with the token.' },
 });
 
+const ticketSummaryFields = {
+  id: { type: 'integer' },
+  subject: { type: 'string' },
+  status: { enum: [...TICKET_STATUSES] },
+  priority: { enum: [...TICKET_PRIORITIES] },
+  category: strOrNull,
+  source: { type: 'string' },
+  customer_id: intOrNull,
+  customer_name: { type: 'string' },
+  customer_email: { type: 'string' },
+  site_id: intOrNull,
+  identity_verified: { type: 'boolean', description: 'Copied from the session it was made from: false when its customer name and e-mail are unverified claims.' },
+  chat_session_ids: { type: 'array', items: { type: 'integer' } },
+  date_created: iso,
+  date_modified: iso,
+};
+/** A ticket in the list (GET /chat/agent/tickets): no conversation, no notes. */
+export const ticketSummaryJson = obj(ticketSummaryFields);
+
 export const ticketJson = obj({
   id: { type: 'integer' },
   subject: { type: 'string' },

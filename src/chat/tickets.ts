@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
+import { runList, type ListQuery, type ListSpec } from '../db/list';
 import { isoDate } from '../db/timestamps';
 import { recordEvent } from '../events/record';
 import { notFoundItem } from '../http/errors';
@@ -139,9 +140,58 @@ export async function updateTicket(db: Knex, id: number, changes: TicketChanges,
   });
 }
 
+/** The ticket list's filters, search and orders (GET /chat/agent/tickets). */
+export const ticketListSpec: ListSpec = {
+  idColumn: 'tickets.id',
+  dateCreatedColumn: 'tickets.date_created',
+  searchable: ['tickets.subject', 'tickets.customer_name', 'tickets.customer_email'],
+  sortable: { id: 'tickets.id', date_created: 'tickets.date_created', date_modified: 'tickets.date_modified', status: 'tickets.status', priority: 'tickets.priority' },
+  filters: {
+    status: { column: 'tickets.status', type: { enum: ['open', 'pending', 'resolved', 'closed'] } },
+    priority: { column: 'tickets.priority', type: { enum: ['low', 'normal', 'high', 'urgent'] } },
+    category: { column: 'tickets.category', type: 'string' },
+    source: { column: 'tickets.source', type: 'string' },
+    customer_id: { column: 'tickets.customer_id', type: 'int' },
+    customer_email: { column: 'tickets.customer_email', type: 'ci' },
+    site_id: { column: 'tickets.site_id', type: 'int' },
+  },
+  dateRanges: { date_modified: 'tickets.date_modified' },
+};
+
+/** A ticket in a list: its fields and its sessions' ids, without the conversation and notes. */
+export function ticketSummary(ticket: Record<string, any>) {
+  return {
+    id: Number(ticket.id),
+    subject: ticket.subject as string,
+    status: ticket.status as TicketStatus,
+    priority: ticket.priority as TicketPriority,
+    category: ticket.category as string | null,
+    source: ticket.source as string,
+    customer_id: ticket.customer_id === null ? null : Number(ticket.customer_id),
+    customer_name: ticket.customer_name as string,
+    customer_email: ticket.customer_email as string,
+    site_id: ticket.site_id === null ? null : Number(ticket.site_id),
+    identity_verified: ticket.identity_verified as boolean,
+    chat_session_ids: ((ticket.chat_session_ids ?? []) as (number | string)[]).map(Number),
+    date_created: isoDate(ticket.date_created)!,
+    date_modified: isoDate(ticket.date_modified)!,
+  };
+}
+
 /** Tickets as the agent console works them. */
 export class Tickets {
   constructor(private readonly db: Db) {}
+
+  /** A page of tickets (filters, search, order and paging as the other lists), without their conversations. */
+  async list(q: ListQuery) {
+    const base = () =>
+      this.db('tickets').select(
+        'tickets.*',
+        this.db.raw('coalesce((SELECT array_agg(s.id::bigint ORDER BY s.id) FROM chat_sessions s WHERE s.ticket_id = tickets.id), ARRAY[]::bigint[]) AS chat_session_ids'),
+      );
+    const page = await runList<Record<string, any>>(this.db, base, q, ticketListSpec);
+    return { ...page, rows: page.rows.map(ticketSummary) };
+  }
 
   /** The ticket with its conversation, notes and sessions; 404 for an unknown one. */
   async detail(id: number) {

@@ -74,6 +74,8 @@ function links(header: string | null): Record<string, string> {
 export interface RequestOptions {
   method?: string;
   body?: unknown;
+  /** A multipart body (a file upload) instead of JSON. */
+  form?: FormData;
   signal?: AbortSignal;
   /** Sent as Idempotency-Key on writes (wu/v2 takes one; a retried click then does not act twice). */
   idempotencyKey?: string;
@@ -84,8 +86,9 @@ export class Api {
 
   private async send(url: string, options: RequestOptions = {}): Promise<globalThis.Response> {
     const headers: Record<string, string> = { Accept: 'application/json', Authorization: authorization(this.credentials) };
-    let body: string | undefined;
-    if (options.body !== undefined) {
+    let body: string | FormData | undefined;
+    if (options.form) body = options.form;
+    else if (options.body !== undefined) {
       headers['Content-Type'] = 'application/json';
       body = JSON.stringify(options.body);
     }
@@ -112,6 +115,11 @@ export class Api {
       next: rel.next ?? null,
       prev: rel.prev ?? null,
     };
+  }
+
+  /** A file the API serves (an attachment, downloaded with the caller's credentials). */
+  async blob(url: string, signal?: AbortSignal): Promise<Blob> {
+    return (await this.send(url, { signal })).blob();
   }
 
   wu<T>(path: string, options?: RequestOptions): Promise<T> {

@@ -85,15 +85,28 @@ export function Field({ label, hint, children }: { label: string; hint?: string;
   );
 }
 
+let pageName = 'hostflow';
+let waitingCount = 0;
+function applyTitle(): void {
+  document.title = `${waitingCount > 0 ? `(${waitingCount}) ` : ''}${pageName} · hostflow console`;
+}
+
+/** The number of chats waiting for an agent, shown first in the tab's title so a new chat is seen from another tab. */
+export function setTitleCount(n: number): void {
+  waitingCount = n;
+  applyTitle();
+}
+
 /** The page's heading, focused on navigation so keyboard and screen reader users land on it. */
 export function PageTitle({ children }: { children: ComponentChildren }) {
   const ref = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     ref.current?.focus();
   }, []);
-  // The tab's title names the page too (the heading's text once rendered).
+  // The tab's title names the page too (the heading's text once rendered), after the count of waiting chats.
   useEffect(() => {
-    document.title = `${ref.current?.textContent?.trim() || 'hostflow'} · hostflow console`;
+    pageName = ref.current?.textContent?.trim() || 'hostflow';
+    applyTitle();
   });
   return (
     <h1 tabIndex={-1} ref={ref}>

@@ -3,6 +3,7 @@ import { render } from 'preact';
 import { useMemo, useState } from 'preact/hooks';
 import { Api, loadSession, saveSession, type Session } from './api';
 import { Link, PageTitle } from './components';
+import { useWaitingChats } from './desk/waiting';
 import { match, navigate, useLocation } from './router';
 import { HOME, NotFound, ROUTES, type Route } from './routes';
 import { SignInPage } from './SignInPage';
@@ -34,6 +35,8 @@ function App() {
   const [session, setSession] = useState<Session | null>(loadSession);
   const loc = useLocation();
   const api = useMemo(() => (session ? new Api(session.credentials) : null), [session]);
+  // Agents and admins both work the desk: the waiting chats are counted on every page.
+  const waiting = useWaitingChats(api);
 
   if (!session || !api) {
     return (
@@ -52,7 +55,7 @@ function App() {
   for (const route of ROUTES) {
     const params = match(route.pattern, loc.path);
     if (!params) continue;
-    page = route.roles.includes(role) ? route.render({ api, session, params, loc }) : <Refused session={session} route={route} />;
+    page = route.roles.includes(role) ? route.render({ api, session, params, loc, waiting }) : <Refused session={session} route={route} />;
     break;
   }
   const signOut = () => {
@@ -73,6 +76,13 @@ function App() {
               <li key={r.pattern}>
                 <Link to={r.pattern} aria-current={loc.path.startsWith(r.pattern) ? 'page' : undefined}>
                   {r.nav}
+                  {r.badge && waiting.count > 0 ? ' ' : null}
+                  {r.badge && waiting.count > 0 ? (
+                    <span class="badge badge-wait count">
+                      {waiting.count}
+                      <span class="visually-hidden"> waiting</span>
+                    </span>
+                  ) : null}
                 </Link>
               </li>
             ))}

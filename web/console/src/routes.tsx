@@ -2,6 +2,12 @@ import type { ComponentChildren } from 'preact';
 import { AgentHomePage } from './AgentHomePage';
 import type { Api, Session } from './api';
 import { Link, PageTitle } from './components';
+import { ConversationPage } from './desk/ConversationPage';
+import { DeskPage } from './desk/DeskPage';
+import { LazyReports } from './desk/LazyReports';
+import { TicketPage } from './desk/TicketPage';
+import { TicketsPage } from './desk/TicketsPage';
+import type { ChatSession } from './desk/types';
 import { ListPage } from './records/ListPage';
 import { RecordPage } from './records/RecordPage';
 import { RESOURCE_NAMES, RESOURCES, type ResourceName } from './records/resources';
@@ -18,13 +24,17 @@ export interface Route {
   roles: Role[];
   /** In the navigation, under this label. */
   nav?: string;
-  render: (ctx: { api: Api; session: Session; params: Record<string, string>; loc: Location }) => ComponentChildren;
+  /** Shows the count of chats waiting for an agent beside its navigation label. */
+  badge?: boolean;
+  render: (ctx: { api: Api; session: Session; params: Record<string, string>; loc: Location; waiting: Waiting }) => ComponentChildren;
 }
 
-/**
- * The routes: one line each. The agent desk (chat sessions, tickets, reports) adds its own here,
- * with roles ['agent', 'admin'].
- */
+export interface Waiting {
+  count: number;
+  newest: ChatSession | null;
+}
+
+/** The routes: one line each. The agent desk (chat sessions, tickets, reports) is for agents and admins. */
 export const ROUTES: Route[] = [
   { pattern: '/translations', roles: ['admin'], nav: 'Translations', render: ({ api, loc }) => <QueuePage api={api} loc={loc} /> },
   { pattern: '/translations/register', roles: ['admin'], render: ({ api }) => <RegisterPage api={api} /> },
@@ -42,6 +52,11 @@ export const ROUTES: Route[] = [
         <NotFound />
       ),
   },
+  { pattern: '/desk', roles: ['agent', 'admin'], nav: 'Desk', badge: true, render: ({ api, session, loc, waiting }) => <DeskPage api={api} session={session} loc={loc} waiting={waiting} /> },
+  { pattern: '/desk/sessions/:id', roles: ['agent', 'admin'], render: ({ api, session, params }) => (/^\d{1,15}$/.test(params.id) ? <ConversationPage key={params.id} api={api} session={session} id={Number(params.id)} /> : <NotFound />) },
+  { pattern: '/tickets', roles: ['agent', 'admin'], nav: 'Tickets', render: ({ api, loc }) => <TicketsPage api={api} loc={loc} /> },
+  { pattern: '/tickets/:id', roles: ['agent', 'admin'], render: ({ api, params }) => (/^\d{1,15}$/.test(params.id) ? <TicketPage key={params.id} api={api} id={Number(params.id)} /> : <NotFound />) },
+  { pattern: '/reports', roles: ['agent', 'admin'], nav: 'Reports', render: ({ api, loc }) => <LazyReports api={api} loc={loc} /> },
   { pattern: '/agent', roles: ['agent'], nav: 'My availability', render: ({ api, session }) => <AgentHomePage api={api} session={session} /> },
 ];
 

@@ -54,10 +54,12 @@ export function ListPage({ api, name, loc }: { api: Api; name: ResourceName; loc
         {resource.filters.map((f) => (
           <Field key={f.name} label={f.label}>
             {f.options || f.kind === 'bool' ? (
-              <select name={f.name} defaultValue={state[f.name] ?? ''}>
-                <option value="">any</option>
+              <select name={f.name}>
+                <option value="" selected={!state[f.name]}>
+                  any
+                </option>
                 {(f.options ?? ['true', 'false']).map((o) => (
-                  <option key={o} value={o}>
+                  <option key={o} value={o} selected={state[f.name] === o}>
                     {f.kind === 'bool' ? (o === 'true' ? 'yes' : 'no') : o}
                   </option>
                 ))}
@@ -74,20 +76,28 @@ export function ListPage({ api, name, loc }: { api: Api; name: ResourceName; loc
           <input name="date_created[before]" type="date" defaultValue={state['date_created[before]'] ?? ''} />
         </Field>
         <Field label="Order by">
-          <select name="orderby" defaultValue={state.orderby ?? ''}>
-            <option value="">default (id)</option>
+          <select name="orderby">
+            <option value="" selected={!state.orderby}>
+              default (id)
+            </option>
             {resource.orderby.map((o) => (
-              <option key={o} value={o}>
+              <option key={o} value={o} selected={state.orderby === o}>
                 {o.replace(/_/g, ' ')}
               </option>
             ))}
           </select>
         </Field>
         <Field label="Order">
-          <select name="order" defaultValue={state.order ?? ''}>
-            <option value="">newest first</option>
-            <option value="asc">ascending</option>
-            <option value="desc">descending</option>
+          <select name="order">
+            <option value="" selected={!state.order}>
+              newest first
+            </option>
+            <option value="asc" selected={state.order === 'asc'}>
+              ascending
+            </option>
+            <option value="desc" selected={state.order === 'desc'}>
+              descending
+            </option>
           </select>
         </Field>
         <Field label="Per page">

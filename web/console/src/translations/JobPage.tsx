@@ -192,9 +192,9 @@ function Strings({ api, job, loc }: { api: Api; job: Job; loc: Location }) {
           <input name="search" type="search" defaultValue={search} maxLength={200} />
         </Field>
         <Field label="Show">
-          <select name="state" defaultValue={state}>
+          <select name="state">
             {STATES.map((s) => (
-              <option key={s.id} value={s.id}>
+              <option key={s.id} value={s.id} selected={s.id === state}>
                 {s.label}
               </option>
             ))}
