@@ -4,11 +4,12 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page, WebSocket as PageSocket } from 'playwright-core';
 import sharp from 'sharp';
+import { launchChromium } from './browser';
 import { bearer, CHAT, makeAgent } from './chat-helpers';
 import { makeCustomer, waitFor } from './estate-helpers';
 import { createTestContext, type TestContext } from './helpers';
 import { buildWidgetIfStale } from './web-build';
-import { axeOnWidget, pageProblems, servePages, shot, startChromium, widgetDemoPage, type PageServer } from './widget-browser';
+import { axeOnWidget, pageProblems, servePages, shot, widgetDemoPage, type PageServer } from './widget-browser';
 
 /**
  * The customers' chat widget in a real browser (Debian's chromium through playwright-core)
@@ -43,7 +44,7 @@ describe('chat widget (browser)', () => {
 
   beforeAll(async () => {
     widgetDir = buildWidgetIfStale();
-    browser = await startChromium();
+    browser = await launchChromium();
     site = await servePages(() => ({
       '/demo.html': demoCopy(tag()),
       '/signed-in.html': demoCopy(tag(signedIn)),

@@ -6,28 +6,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 
 export const WIDGET_ARTIFACTS = path.resolve(__dirname, '..', 'test-artifacts', 'widget');
-
-/** CHROMIUM_PATH, else Debian's /usr/bin/chromium (or chromium on the PATH); a clear failure, never a skip, when there is none. */
-export function chromiumExecutable(): string {
-  const chosen = process.env.CHROMIUM_PATH;
-  if (chosen) {
-    if (!fs.existsSync(chosen)) throw new Error(`CHROMIUM_PATH=${chosen} does not exist: point it at a Chromium executable, or unset it to use Debian's chromium.`);
-    return chosen;
-  }
-  const candidates = ['/usr/bin/chromium', '/usr/bin/chromium-browser', ...(process.env.PATH ?? '').split(':').map((d) => path.join(d, 'chromium'))].filter((p): p is string => !!p);
-  for (const p of candidates) if (fs.existsSync(p)) return p;
-  throw new Error(
-    'The chat widget browser tests need Chromium and none was found: install the Debian package chromium (`apt-get install -y --no-install-recommends chromium`; .ci/run does) or set CHROMIUM_PATH to its executable.',
-  );
-}
-
-export function startChromium(): Promise<Browser> {
-  // --no-sandbox: CI containers run as root, where Chromium's sandbox cannot start.
-  return chromium.launch({ executablePath: chromiumExecutable(), headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
-}
 
 /**
  * Script errors, CSP refusals and failed requests of a page (with their URL; the favicon, which

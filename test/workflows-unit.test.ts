@@ -571,6 +571,8 @@ describe('membershipLifecycle (bounded history, charge outcomes)', () => {
         expect(calls.filter((c) => c[0] !== 'readBillingState').map((c) => c[0])).toEqual(['chargeRenewal', 'chargeRenewal', 'chargeRenewal', 'holdUnpaid']);
       },
     );
+  });
+});
 
 describe('webhookShard (many objects, one at a time per object, backoff per object, continue-as-new)', () => {
   const retry = { initialMs: 30_000, maxMs: 3_600_000, forMs: 72 * 3_600_000 };
