@@ -169,6 +169,17 @@ export interface BareResource {
   update(client: pg.PoolClient, id: number, body: Record<string, unknown>): Promise<Record<string, unknown> | null>;
 }
 
+/**
+ * The event row hostflow writes in a customer's write transaction (src/events/record.ts, the
+ * customers service's `changed` hook): the record as the payload. Products write none.
+ */
+async function insertCustomerEvent(client: pg.PoolClient, slug: 'customer_created' | 'customer_updated', record: Record<string, unknown>): Promise<void> {
+  await client.query(
+    'insert into events (author_id, initiator, object_id, object_type, payload, severity, slug) values ($1, $2, $3, $4, $5, $6, $7)',
+    [null, 'system', record.id, 'customer', JSON.stringify(record), 3, slug],
+  );
+}
+
 export const bareResources: BareResource[] = [
   {
     plural: 'customers',
@@ -188,6 +199,7 @@ export const bareResources: BareResource[] = [
       );
       const customer = await client.query<{ id: number }>('insert into customers (user_id) values ($1) returning id', [user.rows[0].id]);
       const { rows } = await client.query(`${CUSTOMER_SELECT} where c.id = $1 limit 1`, [customer.rows[0].id]);
+      await insertCustomerEvent(client, 'customer_created', rows[0]);
       return rows[0];
     },
     async update(client, id, body) {
@@ -197,6 +209,7 @@ export const bareResources: BareResource[] = [
       await client.query('update users set display_name = $1, date_modified = now() where id = $2', [String(body.display_name), current.rows[0].user_id]);
       await client.query('update customers set vip = $1, date_modified = now() where id = $2', [Boolean(body.vip), id]);
       const { rows } = await client.query(`${CUSTOMER_SELECT} where c.id = $1 limit 1`, [id]);
+      await insertCustomerEvent(client, 'customer_updated', rows[0]);
       return rows[0];
     },
   },
