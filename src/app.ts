@@ -12,6 +12,7 @@ import { mountEvents } from './events/routes';
 import { requireApiAuth } from './http/auth';
 import { refuseCrossSite } from './http/cross-site';
 import { errorHandler, notFoundHandler } from './http/errors';
+import { checkFirstSegment } from './http/first-segment';
 import { idempotencyKeys } from './http/idempotency';
 import { afterAuthentication, heldBackBodyError, readBody } from './http/input';
 import { RateLimits } from './http/limits';
@@ -346,6 +347,8 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   mountEvents(wu, registry, WU_NAMESPACE, db);
   mountWebhooks(wu, registry, WU_NAMESPACE, db, config);
   wu.use(notFoundHandler);
+  // A layer whose path starts with another segment than the request's is skipped without running its pattern.
+  checkFirstSegment(wu);
 
   app.use(`${prefix}/${WU_NAMESPACE}`, wu);
 
