@@ -9,6 +9,7 @@
  * Adding a resource: describe its bare routes in `bareResources` and its requests in
  * `scenarios` (paths are relative to the REST namespace, the same on both servers).
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -144,7 +145,8 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2));
 function combine(list: Measurement[]): Measurement {
   const mean = (f: (m: Measurement) => number) => list.reduce((a, m) => a + f(m), 0) / list.length;
   const sum = (f: (m: Measurement) => number) => list.reduce((a, m) => a + f(m), 0);
-  return { rps: mean((m) => m.rps), p50: mean((m) => m.p50), p99: mean((m) => m.p99), requests: sum((m) => m.requests), non2xx: sum((m) => m.non2xx), errors: sum((m) => m.errors) };
+  const cpu = list.every((m) => m.cpuUsPerRequest !== undefined) ? { cpuUsPerRequest: sum((m) => m.cpuUs ?? 0) / sum((m) => m.requests), cpuUs: sum((m) => m.cpuUs ?? 0) } : {};
+  return { rps: mean((m) => m.rps), p50: mean((m) => m.p50), p99: mean((m) => m.p99), requests: sum((m) => m.requests), non2xx: sum((m) => m.non2xx), errors: sum((m) => m.errors), ...cpu };
 }
 
 // ---- the bare baseline ----------------------------------------------------------------------
@@ -169,6 +171,17 @@ export interface BareResource {
   update(client: pg.PoolClient, id: number, body: Record<string, unknown>): Promise<Record<string, unknown> | null>;
 }
 
+/**
+ * The event row hostflow writes in a customer's write transaction (src/events/record.ts, the
+ * customers service's `changed` hook): the record as the payload. Products write none.
+ */
+async function insertCustomerEvent(client: pg.PoolClient, slug: 'customer_created' | 'customer_updated', record: Record<string, unknown>): Promise<void> {
+  await client.query(
+    'insert into events (author_id, initiator, object_id, object_type, payload, severity, slug) values ($1, $2, $3, $4, $5, $6, $7)',
+    [null, 'system', record.id, 'customer', JSON.stringify(record), 3, slug],
+  );
+}
+
 export const bareResources: BareResource[] = [
   {
     plural: 'customers',
@@ -188,6 +201,7 @@ export const bareResources: BareResource[] = [
       );
       const customer = await client.query<{ id: number }>('insert into customers (user_id) values ($1) returning id', [user.rows[0].id]);
       const { rows } = await client.query(`${CUSTOMER_SELECT} where c.id = $1 limit 1`, [customer.rows[0].id]);
+      await insertCustomerEvent(client, 'customer_created', rows[0]);
       return rows[0];
     },
     async update(client, id, body) {
@@ -197,6 +211,7 @@ export const bareResources: BareResource[] = [
       await client.query('update users set display_name = $1, date_modified = now() where id = $2', [String(body.display_name), current.rows[0].user_id]);
       await client.query('update customers set vip = $1, date_modified = now() where id = $2', [Boolean(body.vip), id]);
       const { rows } = await client.query(`${CUSTOMER_SELECT} where c.id = $1 limit 1`, [id]);
+      await insertCustomerEvent(client, 'customer_updated', rows[0]);
       return rows[0];
     },
   },
@@ -351,6 +366,31 @@ export interface Measurement {
   requests: number;
   non2xx: number;
   errors: number;
+  /** CPU (user + system) the server's process used over the measured seconds, in microseconds (Linux, /proc). */
+  cpuUs?: number;
+  /** cpuUs / requests: what a request costs the server's process, whatever else the machine runs. */
+  cpuUsPerRequest?: number;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on Linux). */
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** CPU time (user + system) a process has used so far, in microseconds; undefined where /proc is not there. */
+function cpuUsOf(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (in parentheses): state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
 }
 
 let bodyCounter = 0;
@@ -406,9 +446,16 @@ export async function cannon(target: Target, scenario: Scenario, ctx: BenchConte
 async function measure(target: Target, scenario: Scenario, ctx: BenchContext): Promise<Measurement> {
   await cannon(target, scenario, ctx, WARMUP_SECONDS, true);
   const duration = scenario.duration;
+  const pid = target.process?.pid;
+  const before = pid === undefined ? undefined : cpuUsOf(pid);
   // BENCH_PROFILE=1: a CPU profile of the server's process over the measured seconds only.
-  if (!process.env.BENCH_PROFILE || !target.process) return cannon(target, scenario, ctx, duration);
-  return target.process.profiled(`${scenario.name}-${target.name}`, () => cannon(target, scenario, ctx, duration));
+  const m =
+    !process.env.BENCH_PROFILE || !target.process
+      ? await cannon(target, scenario, ctx, duration)
+      : await target.process.profiled(`${scenario.name}-${target.name}`, () => cannon(target, scenario, ctx, duration));
+  const after = pid === undefined ? undefined : cpuUsOf(pid);
+  if (before === undefined || after === undefined || m.requests === 0) return m;
+  return { ...m, cpuUs: after - before, cpuUsPerRequest: (after - before) / m.requests };
 }
 
 // ---- output ---------------------------------------------------------------------------------
@@ -423,20 +470,26 @@ export interface ScenarioResult {
   bare: Measurement;
   /** hostflow / bare throughput */
   ratio: number;
+  /** bare / hostflow CPU per request: the throughput ratio each would reach with the same CPU to itself. */
+  cpuRatio?: number;
 }
 
 function table(rows: ScenarioResult[]): string {
-  const header = ['scenario', 'conns', 'hostflow req/s', 'p50 ms', 'p99 ms', 'bare req/s', 'p50 ms', 'p99 ms', 'ratio'];
+  const header = ['scenario', 'conns', 'hostflow req/s', 'p50 ms', 'p99 ms', 'CPU us/req', 'bare req/s', 'p50 ms', 'p99 ms', 'CPU us/req', 'ratio', 'CPU ratio'];
+  const cpu = (m: Measurement) => (m.cpuUsPerRequest === undefined ? '-' : m.cpuUsPerRequest.toFixed(0));
   const body = rows.map((r) => [
     r.scenario,
     String(r.connections),
     r.hostflow.rps.toFixed(0),
     r.hostflow.p50.toFixed(1),
     r.hostflow.p99.toFixed(1),
+    cpu(r.hostflow),
     r.bare.rps.toFixed(0),
     r.bare.p50.toFixed(1),
     r.bare.p99.toFixed(1),
+    cpu(r.bare),
     r.ratio.toFixed(2),
+    r.cpuRatio === undefined ? '-' : r.cpuRatio.toFixed(2),
   ]);
   return textTable(header, body);
 }
@@ -630,6 +683,7 @@ async function main(): Promise<void> {
         hostflow: m.hostflow ?? EMPTY,
         bare: m.bare ?? EMPTY,
         ratio: m.hostflow && m.bare ? m.hostflow.rps / m.bare.rps : 0,
+        cpuRatio: m.hostflow?.cpuUsPerRequest && m.bare?.cpuUsPerRequest ? m.bare.cpuUsPerRequest / m.hostflow.cpuUsPerRequest : undefined,
       });
     }
 
@@ -644,7 +698,8 @@ async function main(): Promise<void> {
     process.stdout.write(
       `\nhostflow vs bare Express 5 + pg (same SQL), ${meta.seededCustomers} customers\n` +
         `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}\n\n` +
-        `${table(results)}\n\nratio = hostflow req/s / bare req/s; latencies from autocannon (ms).\n`,
+        `${table(results)}\n\nratio = hostflow req/s / bare req/s; latencies from autocannon (ms); CPU us/req = the server process's\n` +
+        `user + system CPU over the measured seconds / requests answered; CPU ratio = bare's / hostflow's.\n`,
     );
     if (process.env.BENCH_ONLY || process.env.BENCH_TARGET) return;
     const out = path.join(__dirname, 'results.json');

@@ -13,7 +13,9 @@ import { requireApiAuth } from './http/auth';
 import { mountConsole } from './http/console';
 import { refuseCrossSite } from './http/cross-site';
 import { errorHandler, notFoundHandler } from './http/errors';
+import { checkFirstSegment } from './http/first-segment';
 import { idempotencyKeys } from './http/idempotency';
+import { inSequence } from './http/in-sequence';
 import { afterAuthentication, heldBackBodyError, readBody } from './http/input';
 import { RateLimits } from './http/limits';
 import type { Metrics } from './http/metrics';
@@ -275,13 +277,18 @@ export function createApp(deps: AppDeps): AppWithRegistry {
 
   // ---- wu/v2 ----------------------------------------------------------------------------
   const wu = Router();
-  wu.use((req, res, next) => {
-    res.locals.mountPath = req.baseUrl;
-    next();
-  });
-  wu.use(refuseCrossSite([], 'Call the API from a server, not from a page on another site.'));
-  // JSON and form bodies; their errors are held back until the caller has authenticated.
-  wu.use(readBody(config, { form: true }));
+  // What every wu/v2 request goes through first, as one layer of the router (src/http/in-sequence.ts).
+  wu.use(
+    inSequence(
+      (req, res, next) => {
+        res.locals.mountPath = req.baseUrl;
+        next();
+      },
+      refuseCrossSite([], 'Call the API from a server, not from a page on another site.'),
+      // JSON and form bodies; their errors are held back until the caller has authenticated.
+      readBody(config, { form: true }),
+    ),
+  );
   registry.acceptFormBodies(WU_NAMESPACE);
 
   registry.operation(WU_NAMESPACE, 'GET', '/', {
@@ -312,12 +319,17 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   mountTranslationDownloads(wu, registry, WU_NAMESPACE, { db, temporal: gateway, config, storage });
 
   const authFailures = limits.perAddress({ name: 'auth_failures', limit: config.AUTH_FAILURE_LIMIT, windowSeconds: config.AUTH_FAILURE_WINDOW_SECONDS });
-  wu.use(requireApiAuth(settings, authFailures));
-  wu.use(afterAuthentication);
-  wu.use(heldBackBodyError);
   // Every write takes an Idempotency-Key (/register keeps its own, in its registrations row).
   const idempotencySecret = new StoredSecret(db, 'idempotency_request_secret');
-  wu.use(idempotencyKeys({ db, ttlHours: config.IDEMPOTENCY_KEY_TTL_HOURS, secret: () => idempotencySecret.get(), skip: (req) => req.path === '/register' }));
+  // Authentication and what comes right after it, as one layer of the router.
+  wu.use(
+    inSequence(
+      requireApiAuth(settings, authFailures),
+      afterAuthentication,
+      heldBackBodyError,
+      idempotencyKeys({ db, ttlHours: config.IDEMPOTENCY_KEY_TTL_HOURS, secret: () => idempotencySecret.get(), skip: (req) => req.path === '/register' }),
+    ),
+  );
   registry.acceptIdempotencyKeys(WU_NAMESPACE);
 
   registry.operation(WU_NAMESPACE, 'GET', '/auth', {
@@ -350,6 +362,8 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   mountEvents(wu, registry, WU_NAMESPACE, db);
   mountWebhooks(wu, registry, WU_NAMESPACE, db, config);
   wu.use(notFoundHandler);
+  // A layer whose path starts with another segment than the request's is skipped without running its pattern.
+  checkFirstSegment(wu);
 
   app.use(`${prefix}/${WU_NAMESPACE}`, wu);
 

@@ -9,6 +9,7 @@ import { Decimal, minorUnits, moneyOut } from './money';
 import type { FieldSet, ReadOptions, ResourceDefinition, ResourceExamples, ResourceService } from './resource';
 import type { ResourceLink } from './resource-link';
 import { isoDate, toTimestamp } from './timestamps';
+import { runInTransaction } from './transaction';
 
 /** How a column travels between the API and the database. */
 export type ColumnKind = 'int' | 'text' | 'bool' | 'money' | 'json' | 'timestamp';
@@ -266,7 +267,7 @@ export class TableService implements ResourceService<Row> {
 
   /** Runs `fn` in the caller's transaction when given (no savepoint), else in one of its own. */
   protected inTransaction<T>(trx: Trx | undefined, fn: (trx: Trx) => Promise<T>): Promise<T> {
-    return trx ? fn(trx) : this.db.transaction(fn);
+    return trx ? fn(trx) : runInTransaction(this.db, fn);
   }
 
   /** A write's context, and what runs its effects once the write committed. */
@@ -391,7 +392,7 @@ export class TableService implements ResourceService<Row> {
     try {
       deleted = !beforeDelete
         ? (await this.db(this.cfg.table).where({ id }).delete()) > 0
-        : await this.db.transaction(async (trx) => {
+        : await runInTransaction(this.db, async (trx) => {
             const row = await trx(this.cfg.table).where({ id }).forUpdate().first();
             if (!row) return false;
             await beforeDelete(trx, row, write);

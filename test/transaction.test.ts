@@ -1,0 +1,121 @@
+import type { Knex } from 'knex';
+import { poolStats } from '../src/db/knex';
+import { runInTransaction } from '../src/db/transaction';
+import { createTestContext, type TestContext } from './helpers';
+
+/** runInTransaction (src/db/transaction.ts): the resources' writes run in it, with knex.transaction's semantics. */
+describe('runInTransaction', () => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    await ctx.db.raw('CREATE TABLE tx_probe (id serial PRIMARY KEY, v text NOT NULL UNIQUE)');
+  });
+  afterAll(() => ctx.close());
+
+  const values = async () => (await ctx.db('tx_probe').orderBy('id').pluck('v')) as string[];
+  const statements = async (fn: () => Promise<unknown>) => {
+    const sql: string[] = [];
+    const listener = (q: { sql: string }) => sql.push(q.sql);
+    ctx.db.on('query', listener);
+    try {
+      await fn();
+    } finally {
+      ctx.db.off('query', listener);
+    }
+    return sql;
+  };
+
+  beforeEach(() => ctx.db('tx_probe').delete());
+
+  test('commits what the function wrote, answers its result, and sends BEGIN, the statements, COMMIT (seen by db.on("query"))', async () => {
+    let out: unknown;
+    const sql = await statements(async () => {
+      out = await runInTransaction(ctx.db, async (trx) => {
+        const [row] = await trx('tx_probe').insert({ v: 'a' }).returning('*');
+        await trx.raw('UPDATE tx_probe SET v = ? WHERE id = ?', ['b', row.id]);
+        await trx('tx_probe').where({ id: row.id }).update({ v: trx.raw('v || ?', ['!']) });
+        return row.id as number;
+      });
+    });
+    expect(typeof out).toBe('number');
+    expect(await values()).toEqual(['b!']);
+    expect(sql[0]).toBe('BEGIN;');
+    expect(sql[sql.length - 1]).toBe('COMMIT;');
+    expect(sql).toHaveLength(5);
+  });
+
+  test('the statements run on one connection, inside the transaction (another connection does not see them before the commit)', async () => {
+    await runInTransaction(ctx.db, async (trx) => {
+      await trx('tx_probe').insert({ v: 'pending' });
+      const pid = (await trx.raw('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+      expect((await trx.raw('SELECT pg_backend_pid() AS pid')).rows[0].pid).toBe(pid);
+      expect((await trx.raw('SELECT now() = statement_timestamp() AS fresh')).rows[0].fresh).toBe(false);
+      expect(await values()).toEqual([]);
+    });
+    expect(await values()).toEqual(['pending']);
+  });
+
+  test('rolls back everything when the function throws, a database error too, and gives the error', async () => {
+    await ctx.db('tx_probe').insert({ v: 'taken' });
+    const thrown = new Error('refused');
+    await expect(
+      runInTransaction(ctx.db, async (trx) => {
+        await trx('tx_probe').insert({ v: 'x' });
+        throw thrown;
+      }),
+    ).rejects.toBe(thrown);
+    await expect(
+      runInTransaction(ctx.db, async (trx) => {
+        await trx('tx_probe').insert({ v: 'y' });
+        await trx('tx_probe').insert({ v: 'taken' });
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect(await values()).toEqual(['taken']);
+  });
+
+  test('gives the connection back to the pool after a commit and after a rollback', async () => {
+    await runInTransaction(ctx.db, async (trx) => trx('tx_probe').insert({ v: 'a' }));
+    await runInTransaction(ctx.db, async () => {
+      throw new Error('no');
+    }).catch(() => undefined);
+    expect(poolStats(ctx.db).used).toBe(0);
+  });
+
+  test('refuses statements once the transaction has ended (as knex.transaction does), so a kept reference cannot write outside it', async () => {
+    let kept: Knex.Transaction | undefined;
+    await runInTransaction(ctx.db, async (trx) => {
+      kept = trx;
+      await trx('tx_probe').insert({ v: 'a' });
+    });
+    expect(kept!.isCompleted()).toBe(true);
+    await expect(kept!('tx_probe').insert({ v: 'late' })).rejects.toThrow(/Transaction query already complete/);
+    await expect(kept!.raw('SELECT 1')).rejects.toThrow(/Transaction query already complete/);
+    expect(await values()).toEqual(['a']);
+  });
+
+  test('a nested transaction is a savepoint: its failure rolls back only its own statements', async () => {
+    await runInTransaction(ctx.db, async (trx) => {
+      await trx('tx_probe').insert({ v: 'outer' });
+      await trx
+        .transaction(async (inner) => {
+          await inner('tx_probe').insert({ v: 'inner' });
+          throw new Error('inner fails');
+        })
+        .catch(() => undefined);
+      await trx.transaction(async (inner) => inner('tx_probe').insert({ v: 'kept' }));
+    });
+    expect(await values()).toEqual(['outer', 'kept']);
+  });
+
+  test('trx has what services use: fn.now(), isTransaction, query methods, builders bound with transacting()', async () => {
+    await runInTransaction(ctx.db, async (trx) => {
+      expect(trx.isTransaction).toBe(true);
+      const [{ now }] = (await trx.select({ now: trx.fn.now() })) as { now: Date }[];
+      expect(now).toBeInstanceOf(Date);
+      await ctx.db('tx_probe').insert({ v: 'via transacting' }).transacting(trx);
+      expect(await trx('tx_probe').pluck('v')).toEqual(['via transacting']);
+      expect(await values()).toEqual([]);
+    });
+    expect(await values()).toEqual(['via transacting']);
+  });
+});
