@@ -266,6 +266,28 @@ describe('webhooks', () => {
     expect(receivers.of('/failing-long')).toHaveLength(1);
   });
 
+  test('a webhook gets the events that happened once it existed: an older event the relay reaches after its creation is not sent to it', async () => {
+    const url = receivers.on('/from-now', () => ({ status: 200 }));
+    // An event whose transaction began before the webhook was created, and commits after.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let older = 0;
+    const writing = ctx.db.transaction(async (trx) => {
+      older = ++objectId;
+      await recordEvent(trx, { slug: 'customer_created', objectId: older, payload: { id: older, model: 'customer', email: `c${older}@example.com` } });
+      await held;
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    const hook = await createWebhook({ webhook_url: url, event: '*' });
+    release();
+    await writing;
+    const newer = await customerEvent('customer_created');
+    await until(async () => (await deliveriesOf(hook.id)).some((d) => Number(d.object_id) === newer && d.status === 'delivered'), 20_000);
+    await relaysSettle();
+    expect((await deliveriesOf(hook.id)).map((d) => Number(d.object_id))).toEqual([newer]);
+    expect(receivers.of('/from-now').map((r) => JSON.parse(r.body).object_id)).toEqual([newer]);
+  });
+
   test("one object's events arrive in order: the second waits while the receiver is down for the first", async () => {
     let up = false;
     const url = receivers.on('/ordered', () => (up ? { status: 200 } : { status: 503 }));

@@ -35,7 +35,9 @@ const SIGNAL_CONCURRENCY = 16;
  *   event is dispatched once, and a pass with nothing to do writes nothing (no transaction id,
  *   no WAL);
  * - the events after the cursor and below the horizon, in (txid, id) order;
- * - one webhook_deliveries row per (matching active webhook, event), existing ones kept;
+ * - one webhook_deliveries row per (matching active webhook, event), existing ones kept; a
+ *   webhook gets the events that happened once it existed (event date_created >= its own), not
+ *   an older one that the relay reaches after it was created (replay asks for those);
  * - the cursor moved to the last event read.
  * Answers how many events it read and how many deliveries it created.
  */
@@ -52,12 +54,13 @@ cur AS MATERIALIZED (
    WHERE c.id = 1 AND EXISTS (SELECT 1 FROM events e WHERE (e.txid, e.id) > (c.last_txid, c.last_event_id))
    FOR UPDATE),
 ev AS MATERIALIZED (
-  SELECT e.id, e.txid, e.slug, e.object_type, e.object_id FROM cur, horizon, events e
+  SELECT e.id, e.txid, e.slug, e.object_type, e.object_id, e.date_created FROM cur, horizon, events e
    WHERE (e.txid, e.id) > (cur.last_txid, cur.last_event_id) AND e.txid < horizon.h
    ORDER BY e.txid, e.id LIMIT ?),
 ins AS (
   INSERT INTO webhook_deliveries (webhook_id, event_id, object_type, object_id)
-  SELECT w.id, ev.id, ev.object_type, ev.object_id FROM ev JOIN webhooks w ON w.active AND (w.event = ev.slug OR w.event = ?)
+  SELECT w.id, ev.id, ev.object_type, ev.object_id FROM ev
+    JOIN webhooks w ON w.active AND (w.event = ev.slug OR w.event = ?) AND ev.date_created >= w.date_created
    ORDER BY ev.id, w.id
   ON CONFLICT (webhook_id, event_id) DO NOTHING
   RETURNING 1),
