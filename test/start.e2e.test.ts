@@ -104,8 +104,17 @@ describe('npm start (all in one)', () => {
     const viaQuery = await api.get('/wp-json/wu/v2/customers').query({ api_key: key, api_secret: secret, search: 'e2e' });
     expect(viaQuery.status).toBe(200);
     // JSON log lines carry the request id; the secret appears once (the banner), never in a log line.
-    const lines = first.output().split('\n').filter((l) => l.startsWith('{'));
-    const requestLine = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'request' && l.path === '/wp-json/wu/v2/customers' && l.method === 'POST');
+    // Lines are written in batches (up to 100 ms late): wait for both requests' lines.
+    const requestLines = () =>
+      first
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.msg === 'request' && l.path === '/wp-json/wu/v2/customers');
+    for (let i = 0; i < 50 && requestLines().length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    const requestLine = requestLines().find((l) => l.method === 'POST');
+    expect(requestLines().map((l) => l.method)).toEqual(['POST', 'GET']);
     expect(requestLine.request_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(requestLine.status).toBe(200);
     expect(first.output().split(secret).length - 1).toBe(1);
