@@ -392,24 +392,12 @@ const ticketSummaryFields = {
 /** A ticket in the list (GET /chat/agent/tickets): no conversation, no notes. */
 export const ticketSummaryJson = obj(ticketSummaryFields);
 
+/** A ticket whole: the summary's fields, its conversation and its notes. */
 export const ticketJson = obj({
-  id: { type: 'integer' },
-  subject: { type: 'string' },
-  status: { enum: [...TICKET_STATUSES] },
-  priority: { enum: [...TICKET_PRIORITIES] },
-  category: strOrNull,
-  source: { type: 'string' },
-  customer_id: intOrNull,
-  customer_name: { type: 'string' },
-  customer_email: { type: 'string' },
-  site_id: intOrNull,
-  identity_verified: { type: 'boolean', description: 'Copied from the session it was made from: false when its customer name and e-mail are unverified claims.' },
-  chat_session_ids: { type: 'array', items: { type: 'integer' } },
+  ...ticketSummaryFields,
   messages: {
     type: 'array',
     items: obj({ id: { type: 'integer' }, sender_type: { enum: ['customer', 'agent', 'system'] }, sender_name: { type: 'string' }, body: { type: 'string' }, chat_message_id: intOrNull, date_created: iso }),
   },
   notes: { type: 'array', items: obj({ id: { type: 'integer' }, agent_id: intOrNull, note: { type: 'string' }, date_created: iso }) },
-  date_created: iso,
-  date_modified: iso,
 });
