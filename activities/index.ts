@@ -2,7 +2,7 @@ import { WU_NAMESPACE, type Config } from '../src/config';
 import type { Db } from '../src/db/knex';
 import type { ObjectStorage } from '../src/infra/object-storage';
 import { OutboundPolicy } from '../src/infra/outbound-http';
-import { MembershipLifecycles } from '../src/memberships/lifecycle';
+import { lifecycleHorizonMs, MembershipLifecycles } from '../src/memberships/lifecycle';
 import { WorkflowIds } from '../src/temporal/workflow-ids';
 import { createBillingActivities } from './billing';
 import { createChatActivities } from './chat';
@@ -26,7 +26,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps): Record<string, (...args: any[]) => Promise<unknown>> {
   const { db, config, storage } = deps;
   // The worker's membership writes start lifecycles through the outbox; it sends no signal (its writes are new memberships, or the lifecycle's own steps).
-  const lifecycles = new MembershipLifecycles(new WorkflowIds(db, config.WORKFLOW_ID_PREFIX), null);
+  const lifecycles = new MembershipLifecycles(new WorkflowIds(db, config.WORKFLOW_ID_PREFIX), null, undefined, lifecycleHorizonMs(config));
   return {
     ...createDomainActivities({
       db,

@@ -23,7 +23,7 @@ import { publicBase, setPublicBase } from './http/public-url';
 import { RouteRegistry, type RouteInfo } from './http/route-registry';
 import { createObjectStorage, type ObjectStorage } from './infra/object-storage';
 import { accessLogger, logger, type Logger } from './logger';
-import { MembershipLifecycles } from './memberships/lifecycle';
+import { lifecycleHorizonMs, MembershipLifecycles } from './memberships/lifecycle';
 import { mountMemberships } from './memberships/routes';
 import { mountDocsPage } from './openapi/docs-page';
 import { buildOpenApiDocument } from './openapi/document';
@@ -351,7 +351,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   mountProducts(wu, registry, WU_NAMESPACE, db);
   mountDiscountCodes(wu, registry, WU_NAMESPACE, db);
   // Every membership write asks the lifecycle rule (renewals: src/memberships/lifecycle.ts).
-  const lifecycles = new MembershipLifecycles(gateway.ids, gateway, db);
+  const lifecycles = new MembershipLifecycles(gateway.ids, gateway, db, lifecycleHorizonMs(config));
   mountMemberships(wu, registry, WU_NAMESPACE, db, lifecycles);
   mountPayments(wu, registry, WU_NAMESPACE, db, lifecycles);
   const domains = mountDomains(wu, registry, WU_NAMESPACE, db, gateway, config, settings);

@@ -13,6 +13,7 @@ import { Metrics } from './http/metrics';
 import { startEmbeddedPostgres, type EmbeddedPg } from './infra/embedded-postgres';
 import type { ObjectStorage } from './infra/object-storage';
 import { logger } from './logger';
+import { lifecycleHorizonMs, MembershipLifecycles, startLifecycleSweep } from './memberships/lifecycle';
 import { SettingsStore } from './settings/store';
 import type { TemporalHandle } from './temporal/client';
 import { TemporalGateway } from './temporal/gateway';
@@ -110,16 +111,20 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
 export function startRelays(
   db: Db,
   temporal: TemporalHandle,
-  config: Pick<Config, 'WORKFLOW_ID_PREFIX' | 'EVENT_RETENTION_DAYS' | 'WEBHOOK_RETRY_INITIAL_MS' | 'WEBHOOK_RETRY_MAX_MS' | 'WEBHOOK_RETRY_HOURS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_DELIVERY_SHARDS'>,
+  config: Pick<
+    Config,
+    'WORKFLOW_ID_PREFIX' | 'EVENT_RETENTION_DAYS' | 'WEBHOOK_RETRY_INITIAL_MS' | 'WEBHOOK_RETRY_MAX_MS' | 'WEBHOOK_RETRY_HOURS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_DELIVERY_SHARDS' | 'BILLING_LIFECYCLE_HORIZON_HOURS'
+  >,
 ): { stop(): Promise<void> } {
   const gateway = new TemporalGateway(temporal, null, { callTimeoutMs: 10_000, ids: new WorkflowIds(db, config.WORKFLOW_ID_PREFIX) });
   const starts = startWorkflowRelay({ db, temporal: gateway });
   const pushes = startTenantPushRelay({ db, temporal: gateway });
   const retention = startEventRetention({ db, days: config.EVENT_RETENTION_DAYS });
   const webhooks = startWebhookRelay({ db, temporal: gateway, retry: webhookRetry(config), shards: config.WEBHOOK_DELIVERY_SHARDS });
+  const lifecycles = startLifecycleSweep(db, new MembershipLifecycles(gateway.ids, null, undefined, lifecycleHorizonMs(config)));
   return {
     async stop() {
-      await Promise.all([starts.stop(), pushes.stop(), retention.stop(), webhooks.stop()]);
+      await Promise.all([starts.stop(), pushes.stop(), retention.stop(), webhooks.stop(), lifecycles.stop()]);
       gateway.close();
     },
   };

@@ -43,7 +43,8 @@ beforeAll(async () => {
   [env, gateway] = await Promise.all([createTimeSkippingEnv(), startFakeGateway()]);
   // The lifecycle's start carries the customer's id as a search attribute (the dev server registers it at start).
   await env.connection.operatorService.addSearchAttributes({ namespace: env.namespace ?? 'default', searchAttributes: { HostflowCustomerId: temporalProto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_INT } });
-  ctx = await createTestContext({ BILLING_HTTP_GATEWAY_URL: gateway.url, BILLING_DUNNING_DAYS: '1,3,5', BILLING_ON_HOLD_DAYS: '7' });
+  // The server's clock runs months ahead of the wall clock, by which the horizon is reckoned: every lifecycle starts at once (the horizon is tested in membership-lifecycle-horizon.test.ts).
+  ctx = await createTestContext({ BILLING_HTTP_GATEWAY_URL: gateway.url, BILLING_DUNNING_DAYS: '1,3,5', BILLING_ON_HOLD_DAYS: '7', BILLING_LIFECYCLE_HORIZON_HOURS: '87600' });
   // The API as production wires it, its Temporal being the time-skipping server (both queues: the worker's).
   const temporal: TemporalHandle = { connection: env.connection, client: env.client, namespace: env.namespace ?? 'default', taskQueue, taskQueues: { interactive: taskQueue, bulk: taskQueue } };
   const app = createApp({ config: ctx.config, db: ctx.db, settings: ctx.settings, temporal, metrics: ctx.metrics, observeResponse: (r) => ctx.contract.check(r) });

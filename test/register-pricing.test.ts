@@ -169,10 +169,11 @@ describe('/register trials', () => {
       .send({ customer: { username: `tr${t}`, password: 'secret123', email: `tr${t}@example.com` }, products, ...extra });
   };
   const days = (iso: string) => (new Date(iso).getTime() - Date.now()) / 86_400_000;
-  /** The workflow types of the outbox starts of a membership's lifecycle (its id is on the row). */
-  const lifecycleStarts = async (membershipId: number) => {
-    const m = await ctx.db('memberships').where({ id: membershipId }).first('workflow_id');
-    return m.workflow_id ? ((await ctx.db('workflow_starts').where({ workflow_id: m.workflow_id }).pluck('workflow_type')) as string[]) : [];
+  /** A membership's lifecycle: the workflow types of its outbox starts (its id is on the row), and the due date its start waits for (more than BILLING_LIFECYCLE_HORIZON_HOURS away). */
+  const lifecycleOf = async (membershipId: number) => {
+    const m = await ctx.db('memberships').where({ id: membershipId }).first('workflow_id', 'lifecycle_deferred_due');
+    const starts = m.workflow_id ? ((await ctx.db('workflow_starts').where({ workflow_id: m.workflow_id }).pluck('workflow_type')) as string[]) : [];
+    return { starts, deferredDue: m.lifecycle_deferred_due ? new Date(m.lifecycle_deferred_due).toISOString() : null };
   };
 
   beforeAll(async () => {
@@ -208,8 +209,8 @@ describe('/register trials', () => {
     ]);
     expect(res.body.customer.has_trialed).toBe(true);
     expect((await ctx.db('customers').where({ id: res.body.customer.id }).first('has_trialed')).has_trialed).toBe(true);
-    // Its renewals: the lifecycle's start is in the outbox, written with the registration (billed at the trial's end).
-    expect(await lifecycleStarts(res.body.membership.id)).toEqual(['membershipLifecycle']);
+    // Its renewals (billed at the trial's end): the lifecycle's start waits for the trial's end to come within the horizon (24 hours), written with the registration.
+    expect(await lifecycleOf(res.body.membership.id)).toEqual({ starts: [], deferredDue: new Date(res.body.membership.date_trial_end).toISOString() });
   });
 
   test('nothing due now: a pending registration is trialing at once, with a payment of 0', async () => {
@@ -227,10 +228,10 @@ describe('/register trials', () => {
     expect(again.status).toBe(200);
     expect(again.body.membership).toMatchObject({ status: 'active', date_trial_end: null, initial_amount: 59, times_billed: 1 });
     expect(again.body.payment.total).toBe(59);
-    // The completed payment started the first period (one month on), and with it the membership's renewals.
+    // The completed payment started the first period (one month on), and with it the membership's renewals (their start deferred to the horizon).
     expect(days(again.body.membership.date_expiration)).toBeGreaterThan(27.9);
     expect(days(again.body.membership.date_expiration)).toBeLessThan(31.1);
-    expect(await lifecycleStarts(again.body.membership.id)).toEqual(['membershipLifecycle']);
+    expect(await lifecycleOf(again.body.membership.id)).toEqual({ starts: [], deferredDue: new Date(again.body.membership.date_expiration).toISOString() });
   });
 
   test('two registrations of one customer at once: exactly one takes the trial', async () => {

@@ -225,6 +225,10 @@ const schema = z.object({
   BILLING_ON_HOLD_DAYS: z.coerce.number().positive().max(365).default(7),
   BILLING_HTTP_GATEWAY_URL: z.string().url().optional(),
   BILLING_HTTP_GATEWAY_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  // How far ahead of its due date a recurring membership gets its lifecycle workflow: a start
+  // further out waits (memberships.lifecycle_deferred_due) for the sweep beside the workers, so
+  // a bulk import starts only what is coming due, not every membership at once.
+  BILLING_LIFECYCLE_HORIZON_HOURS: z.coerce.number().min(1).max(87_600).default(24),
 
   // /register: how long the request waits for the registration workflow before answering 202.
   REGISTER_WAIT_SECONDS: z.coerce.number().min(0).max(300).default(30),
