@@ -5,9 +5,10 @@
  * memberships service with the configured BILLING_LIFECYCLE_HORIZON_HOURS (24): the lifecycle
  * rule puts the start of each one due within the horizon in the outbox, and the relay beside the
  * worker starts them, as in production; the others wait for the sweep. Most expire 10 to 40 days
- * out (their starts deferred: one sweep pass over them is timed); BENCH_BILLING_DUE (10,000) of them fall due within
- * BENCH_BILLING_WINDOW_SECONDS (3,600: the same hour), spread evenly, starting
- * BENCH_BILLING_LEAD_SECONDS (60) after the last of them was written. Their gateway is `http`: a
+ * out (their starts deferred: one sweep pass over them is timed; 1,000 are due in 20 hours,
+ * within the horizon: their starts time the relay); BENCH_BILLING_DUE (10,000) of them fall due
+ * within BENCH_BILLING_WINDOW_SECONDS (3,600: the same hour), spread evenly, starting
+ * BENCH_BILLING_LEAD_SECONDS (60) after the last of them was written and started (estimated). Their gateway is `http`: a
  * node:http fake on 127.0.0.1 that charges at once (idempotent by key), so every renewal runs to
  * its end: the renewal payment, the charge, the completion moving the period on, continue-as-new.
  *
@@ -37,6 +38,8 @@ const LEAD_S = Number(process.env.BENCH_BILLING_LEAD_SECONDS ?? 60);
 const WRITERS = 8;
 const CUSTOMERS = 100;
 const SAMPLE = 20;
+/** Memberships of the later ones due within the horizon (20 hours out), whose starts time the relay. */
+const CALIBRATE = 1000;
 const RUN_TAG = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 const DAY = 86_400_000;
 
@@ -107,21 +110,28 @@ async function main(): Promise<void> {
       while ((await startsLeft()) > 0) await new Promise((r) => setTimeout(r, 500));
     };
     // 1. The memberships due later: written; their lifecycles wait for the horizon (the sweep).
+    // The first CALIBRATE of them are due in 20 hours (within the horizon, after the bench):
+    // their starts, through the relay, give its rate.
+    const calibrate = Math.min(CALIBRATE, later);
     let t0 = Date.now();
     await eachLimited(
       Array.from({ length: later }, (_, i) => i),
       WRITERS,
       async (i) => {
-        await write(i, new Date(Date.now() + 10 * DAY + Math.floor((i / Math.max(1, later)) * 30 * DAY)));
+        await write(i, new Date(Date.now() + (i < calibrate ? 20 * 3_600_000 + i * 1000 : 10 * DAY + Math.floor((i / Math.max(1, later)) * 30 * DAY))));
       },
     );
     const writeSeconds = (Date.now() - t0) / 1000;
     await drained();
     const startSeconds = (Date.now() - t0) / 1000;
     const writeRate = later / Math.max(0.001, writeSeconds);
+    // The relay's start rate: the calibration starts over the time they took past the writes of those before them.
+    const startRate = calibrate / Math.max(0.001, startSeconds - (writeSeconds * calibrate) / Math.max(1, later));
     const deferred = Number((await db('memberships').whereNotNull('lifecycle_deferred_due').count({ n: '*' }))[0].n);
     const started = Number((await db('workflow_starts').where({ workflow_type: 'membershipLifecycle' }).count({ n: '*' }))[0].n);
-    log(`${later} memberships due later written in ${writeSeconds.toFixed(1)} s (${writeRate.toFixed(0)}/s): ${deferred} lifecycle starts deferred to the horizon, ${started} started (outbox drained after ${startSeconds.toFixed(1)} s)`);
+    log(
+      `${later} memberships due later written in ${writeSeconds.toFixed(1)} s (${writeRate.toFixed(0)}/s): ${deferred} lifecycle starts deferred to the horizon, ${started} started (${calibrate} due within it; outbox drained after ${startSeconds.toFixed(1)} s: ${startRate.toFixed(1)} starts/s)`,
+    );
     // One sweep pass with nothing within the horizon, over the deferred rows (the workers' sweep runs it every minute).
     const sweepMs: number[] = [];
     for (let i = 0; i < 5; i++) {
@@ -132,11 +142,11 @@ async function main(): Promise<void> {
     sweepMs.sort((a, b) => a - b);
     log(`a sweep pass over ${deferred} deferred starts, none due: median ${sweepMs[2].toFixed(1)} ms of 5`);
     // 2. The due ones, due within the horizon, so each write puts its lifecycle's start in the
-    // outbox: their window starts LEAD_S after the first is written. The relay starts them in
-    // the order written, faster than they fall due (tens a second against DUE / WINDOW_S), so
-    // each is started before its due date (reported: the least lead), as the horizon's day of
-    // lead does in production; the lag measured is the renewal's.
-    const firstDue = Date.now() + LEAD_S * 1000;
+    // outbox: their window starts LEAD_S after they are all written and started (estimated from
+    // the rates above, with a margin), as the horizon's day of lead does in production, so the
+    // lag measured is the renewal's, not the start's (reported: how many were started before
+    // their due date, and the least lead).
+    const firstDue = Date.now() + Math.ceil((DUE / Math.min(writeRate, startRate)) * 1.3 * 1000) + LEAD_S * 1000;
     const dueAt = (i: number) => new Date(firstDue + Math.floor((i / DUE) * WINDOW_S * 1000));
     t0 = Date.now();
     await eachLimited(
@@ -210,6 +220,7 @@ async function main(): Promise<void> {
       temporalActionsPerRenewal: mean(actions),
       historyEventsPerRenewedRun: mean(events),
       writesPerSecond: Math.round(writeRate),
+      calibrationStartsPerSecond: Math.round(startRate * 10) / 10,
       deferredStarts: deferred,
       sweepPassMs: Math.round(sweepMs[2] * 10) / 10,
       lifecycleStartsPerSecond: Math.round((DUE / dueStartSeconds) * 10) / 10,
