@@ -36,7 +36,12 @@ let running: Promise<void>;
 let activities: ReturnType<typeof createBillingActivities>;
 let planId: number;
 const taskQueue = `lifecycle-${process.pid}`;
-/** The runs to keep as replay histories (HF_RECORD_LIFECYCLE_HISTORIES=1), by file name (no run id: the current run). */
+/**
+ * The runs to keep as replay histories (HF_RECORD_LIFECYCLE_HISTORIES=1), by file name (no run id:
+ * the current run). Named for the code that recorded them: `membershipLifecycle-*` before the
+ * local reads (LIFECYCLE_PATCHES.localReads), kept to replay the runs from before it.
+ */
+const HISTORIES = 'membershipLifecycle-localreads';
 const keep = new Map<string, { workflowId: string; runId?: string }>();
 
 beforeAll(async () => {
@@ -135,7 +140,7 @@ describe('membership lifecycle (time-skipping, real activities)', () => {
     expect((await handle.describe()).status.name).toBe('RUNNING');
     const started = (await handle.fetchHistory()).events![0].workflowExecutionStartedEventAttributes!;
     expect(started.continuedExecutionRunId).toBeTruthy();
-    keep.set('membershipLifecycle-running', { workflowId: m.workflowId });
+    keep.set(`${HISTORIES}-running`, { workflowId: m.workflowId });
   });
 
   test('trial end: the first period is charged at date_trial_end; the membership becomes active until trial end + 1 period', async () => {
@@ -160,7 +165,7 @@ describe('membership lifecycle (time-skipping, real activities)', () => {
     expect(await events(m.id)).toEqual(expect.arrayContaining(['membership_on_hold', 'membership_expired']));
     expect((await row(m.id)).times_billed).toBe(0);
     expect(await env.client.workflow.getHandle(m.workflowId).result()).toEqual({ membershipId: m.id, outcome: 'expired' });
-    keep.set('membershipLifecycle-dunning-expired', { workflowId: m.workflowId });
+    keep.set(`${HISTORIES}-dunning-expired`, { workflowId: m.workflowId });
   });
 
   test('gateway trouble: 500s are retried by the activity under the same idempotency key, and the customer is charged once', async () => {
@@ -175,7 +180,7 @@ describe('membership lifecycle (time-skipping, real activities)', () => {
       [`renewal-${p.id}-0`, '500'],
       [`renewal-${p.id}-0`, 'succeeded'],
     ]);
-    keep.set('membershipLifecycle-activity-retried', { workflowId: m.workflowId, runId: firstRun });
+    keep.set(`${HISTORIES}-activity-retried`, { workflowId: m.workflowId, runId: firstRun });
   });
 
   test('billing_cycles reached: after 2 charges the membership expires at the end of its period', async () => {
@@ -186,7 +191,7 @@ describe('membership lifecycle (time-skipping, real activities)', () => {
     expect(iso(r.date_expiration)).toBe(iso(month(m.due, 2)));
     expect((await renewals(m.id)).map((p) => p.status)).toEqual(['completed', 'completed']);
     expect(await env.client.workflow.getHandle(m.workflowId).result()).toEqual({ membershipId: m.id, outcome: 'expired' });
-    keep.set('membershipLifecycle-completed', { workflowId: m.workflowId });
+    keep.set(`${HISTORIES}-completed`, { workflowId: m.workflowId });
   });
 
   test('cancel at period end (PATCH auto_renew false): no renewal; it expires at its due date, not before', async () => {
@@ -197,7 +202,7 @@ describe('membership lifecycle (time-skipping, real activities)', () => {
     await after(6, async () => (await row(m.id)).status === 'expired');
     expect(await renewals(m.id)).toEqual([]);
     expect(await events(m.id)).toContain('membership_expired');
-    keep.set('membershipLifecycle-signaled', { workflowId: m.workflowId });
+    keep.set(`${HISTORIES}-signaled`, { workflowId: m.workflowId });
   });
 
   test('cancel now (status cancelled): the signal wakes the lifecycle, which ends at once', async () => {

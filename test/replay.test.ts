@@ -10,6 +10,7 @@ import { Worker } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { workflowBundle } from '../src/temporal/worker';
 import * as workflows from '../workflows';
+import { LIFECYCLE_PATCHES } from '../workflows/membershipLifecycle';
 import { TENANT_PATCHES } from '../workflows/tenants';
 import { PATCHES } from '../workflows/translationPipeline';
 
@@ -36,7 +37,9 @@ describe('replay of recorded workflow histories', () => {
   });
 
   // Each patch with the histories of the workflow types it is in (file name prefix).
-  const patches = [...Object.values(PATCHES).map((patch) => ({ patch, types: 'translationPipeline-' })), ...Object.values(TENANT_PATCHES).map((patch) => ({ patch, types: 'tenant' }))];
+  const patches = [...Object.values(PATCHES).map((patch) => ({ patch, types: 'translationPipeline-' })), ...Object.values(TENANT_PATCHES).map((patch) => ({ patch, types: 'tenant' })),
+    ...Object.values(LIFECYCLE_PATCHES).map((patch) => ({ patch, types: 'membershipLifecycle-' })),
+  ];
   test.each(patches)('patch $patch: runs from before it (no marker) and after it (its marker) are both replayed', ({ patch, types }) => {
     const marked = files
       .filter((f) => f.startsWith(types))
