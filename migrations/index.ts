@@ -28,6 +28,7 @@ import * as m20261203000080 from './20261203000080_webhooks';
 import * as m20261204000010 from './20261204000010_events_no_notify';
 import * as m20261204000030 from './20261204000030_membership_renewals';
 import * as m20261204000050 from './20261204000050_membership_plan_changes';
+import * as m20261205000010 from './20261205000010_webhook_deliveries_event_idx';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -63,6 +64,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261204000010_events_no_notify': m20261204000010,
   '20261204000030_membership_renewals': m20261204000030,
   '20261204000050_membership_plan_changes': m20261204000050,
+  '20261205000010_webhook_deliveries_event_idx': m20261205000010,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
