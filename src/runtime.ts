@@ -110,13 +110,13 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
 export function startRelays(
   db: Db,
   temporal: TemporalHandle,
-  config: Pick<Config, 'WORKFLOW_ID_PREFIX' | 'EVENT_RETENTION_DAYS' | 'WEBHOOK_RETRY_INITIAL_MS' | 'WEBHOOK_RETRY_MAX_MS' | 'WEBHOOK_RETRY_HOURS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_DELIVERY_SHARDS'>,
+  config: Pick<Config, 'WORKFLOW_ID_PREFIX' | 'EVENT_RETENTION_DAYS' | 'WEBHOOK_RETRY_INITIAL_MS' | 'WEBHOOK_RETRY_MAX_MS' | 'WEBHOOK_RETRY_HOURS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_DELIVERY_SHARDS' | 'WEBHOOK_SHARD_MAX_QUEUED'>,
 ): { stop(): Promise<void> } {
   const gateway = new TemporalGateway(temporal, null, { callTimeoutMs: 10_000, ids: new WorkflowIds(db, config.WORKFLOW_ID_PREFIX) });
   const starts = startWorkflowRelay({ db, temporal: gateway });
   const pushes = startTenantPushRelay({ db, temporal: gateway });
   const retention = startEventRetention({ db, days: config.EVENT_RETENTION_DAYS });
-  const webhooks = startWebhookRelay({ db, temporal: gateway, retry: webhookRetry(config), shards: config.WEBHOOK_DELIVERY_SHARDS });
+  const webhooks = startWebhookRelay({ db, temporal: gateway, retry: webhookRetry(config), shards: config.WEBHOOK_DELIVERY_SHARDS, maxQueued: config.WEBHOOK_SHARD_MAX_QUEUED });
   return {
     async stop() {
       await Promise.all([starts.stop(), pushes.stop(), retention.stop(), webhooks.stop()]);

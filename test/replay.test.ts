@@ -12,6 +12,7 @@ import { workflowBundle } from '../src/temporal/worker';
 import * as workflows from '../workflows';
 import { TENANT_PATCHES } from '../workflows/tenants';
 import { PATCHES } from '../workflows/translationPipeline';
+import { SHARD_PATCHES } from '../workflows/webhookShard';
 
 const DIR = path.join(__dirname, 'histories');
 const files = fs.existsSync(DIR) ? fs.readdirSync(DIR).filter((f) => f.endsWith('.json')).sort() : [];
@@ -36,7 +37,11 @@ describe('replay of recorded workflow histories', () => {
   });
 
   // Each patch with the histories of the workflow types it is in (file name prefix).
-  const patches = [...Object.values(PATCHES).map((patch) => ({ patch, types: 'translationPipeline-' })), ...Object.values(TENANT_PATCHES).map((patch) => ({ patch, types: 'tenant' }))];
+  const patches = [
+    ...Object.values(PATCHES).map((patch) => ({ patch, types: 'translationPipeline-' })),
+    ...Object.values(TENANT_PATCHES).map((patch) => ({ patch, types: 'tenant' })),
+    ...Object.values(SHARD_PATCHES).map((patch) => ({ patch, types: 'webhookShard-' })),
+  ];
   test.each(patches)('patch $patch: runs from before it (no marker) and after it (its marker) are both replayed', ({ patch, types }) => {
     const marked = files
       .filter((f) => f.startsWith(types))
