@@ -859,4 +859,34 @@ describe('webhookShard (many objects, one at a time per object, backoff per obje
     // Every other delivery, in order, before the failing object's first was given up (3 hours in); then its 10, in order.
     expect(log).toEqual([...all.slice(10).map((x) => `delivered ${x.deliveryId}`), ...all.slice(0, 10).map((x) => `gave up ${x.deliveryId}`)]);
   });
+
+  test('bounded: a read that found none of the shard\'s deliveries within its reach (answered `more`, nothing held) is made again after idleMs', async () => {
+    const db = table();
+    const delivered: number[] = [];
+    let reads = 0;
+    const activities = {
+      attemptWebhookDeliveries: async ({ deliveryIds }: { deliveryIds: number[] }) =>
+        deliveryIds.map((id) => {
+          db.rows.get(id)!.status = 'delivered';
+          delivered.push(id);
+          return 'delivered' as const;
+        }),
+      giveUpWebhookDelivery: async () => undefined,
+      // The first read goes through other shards' rows only.
+      pendingWebhookDeliveries: async (q: { limit: number; perObject: number }) => (++reads === 1 ? { deliveries: [], more: true } : db.pending(q)),
+    };
+    await withWorker(env, activities, async (taskQueue) => {
+      const workflowId = wid('shard');
+      await env.client.workflow.signalWithStart(webhookShard, {
+        taskQueue,
+        workflowId,
+        args: [{ webhookId: 1, shard: 0, retry, idleMs: 60_000, maxQueued: 2, perObject: 1 }],
+        signal: shardDeliveriesSignal,
+        signalArgs: [db.insert([d(1, 1, 'a'), d(2, 2, 'b'), d(3, 3, 'c'), d(4, 4, 'd')])],
+      });
+      await env.client.workflow.getHandle(workflowId).result();
+    });
+    expect(reads).toBeGreaterThanOrEqual(2);
+    expect([...delivered].sort((x, y) => x - y)).toEqual([1, 2, 3, 4]);
+  });
 });

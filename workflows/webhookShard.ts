@@ -261,6 +261,12 @@ export async function webhookShard(input: WebhookShardInput): Promise<{ delivere
       continue;
     }
     changed = false;
+    if (overflow && known.size === 0 && !reading) {
+      // Nothing held, yet the last read answered `more`: none of the shard's deliveries were within
+      // its reach (the rows of other shards' objects came first). It reads again after idleMs.
+      if (!(await condition(() => changed, input.idleMs ?? IDLE_MS))) sinceRead++;
+      continue;
+    }
     await condition(() => changed);
   }
 }

@@ -172,7 +172,7 @@ export function shardOf(object: string, shards: number): number {
 /** Pending rows read per statement by pendingShardDeliveries. */
 const PENDING_PAGE = 1000;
 /** The most pending rows of a webhook one read goes through (of every shard, before it answers `more`). */
-const PENDING_SCAN = 50_000;
+const PENDING_SCAN = 200_000;
 
 /**
  * The oldest pending deliveries of one shard of a webhook, for its shard workflow when it let
