@@ -28,6 +28,7 @@ import * as m20261203000080 from './20261203000080_webhooks';
 import * as m20261204000010 from './20261204000010_events_no_notify';
 import * as m20261204000030 from './20261204000030_membership_renewals';
 import * as m20261204000050 from './20261204000050_membership_plan_changes';
+import * as m20261205000010 from './20261205000010_webhook_deliveries_event_idx';
 import * as m20261205000020 from './20261205000020_membership_lifecycle_deferral';
 
 /**
@@ -64,6 +65,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261204000010_events_no_notify': m20261204000010,
   '20261204000030_membership_renewals': m20261204000030,
   '20261204000050_membership_plan_changes': m20261204000050,
+  '20261205000010_webhook_deliveries_event_idx': m20261205000010,
   '20261205000020_membership_lifecycle_deferral': m20261205000020,
 };
 

@@ -113,14 +113,22 @@ export function startRelays(
   temporal: TemporalHandle,
   config: Pick<
     Config,
-    'WORKFLOW_ID_PREFIX' | 'EVENT_RETENTION_DAYS' | 'WEBHOOK_RETRY_INITIAL_MS' | 'WEBHOOK_RETRY_MAX_MS' | 'WEBHOOK_RETRY_HOURS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_DELIVERY_SHARDS' | 'BILLING_LIFECYCLE_HORIZON_HOURS'
+    | 'WORKFLOW_ID_PREFIX'
+    | 'EVENT_RETENTION_DAYS'
+    | 'WEBHOOK_RETRY_INITIAL_MS'
+    | 'WEBHOOK_RETRY_MAX_MS'
+    | 'WEBHOOK_RETRY_HOURS'
+    | 'WEBHOOK_TIMEOUT_MS'
+    | 'WEBHOOK_DELIVERY_SHARDS'
+    | 'WEBHOOK_SHARD_MAX_QUEUED'
+    | 'BILLING_LIFECYCLE_HORIZON_HOURS'
   >,
 ): { stop(): Promise<void> } {
   const gateway = new TemporalGateway(temporal, null, { callTimeoutMs: 10_000, ids: new WorkflowIds(db, config.WORKFLOW_ID_PREFIX) });
   const starts = startWorkflowRelay({ db, temporal: gateway });
   const pushes = startTenantPushRelay({ db, temporal: gateway });
   const retention = startEventRetention({ db, days: config.EVENT_RETENTION_DAYS });
-  const webhooks = startWebhookRelay({ db, temporal: gateway, retry: webhookRetry(config), shards: config.WEBHOOK_DELIVERY_SHARDS });
+  const webhooks = startWebhookRelay({ db, temporal: gateway, retry: webhookRetry(config), shards: config.WEBHOOK_DELIVERY_SHARDS, maxQueued: config.WEBHOOK_SHARD_MAX_QUEUED });
   const lifecycles = startLifecycleSweep(db, new MembershipLifecycles(gateway.ids, null, undefined, lifecycleHorizonMs(config)));
   return {
     async stop() {

@@ -13,6 +13,7 @@ import * as workflows from '../workflows';
 import { LIFECYCLE_PATCHES } from '../workflows/membershipLifecycle';
 import { TENANT_PATCHES } from '../workflows/tenants';
 import { PATCHES } from '../workflows/translationPipeline';
+import { SHARD_PATCHES } from '../workflows/webhookShard';
 
 const DIR = path.join(__dirname, 'histories');
 const files = fs.existsSync(DIR) ? fs.readdirSync(DIR).filter((f) => f.endsWith('.json')).sort() : [];
@@ -37,7 +38,10 @@ describe('replay of recorded workflow histories', () => {
   });
 
   // Each patch with the histories of the workflow types it is in (file name prefix).
-  const patches = [...Object.values(PATCHES).map((patch) => ({ patch, types: 'translationPipeline-' })), ...Object.values(TENANT_PATCHES).map((patch) => ({ patch, types: 'tenant' })),
+  const patches = [
+    ...Object.values(PATCHES).map((patch) => ({ patch, types: 'translationPipeline-' })),
+    ...Object.values(TENANT_PATCHES).map((patch) => ({ patch, types: 'tenant' })),
+    ...Object.values(SHARD_PATCHES).map((patch) => ({ patch, types: 'webhookShard-' })),
     ...Object.values(LIFECYCLE_PATCHES).map((patch) => ({ patch, types: 'membershipLifecycle-' })),
   ];
   test.each(patches)('patch $patch: runs from before it (no marker) and after it (its marker) are both replayed', ({ patch, types }) => {

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { recordEvent } from '../src/events/record';
 import { webhookRetry } from '../src/runtime';
-import { dispatchEvents, objectKey, shardOf, startWebhookRelay } from '../src/webhooks/dispatch';
+import { dispatchEvents, objectKey, pendingShardDeliveries, shardOf, startWebhookRelay } from '../src/webhooks/dispatch';
 import { BASE, createTestContext, decodedJson, startTestWorker, type TestContext } from './helpers';
 import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
 
@@ -65,7 +65,8 @@ function specSignature(secret: string, r: Received): string {
 
 /**
  * Issue 19 (webhooks): the resource and its secret, signed deliveries from the events through the
- * relay and the shard workflows (objects hashed to WEBHOOK_DELIVERY_SHARDS per webhook, continuing as new every 4 deliveries here), retries, 410, timeouts, order, replay, SSRF.
+ * relay and the shard workflows (objects hashed to WEBHOOK_DELIVERY_SHARDS per webhook, continuing as new every 4 deliveries
+ * here, each holding at most 5 deliveries: the others wait in the table), retries, 410, timeouts, order, replay, SSRF.
  * WEBHOOK_ALLOWED_HOSTS=localhost: the receivers are reached by that name, so the same
  * server by any other name or address (vm, 127.0.0.1, 127.0.0.2) is refused.
  */
@@ -104,12 +105,14 @@ describe('webhooks', () => {
       WEBHOOK_RETRY_HOURS: '0.0015',
       // Few shards: objects share delivery workflows (the next tests pick objects of one shard).
       WEBHOOK_DELIVERY_SHARDS: '2',
+      // A shard holds 5 deliveries (1 of an object): every test with more goes through the table.
+      WEBHOOK_SHARD_MAX_QUEUED: '5',
     });
     worker = await startTestWorker(ctx);
     // The relay startRelays runs beside a worker, with delivery workflows that end after 1 s
     // without deliveries (the next one starts them again).
     // Runs continue as new every 4 deliveries: the queues and backoffs are carried across runs all along.
-    relays = startWebhookRelay({ db: ctx.db, temporal: ctx.app.locals.temporal, retry: webhookRetry(ctx.config), shards: ctx.config.WEBHOOK_DELIVERY_SHARDS, idleMs: 1000, perRun: 4 });
+    relays = startWebhookRelay({ db: ctx.db, temporal: ctx.app.locals.temporal, retry: webhookRetry(ctx.config), shards: ctx.config.WEBHOOK_DELIVERY_SHARDS, idleMs: 1000, perRun: 4, maxQueued: ctx.config.WEBHOOK_SHARD_MAX_QUEUED });
     receivers = await startReceivers();
   });
   // Each test's webhooks stop receiving when it ends (they would get the next tests' events).
@@ -349,6 +352,87 @@ describe('webhooks', () => {
       return statuses;
     };
     await until(async () => (await runs()).filter((st) => st === 'CONTINUED_AS_NEW').length >= 2, 10_000);
+  });
+
+  test('a shard past its bound (5 here): 20 events of 4 objects while the receiver is down, then up: every one arrives, each object in order, and no run holds or carries more than 5', async () => {
+    const shard = (id: number) => shardOf(objectKey('customer', id), ctx.config.WEBHOOK_DELIVERY_SHARDS);
+    const ids: number[] = [];
+    while (ids.length < 4) {
+      const id = ++objectId;
+      if (ids.length === 0 || shard(id) === shard(ids[0])) ids.push(id);
+    }
+    let up = false;
+    const url = receivers.on('/bounded', () => (up ? { status: 200 } : { status: 503 }));
+    const hook = await createWebhook({ webhook_url: url, event: '*' });
+    for (const id of ids) await customerEvent('customer_created', id);
+    for (const round of [1, 2, 3, 4]) for (const id of ids) await customerEvent('customer_updated', id, { round });
+    await relaysSettle();
+    await until(async () => (await deliveriesOf(hook.id)).filter((d) => d.signalled_at !== null).length === 20, 10_000);
+    // Down for a while: the shard holds the first event of each object (1 of an object), backing off.
+    await until(async () => new Set(receivers.of('/bounded').map((r) => r.headers['webhook-id'])).size >= 4, 10_000);
+    up = true;
+    await until(async () => (await deliveriesOf(hook.id)).every((d) => d.status === 'delivered'), 30_000);
+    const deliveries = await deliveriesOf(hook.id);
+    expect(deliveries).toHaveLength(20);
+    // Each object's events in the order they were written (a repeated attempt collapsed), each with its delivery's webhook-id.
+    const objectOf = (r: Received) => JSON.parse(r.body).object_id as number;
+    const events = await ctx.db('events').whereIn('object_id', ids).where({ object_type: 'customer' }).orderBy('id').select('id', 'object_id');
+    for (const id of ids) {
+      const got = receivers
+        .of('/bounded')
+        .filter((r) => objectOf(r) === id)
+        .map((r) => JSON.parse(r.body).event_id as number)
+        .filter((e, i, all) => i === 0 || all[i - 1] !== e);
+      expect({ id, got }).toEqual({ id, got: events.filter((e) => Number(e.object_id) === id).map((e) => Number(e.id)) });
+    }
+    for (const r of receivers.of('/bounded')) expect(r.headers['webhook-id']).toBe(`msg_${deliveries.find((d) => Number(d.event_id) === JSON.parse(r.body).event_id)!.id}`);
+    // The shard's runs: what each carried over its continue-as-new, and the reads of the table.
+    const prefix = await ctx.app.locals.temporal.ids.prefix();
+    const workflowId = `${prefix}-webhook-${hook.id}-shard-${shard(ids[0])}`;
+    const carried: { queued: unknown[]; overflow?: boolean }[] = [];
+    let reads = 0;
+    for await (const wf of ctx.temporal.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+      const history = await ctx.temporal.client.workflow.getHandle(workflowId, wf.runId).fetchHistory();
+      reads += history.events!.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'pendingWebhookDeliveries').length;
+      const next = history.events!.find((e) => e.workflowExecutionContinuedAsNewEventAttributes)?.workflowExecutionContinuedAsNewEventAttributes;
+      if (next) carried.push(JSON.parse(Buffer.from(next.input!.payloads![0].data!).toString('utf8')));
+    }
+    expect(carried.length).toBeGreaterThanOrEqual(2);
+    for (const input of carried) expect(input.queued.length).toBeLessThanOrEqual(5);
+    expect(reads).toBeGreaterThanOrEqual(1);
+  });
+
+  test("a shard's read of the table: its webhook's pending deliveries of its objects, in event order, at most perObject of an object and limit in all", async () => {
+    const hook = await createWebhook({ webhook_url: receivers.on('/read', () => ({ status: 200 })), event: 'customer_updated' });
+    await ctx.db('webhooks').where({ id: hook.id }).update({ active: false });
+    const shards = ctx.config.WEBHOOK_DELIVERY_SHARDS;
+    const shard = (id: number) => shardOf(objectKey('customer', id), shards);
+    // a and b of one shard, c of another.
+    const a = ++objectId;
+    let b = 0;
+    let c = 0;
+    while (!b || !c) {
+      const id = ++objectId;
+      if (!b && shard(id) === shard(a)) b = id;
+      else if (!c && shard(id) !== shard(a)) c = id;
+    }
+    // Rows as the relay leaves them once signalled: b's events first, then a's, c's interleaved.
+    for (const id of [b, b, a, c, a, b, a]) await customerEvent('customer_updated', id);
+    const events = await ctx.db('events').whereIn('object_id', [a, b, c]).where({ object_type: 'customer' }).orderBy('id').select('id', 'object_id');
+    const rows = await ctx.db('webhook_deliveries')
+      .insert(events.map((e) => ({ webhook_id: hook.id, event_id: e.id, object_type: 'customer', object_id: e.object_id, signalled_at: ctx.db.fn.now() })))
+      .returning(['id', 'event_id', 'object_id']);
+    const at = (...indexes: number[]) => indexes.map((i) => ({ deliveryId: Number(rows[i].id), eventId: Number(rows[i].event_id), object: objectKey('customer', rows[i].object_id) }));
+    // The second (b's) delivered already: not pending, not read.
+    await ctx.db('webhook_deliveries').where({ id: rows[1].id }).update({ status: 'delivered' });
+    const read = (limit: number, perObject: number, of = a) => pendingShardDeliveries(ctx.db, { webhookId: hook.id, shard: shard(of), shards, limit, perObject });
+    expect(await read(10, 10)).toEqual({ deliveries: at(0, 2, 4, 5, 6), more: false });
+    // At most one of an object: each object's first pending one, and `more`.
+    expect(await read(10, 1)).toEqual({ deliveries: at(0, 2), more: true });
+    // At most 3 in all: the oldest three, and `more`.
+    expect(await read(3, 10)).toEqual({ deliveries: at(0, 2, 4), more: true });
+    // c's shard: c's only.
+    expect(await read(10, 10, c)).toEqual({ deliveries: at(3), more: false });
   });
 
   test("an object's shard is fixed by its key (FNV-1a: the same on every relay and release), and objects spread evenly", () => {

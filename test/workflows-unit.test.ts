@@ -686,4 +686,209 @@ describe('webhookShard (many objects, one at a time per object, backoff per obje
     expect(gaps[2]).toBeGreaterThanOrEqual(59_000);
     expect(gaps[2]).toBeLessThan(125_000);
   });
+
+  /**
+   * webhook_deliveries of one shard as the bounded workflow reads it back (the rules of
+   * pendingShardDeliveries, src/webhooks/dispatch.ts): pending rows in event-id order, at most
+   * perObject of each object, at most limit.
+   */
+  const table = () => {
+    const rows = new Map<number, ShardDelivery & { status: 'pending' | 'delivered' }>();
+    return {
+      rows,
+      /** Rows written before their signal, as the relay does. */
+      insert(ds: ShardDelivery[]) {
+        for (const x of ds) rows.set(x.deliveryId, { ...x, status: 'pending' });
+        return ds;
+      },
+      pending({ limit, perObject }: { limit: number; perObject: number }) {
+        const deliveries: ShardDelivery[] = [];
+        const per = new Map<string, number>();
+        let more = false;
+        for (const r of [...rows.values()].filter((x) => x.status === 'pending').sort((a, b) => a.eventId - b.eventId || a.deliveryId - b.deliveryId)) {
+          const k = per.get(r.object) ?? 0;
+          if (k >= perObject) {
+            more = true;
+            continue;
+          }
+          per.set(r.object, k + 1);
+          deliveries.push({ deliveryId: r.deliveryId, eventId: r.eventId, object: r.object });
+          if (deliveries.length >= limit) return { deliveries, more: true };
+        }
+        return { deliveries, more };
+      },
+    };
+  };
+  /** The input each run of a shard continued as new with, run after run. */
+  const carried = async (workflowId: string, firstRunId: string) => {
+    const inputs: { queued?: ShardDelivery[]; overflow?: boolean }[] = [];
+    for (let runId: string | null | undefined = firstRunId; runId; ) {
+      const history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
+      const next = history.events?.find((e) => e.workflowExecutionContinuedAsNewEventAttributes)?.workflowExecutionContinuedAsNewEventAttributes;
+      if (!next) break;
+      inputs.push(JSON.parse(Buffer.from(next.input!.payloads![0].data!).toString('utf8')));
+      runId = next.newExecutionRunId;
+    }
+    return inputs;
+  };
+
+  test('bounded (5, 2 per object): 36 deliveries of 6 objects, 30 while the receiver is down for 2 hours; each run holds at most 5 (its continue-as-new input too), reads the rest from the table as it drains, and delivers every one once, each object in event order', async () => {
+    const db = table();
+    let up = false;
+    const delivered: number[] = [];
+    const overtaken: string[] = [];
+    // Event e (1-36) of object o<e mod 6>, delivery 100+e.
+    const all = Array.from({ length: 36 }, (_, i) => d(101 + i, 1 + i, `o${i % 6}`));
+    const workflowId = wid('shard');
+    const activities = {
+      attemptWebhookDeliveries: async ({ deliveryIds }: { deliveryIds: number[] }) => {
+        // The last 6 (a later event of every object) are signalled during the second delivery
+        // once the receiver is up: the run has room for one then, while earlier events of
+        // those objects still wait in the table (the signal must not let them overtake).
+        if (up && delivered.length === 1) await env.client.workflow.getHandle(workflowId).signal(shardDeliveriesSignal, db.insert(all.slice(30)));
+        return deliveryIds.map((id) => {
+          const row = db.rows.get(id)!;
+          // An object's later event is never attempted before its earlier ones were delivered.
+          for (const r of db.rows.values()) if (r.object === row.object && r.eventId < row.eventId && r.status !== 'delivered') overtaken.push(`${id} before ${r.deliveryId}`);
+          if (!up || row.status === 'delivered') return row.status === 'delivered' ? 'delivered' : 'retry';
+          row.status = 'delivered';
+          delivered.push(id);
+          return 'delivered';
+        });
+      },
+      giveUpWebhookDelivery: async () => undefined,
+      pendingWebhookDeliveries: async (q: { limit: number; perObject: number }) => db.pending(q),
+    };
+    const input = { webhookId: 1, shard: 0, retry, idleMs: 1000, perRun: 4, maxQueued: 5, perObject: 2, batchSize: 1, batches: 1 };
+    await withWorker(env, activities, async (taskQueue, calls) => {
+      let firstRunId = '';
+      // The relay's signals: 10 deliveries each, the rows written first.
+      for (let i = 0; i < 30; i += 10) {
+        const handle = await env.client.workflow.signalWithStart(webhookShard, { taskQueue, workflowId, args: [input], signal: shardDeliveriesSignal, signalArgs: [db.insert(all.slice(i, i + 10))] });
+        firstRunId ||= handle.signaledRunId;
+      }
+      await env.sleep(2 * 3_600_000);
+      up = true;
+      await env.client.workflow.getHandle(workflowId).result();
+      expect(calls.some((c) => c[0] === 'pendingWebhookDeliveries')).toBe(true);
+      const inputs = await carried(workflowId, firstRunId);
+      expect(inputs.length).toBeGreaterThanOrEqual(3);
+      expect(inputs.some((x) => x.overflow === true)).toBe(true);
+      for (const x of inputs) {
+        expect(x.queued?.length ?? 0).toBeLessThanOrEqual(5);
+        for (const o of new Set(x.queued?.map((q) => q.object))) expect(x.queued!.filter((q) => q.object === o).length).toBeLessThanOrEqual(2);
+      }
+    });
+    expect(overtaken).toEqual([]);
+    expect([...db.rows.values()].filter((r) => r.status !== 'delivered')).toEqual([]);
+    expect([...delivered].sort((x, y) => x - y)).toEqual(all.map((x) => x.deliveryId));
+    expect(delivered).toHaveLength(36);
+    for (let o = 0; o < 6; o++) {
+      const ofObject = all.filter((x) => x.object === `o${o}`).map((x) => x.deliveryId);
+      expect(delivered.filter((id) => ofObject.includes(id))).toEqual(ofObject);
+    }
+  });
+
+  test('bounded: a delivery signalled (and let go) while the run reads the table is not lost when that read missed it', async () => {
+    const db = table();
+    const delivered: number[] = [];
+    const workflowId = wid('shard');
+    const late = d(6, 6, 'f');
+    let reads = 0;
+    const activities = {
+      attemptWebhookDeliveries: async ({ deliveryIds }: { deliveryIds: number[] }) =>
+        deliveryIds.map((id) => {
+          const row = db.rows.get(id)!;
+          if (row.status !== 'delivered') delivered.push(id);
+          row.status = 'delivered';
+          return 'delivered' as const;
+        }),
+      giveUpWebhookDelivery: async () => undefined,
+      pendingWebhookDeliveries: async (q: { limit: number; perObject: number }) => {
+        // The first read answers what was pending when it began; meanwhile a new delivery is
+        // written and signalled, and the run gets that signal before the read's answer.
+        const answer = db.pending(q);
+        if (++reads === 1) {
+          await env.client.workflow.getHandle(workflowId).signal(shardDeliveriesSignal, db.insert([late]));
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+        return answer;
+      },
+    };
+    await withWorker(env, activities, async (taskQueue) => {
+      // Holds 3 of the 5 (a, b, c); d and e wait in the table: the run reads them once a, b and c are delivered.
+      const first = db.insert([d(1, 1, 'a'), d(2, 2, 'b'), d(3, 3, 'c'), d(4, 4, 'd'), d(5, 5, 'e')]);
+      await env.client.workflow.signalWithStart(webhookShard, { taskQueue, workflowId, args: [{ webhookId: 1, shard: 0, retry, idleMs: 1000, maxQueued: 3, perObject: 1 }], signal: shardDeliveriesSignal, signalArgs: [first] });
+      await env.client.workflow.getHandle(workflowId).result();
+    });
+    expect(reads).toBeGreaterThanOrEqual(2);
+    expect([...delivered].sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  test('bounded: an object that keeps failing holds at most perObject of the bound; the other objects go on while it backs off', async () => {
+    const db = table();
+    const shortRetry = { ...retry, forMs: 3 * 3_600_000 };
+    // 10 events of an object whose receiver always fails, then 5 of two others: bound 4, 2 of an object.
+    const all = [...Array.from({ length: 10 }, (_, i) => d(1 + i, 1 + i, 'down')), ...Array.from({ length: 10 }, (_, i) => d(11 + i, 11 + i, i % 2 ? 'up1' : 'up2'))];
+    /** What became of each delivery, in order: `delivered <id>` or `gave up <id>`. */
+    const log: string[] = [];
+    const activities = {
+      attemptWebhookDeliveries: async ({ deliveryIds }: { deliveryIds: number[] }) =>
+        deliveryIds.map((id) => {
+          const row = db.rows.get(id)!;
+          if (row.object === 'down') return 'retry' as const;
+          if (row.status !== 'delivered') log.push(`delivered ${id}`);
+          row.status = 'delivered';
+          return 'delivered' as const;
+        }),
+      giveUpWebhookDelivery: async ({ deliveryId }: { deliveryId: number }) => {
+        log.push(`gave up ${deliveryId}`);
+        db.rows.get(deliveryId)!.status = 'delivered';
+      },
+      pendingWebhookDeliveries: async (q: { limit: number; perObject: number }) => db.pending(q),
+    };
+    await withWorker(env, activities, async (taskQueue) => {
+      const workflowId = wid('shard');
+      await env.client.workflow.signalWithStart(webhookShard, {
+        taskQueue,
+        workflowId,
+        args: [{ webhookId: 1, shard: 0, retry: shortRetry, idleMs: 1000, maxQueued: 4, perObject: 2 }],
+        signal: shardDeliveriesSignal,
+        signalArgs: [db.insert(all)],
+      });
+      await env.client.workflow.getHandle(workflowId).result();
+    });
+    // Every other delivery, in order, before the failing object's first was given up (3 hours in); then its 10, in order.
+    expect(log).toEqual([...all.slice(10).map((x) => `delivered ${x.deliveryId}`), ...all.slice(0, 10).map((x) => `gave up ${x.deliveryId}`)]);
+  });
+
+  test('bounded: a read that found none of the shard\'s deliveries within its reach (answered `more`, nothing held) is made again after idleMs', async () => {
+    const db = table();
+    const delivered: number[] = [];
+    let reads = 0;
+    const activities = {
+      attemptWebhookDeliveries: async ({ deliveryIds }: { deliveryIds: number[] }) =>
+        deliveryIds.map((id) => {
+          db.rows.get(id)!.status = 'delivered';
+          delivered.push(id);
+          return 'delivered' as const;
+        }),
+      giveUpWebhookDelivery: async () => undefined,
+      // The first read goes through other shards' rows only.
+      pendingWebhookDeliveries: async (q: { limit: number; perObject: number }) => (++reads === 1 ? { deliveries: [], more: true } : db.pending(q)),
+    };
+    await withWorker(env, activities, async (taskQueue) => {
+      const workflowId = wid('shard');
+      await env.client.workflow.signalWithStart(webhookShard, {
+        taskQueue,
+        workflowId,
+        args: [{ webhookId: 1, shard: 0, retry, idleMs: 60_000, maxQueued: 2, perObject: 1 }],
+        signal: shardDeliveriesSignal,
+        signalArgs: [db.insert([d(1, 1, 'a'), d(2, 2, 'b'), d(3, 3, 'c'), d(4, 4, 'd')])],
+      });
+      await env.client.workflow.getHandle(workflowId).result();
+    });
+    expect(reads).toBeGreaterThanOrEqual(2);
+    expect([...delivered].sort((x, y) => x - y)).toEqual([1, 2, 3, 4]);
+  });
 });

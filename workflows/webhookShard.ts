@@ -1,4 +1,4 @@
-import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, setWorkflowOptions, sleep, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, defineSignal, patched, proxyActivities, setHandler, setWorkflowOptions, sleep, workflowInfo } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks';
 import type { WebhookRetry } from './webhookDelivery';
 
@@ -35,7 +35,22 @@ export interface WebhookShardInput {
   perRun?: number;
   /** Deliveries carried over a continue-as-new. */
   queued?: CarriedDelivery[];
+  /** The most deliveries the run holds, queued and in flight (WEBHOOK_SHARD_MAX_QUEUED; default 2,000). */
+  maxQueued?: number;
+  /** The most deliveries of one object it holds (default a tenth of maxQueued), so a failing object cannot fill it. */
+  perObject?: number;
+  /** Carried over a continue-as-new: deliveries were let go (they wait in the table), the next run reads them. */
+  overflow?: boolean;
 }
+
+/**
+ * Changes shipped through patched() (README "Shipping a workflow change"): runs started by older
+ * code replay without them. Once no such run is left, each becomes deprecatePatch(), then goes.
+ */
+export const SHARD_PATCHES = {
+  /** At most maxQueued deliveries held (perObject of one object); the others are read from the table as it drains. */
+  boundedQueue: 'webhook-shard-bounded-queue',
+} as const;
 
 /** New (or redelivered) deliveries of the shard's webhook and objects. */
 export const shardDeliveriesSignal = defineSignal<[ShardDelivery[]]>('webhookShardDeliveries');
@@ -56,6 +71,8 @@ const BATCHES = 2;
  * retries do not count as handled, so the server's continue-as-new suggestion bounds those.
  */
 const PER_RUN = 500;
+/** 65 to 140 bytes each in the continue-as-new input (with backoff): 2,000 keep it under 280 KB, far from the 2 MB limit. */
+const MAX_QUEUED = 2000;
 
 /** One object's deliveries: sorted by event id, and the one being attempted (at most one). */
 interface Lane {
@@ -75,22 +92,52 @@ const byEvent = (a: ShardDelivery, b: ShardDelivery) => a.eventId - b.eventId ||
  * backs off on its own (exponential, with equal jitter) while the other objects go on. Continues
  * as new after `perRun` deliveries (or when the server suggests it): it waits for the batches in
  * flight, then carries every queued delivery with its backoff state.
+ *
+ * Bounded (SHARD_PATCHES.boundedQueue): the run holds at most `maxQueued` deliveries, and at
+ * most `perObject` of one object. What it holds of an object is always that object's oldest
+ * pending deliveries (a prefix in event-id order), so the order above holds. A delivery
+ * signalled beyond a bound is let go: its row stays pending in webhook_deliveries, and the run
+ * is in `overflow`, where it lets go of every signalled delivery it does not hold (a later one
+ * of an object could otherwise overtake an earlier one left in the table). In overflow, once
+ * it holds half of maxQueued or less (or nothing), it reads the oldest pending deliveries of its
+ * webhook and shard (pendingWebhookDeliveries: per object its first ones, in event-id order),
+ * keeps those that fit, and leaves overflow when that read found every pending one and no
+ * signal was let go meanwhile.
  */
 export async function webhookShard(input: WebhookShardInput): Promise<{ delivered: number }> {
   const { retry } = input;
-  const { attemptWebhookDeliveries, giveUpWebhookDelivery } = activities(retry);
+  const { attemptWebhookDeliveries, giveUpWebhookDelivery, pendingWebhookDeliveries } = activities(retry);
+  const bounded = patched(SHARD_PATCHES.boundedQueue);
   const batchSize = input.batchSize ?? BATCH_SIZE;
   const maxBatches = input.batches ?? BATCHES;
   const perRun = input.perRun ?? PER_RUN;
+  const maxQueued = bounded ? Math.max(1, input.maxQueued ?? MAX_QUEUED) : Infinity;
+  const perObject = bounded ? Math.max(1, input.perObject ?? Math.ceil(maxQueued / 10)) : Infinity;
+  /** Changes (deliveries let go or handled) that make a read worth it while more than nothing is held. */
+  const readEvery = Math.max(1, Math.floor(perObject / 2));
   const lanes = new Map<string, Lane>();
+  /** The deliveries the run holds: queued and in flight. */
   const known = new Set<number>();
   let changed = false;
   let running = 0;
   let handled = 0;
+  let reading = false;
+  /** A signalled delivery was let go while a read was in flight (the read may have missed it). */
+  let missed = false;
 
+  const held = (object: string) => {
+    const lane = lanes.get(object);
+    return lane ? lane.items.length + (lane.current ? 1 : 0) : 0;
+  };
+  /** Queues these (each object's in event-id order) as far as the bounds allow; answers how many it let go. */
   const add = (items: CarriedDelivery[]) => {
-    for (const d of items) {
+    let letGo = 0;
+    for (const d of bounded ? [...items].sort(byEvent) : items) {
       if (known.has(d.deliveryId)) continue;
+      if (known.size >= maxQueued || held(d.object) >= perObject) {
+        letGo++;
+        continue;
+      }
       known.add(d.deliveryId);
       let lane = lanes.get(d.object);
       if (!lane) lanes.set(d.object, (lane = { items: [] }));
@@ -98,17 +145,39 @@ export async function webhookShard(input: WebhookShardInput): Promise<{ delivere
       lane.items.sort(byEvent);
     }
     changed = true;
+    return letGo;
   };
-  add(input.queued ?? []);
-  setHandler(shardDeliveriesSignal, add);
+  // Carried by a run of before the bound, the queue may be longer: what does not fit waits in the table.
+  let overflow = add(input.queued ?? []) > 0 || (bounded && input.overflow === true);
+  /** Deliveries let go or handled since the last read began. */
+  let sinceRead = overflow ? 1 : 0;
+  setHandler(shardDeliveriesSignal, (items) => {
+    const letGo = overflow ? items.filter((d) => !known.has(d.deliveryId)).length : add(items);
+    if (letGo === 0) return;
+    overflow = true;
+    sinceRead += letGo;
+    if (reading) missed = true;
+    changed = true;
+  });
 
   const done = (d: CarriedDelivery) => {
     const lane = lanes.get(d.object)!;
     lane.current = undefined;
     known.delete(d.deliveryId);
     handled++;
+    sinceRead++;
     if (lane.items.length === 0) lanes.delete(d.object);
   };
+
+  /** Overflow: the oldest pending deliveries of the shard, those that fit kept. */
+  const read = async () => {
+    missed = false;
+    sinceRead = 0;
+    const { deliveries, more } = await pendingWebhookDeliveries({ webhookId: input.webhookId, shard: input.shard, limit: maxQueued, perObject });
+    const letGo = add(deliveries);
+    overflow = more || letGo > 0 || missed;
+  };
+  const readWanted = () => overflow && !reading && sinceRead > 0 && (known.size === 0 || (known.size <= maxQueued / 2 && sinceRead >= readEvery));
 
   const attempt = async (batch: CarriedDelivery[]) => {
     const startedAt = Date.now();
@@ -151,9 +220,16 @@ export async function webhookShard(input: WebhookShardInput): Promise<{ delivere
 
   for (;;) {
     if (handled >= perRun || workflowInfo().continueAsNewSuggested) {
-      await condition(() => running === 0);
+      await condition(() => running === 0 && !reading);
       const queued = [...lanes.values()].flatMap((lane) => lane.items);
-      await continueAsNew<typeof webhookShard>({ ...input, queued });
+      await continueAsNew<typeof webhookShard>({ ...input, queued, ...(bounded ? { overflow } : {}) });
+    }
+    if (readWanted()) {
+      reading = true;
+      void read().finally(() => {
+        reading = false;
+        changed = true;
+      });
     }
     const now = Date.now();
     const ready: CarriedDelivery[] = [];
@@ -178,13 +254,19 @@ export async function webhookShard(input: WebhookShardInput): Promise<{ delivere
       });
     }
     if (next !== undefined) wakeAt(next);
-    if (lanes.size === 0 && running === 0) {
+    if (lanes.size === 0 && running === 0 && !reading && !overflow) {
       // Ends when nothing came in time (a delivery signalled in the same task as the timeout is kept).
       await condition(() => lanes.size > 0, input.idleMs ?? IDLE_MS);
       if (lanes.size === 0) return { delivered: handled };
       continue;
     }
     changed = false;
+    if (overflow && known.size === 0 && !reading) {
+      // Nothing held, yet the last read answered `more`: none of the shard's deliveries were within
+      // its reach (the rows of other shards' objects came first). It reads again after idleMs.
+      if (!(await condition(() => changed, input.idleMs ?? IDLE_MS))) sinceRead++;
+      continue;
+    }
     await condition(() => changed);
   }
 }

@@ -198,8 +198,9 @@ const schema = z.object({
   // Webhooks (src/webhooks/): where deliveries may go although the address is internal (as
   // OUTBOUND_ALLOWED_HOSTS, for webhook URLs only), the timeout of one attempt, the retries'
   // backoff (doubling from the first delay up to the largest, with jitter) for up to
-  // WEBHOOK_RETRY_HOURS, how many days of failed attempts disable a webhook, and how many
-  // delivery workflows (shards) each webhook's objects are spread over.
+  // WEBHOOK_RETRY_HOURS, how many days of failed attempts disable a webhook, how many
+  // delivery workflows (shards) each webhook's objects are spread over, and how many deliveries
+  // one shard workflow holds at most (the others wait in webhook_deliveries).
   WEBHOOK_ALLOWED_HOSTS: allowList.default({ hosts: [], networks: [] }),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   WEBHOOK_RETRY_INITIAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
@@ -207,6 +208,7 @@ const schema = z.object({
   WEBHOOK_RETRY_HOURS: z.coerce.number().positive().max(720).default(72),
   WEBHOOK_DISABLE_AFTER_DAYS: z.coerce.number().positive().max(365).default(5),
   WEBHOOK_DELIVERY_SHARDS: z.coerce.number().int().min(1).max(256).default(4),
+  WEBHOOK_SHARD_MAX_QUEUED: z.coerce.number().int().min(1).max(10_000).default(2000),
 
   // Billing: renewals (README "Billing: renewals"). BILLING_DUNNING_DAYS: the days after a
   // renewal's due date at which an unpaid renewal is charged again (increasing; after the last

@@ -83,8 +83,8 @@ const delivered = (s: Sent) => s.status !== null && s.status >= 200 && s.status 
  * - a refused address or URL: failed (the policy will not change its mind);
  * - anything else: date_last_failed is set, and `retry`; a webhook failing for more than
  *   disableAfterDays is disabled instead.
- * A delivery already delivered (a retry of an attempt whose answer was lost) is not sent again;
- * one whose webhook is off or gone fails without a request. Answers the outcomes in the order
+ * A delivery already delivered (a retry of an attempt whose answer was lost) is not sent again,
+ * nor one that failed already; one whose webhook is off or gone fails without a request. Answers the outcomes in the order
  * of the ids.
  */
 export async function attemptDeliveries(db: Db, settings: DeliverySettings, deliveryIds: number[]): Promise<AttemptOutcome[]> {
@@ -101,6 +101,9 @@ export async function attemptDeliveries(db: Db, settings: DeliverySettings, deli
     const row = byId.get(id);
     if (!row) outcomes.set(id, 'failed');
     else if (row.status === 'delivered') outcomes.set(id, 'delivered');
+    // Failed already (given up, refused, its webhook disabled): a late signal or a shard's read
+    // of before that does not send it again (a retry or a replay makes it pending first).
+    else if (row.status === 'failed') outcomes.set(id, 'failed');
     else if (!row.active) {
       inactive.push(id);
       outcomes.set(id, 'failed');

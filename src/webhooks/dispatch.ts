@@ -169,6 +169,50 @@ export function shardOf(object: string, shards: number): number {
   return (h >>> 0) % shards;
 }
 
+/** Pending rows read per statement by pendingShardDeliveries. */
+const PENDING_PAGE = 1000;
+/** The most pending rows of a webhook one read goes through (of every shard, before it answers `more`). */
+const PENDING_SCAN = 200_000;
+
+/**
+ * The oldest pending deliveries of one shard of a webhook, for its shard workflow when it let
+ * some go (its bound, WEBHOOK_SHARD_MAX_QUEUED): the webhook's pending rows in (event id, id)
+ * order (the partial index webhook_deliveries_pending_idx), those of the shard, at most
+ * `perObject` of each object (its first ones, which the workflow may hold already), at most
+ * `limit` in all, going through at most PENDING_SCAN rows. `more`: the shard may have pending
+ * deliveries beyond those answered.
+ */
+export async function pendingShardDeliveries(
+  db: Db,
+  opts: { webhookId: number; shard: number; shards: number; limit: number; perObject: number },
+): Promise<{ deliveries: ShardDelivery[]; more: boolean }> {
+  const deliveries: ShardDelivery[] = [];
+  const perObject = new Map<string, number>();
+  let more = false;
+  let after: [string, string] | undefined;
+  for (let scanned = 0; scanned < PENDING_SCAN; ) {
+    const page = db('webhook_deliveries').where({ webhook_id: opts.webhookId, status: 'pending' });
+    if (after) page.whereRaw('(event_id, id) > (?, ?)', after);
+    const rows: Omit<Unsignalled, 'webhook_id'>[] = await page.orderBy(['event_id', 'id']).limit(PENDING_PAGE).select('id', 'event_id', 'object_type', 'object_id');
+    for (const r of rows) {
+      const object = objectKey(r.object_type, r.object_id);
+      if (shardOf(object, opts.shards) !== opts.shard) continue;
+      const n = perObject.get(object) ?? 0;
+      if (n >= opts.perObject) {
+        more = true;
+        continue;
+      }
+      perObject.set(object, n + 1);
+      deliveries.push({ deliveryId: Number(r.id), eventId: Number(r.event_id), object });
+      if (deliveries.length >= opts.limit) return { deliveries, more: true };
+    }
+    if (rows.length < PENDING_PAGE) return { deliveries, more };
+    scanned += rows.length;
+    after = [rows[rows.length - 1].event_id, rows[rows.length - 1].id];
+  }
+  return { deliveries, more: true };
+}
+
 export interface SignalSettings {
   retry: WebhookRetry;
   /** WEBHOOK_DELIVERY_SHARDS. */
@@ -177,6 +221,8 @@ export interface SignalSettings {
   idleMs?: number;
   /** Deliveries a shard run handles before it continues as new (tests: a few; default the workflow's). */
   perRun?: number;
+  /** WEBHOOK_SHARD_MAX_QUEUED: the most deliveries a shard run holds (default the workflow's). */
+  maxQueued?: number;
 }
 
 /**
@@ -204,7 +250,7 @@ async function signalShards(db: Db, temporal: TemporalGateway, settings: SignalS
         webhookShard,
         {
           workflowId: await temporal.ids.build('webhook', group.webhookId, 'shard', group.shard),
-          args: [{ webhookId: group.webhookId, shard: group.shard, retry: settings.retry, ...(settings.idleMs !== undefined ? { idleMs: settings.idleMs } : {}), ...(settings.perRun !== undefined ? { perRun: settings.perRun } : {}) }],
+          args: [{ webhookId: group.webhookId, shard: group.shard, retry: settings.retry, ...(settings.idleMs !== undefined ? { idleMs: settings.idleMs } : {}), ...(settings.perRun !== undefined ? { perRun: settings.perRun } : {}), ...(settings.maxQueued !== undefined ? { maxQueued: settings.maxQueued } : {}) }],
           summary: `Webhook ${group.webhookId} deliveries, shard ${group.shard}`,
         },
         shardDeliveriesSignal,
