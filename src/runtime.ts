@@ -105,21 +105,25 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
  * keep their starts single): the workflow start outbox, the tenant push outbox and the webhook
  * dispatch (events to deliveries, deliveries to their workflows); and the sweep that deletes
  * events past EVENT_RETENTION_DAYS. Their calls
- * have a background job's deadline (10 s), not the API's.
+ * have a background job's deadline (10 s), not the API's. `webhooks: false` leaves the webhook
+ * relay out (bench:events measures the event writes without the passes they wake).
  */
 export function startRelays(
   db: Db,
   temporal: TemporalHandle,
   config: Pick<Config, 'WORKFLOW_ID_PREFIX' | 'EVENT_RETENTION_DAYS' | 'WEBHOOK_RETRY_INITIAL_MS' | 'WEBHOOK_RETRY_MAX_MS' | 'WEBHOOK_RETRY_HOURS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_DELIVERY_SHARDS'>,
+  opts: { webhooks?: boolean } = {},
 ): { stop(): Promise<void> } {
   const gateway = new TemporalGateway(temporal, null, { callTimeoutMs: 10_000, ids: new WorkflowIds(db, config.WORKFLOW_ID_PREFIX) });
-  const starts = startWorkflowRelay({ db, temporal: gateway });
-  const pushes = startTenantPushRelay({ db, temporal: gateway });
-  const retention = startEventRetention({ db, days: config.EVENT_RETENTION_DAYS });
-  const webhooks = startWebhookRelay({ db, temporal: gateway, retry: webhookRetry(config), shards: config.WEBHOOK_DELIVERY_SHARDS });
+  const relays = [
+    startWorkflowRelay({ db, temporal: gateway }),
+    startTenantPushRelay({ db, temporal: gateway }),
+    startEventRetention({ db, days: config.EVENT_RETENTION_DAYS }),
+    ...(opts.webhooks === false ? [] : [startWebhookRelay({ db, temporal: gateway, retry: webhookRetry(config), shards: config.WEBHOOK_DELIVERY_SHARDS })]),
+  ];
   return {
     async stop() {
-      await Promise.all([starts.stop(), pushes.stop(), retention.stop(), webhooks.stop()]);
+      await Promise.all(relays.map((relay) => relay.stop()));
       gateway.close();
     },
   };
