@@ -10,13 +10,18 @@
  *      serialized, the round trip, its parse, plan and the row trigger's call); the row, its
  *      indexes, its WAL and the relay passes that dispatch it are gone (the relay still polls,
  *      and finds nothing). No production switch is involved;
- *    - `events, relays stopped`: the events stack with its relays stopped for the round, to
- *      tell the writes from the relay passes they wake.
+ *    - `events, webhook relay stopped`: the events stack without its webhook relay for the
+ *      round (its other relays run), to tell the writes from the relay passes they wake.
  *    autocannon, CONNECTIONS connections, ROUNDS rounds of SECONDS after a warm-up, the
  *    variants' order reversed every other round: `POST /register` for an existing user with a
  *    site, and `POST /customers` with `user_id` (no password to hash: scrypt's 100+ ms would
  *    hide a sub-millisecond write in its noise; the events are the same). What the baseline
  *    keeps is measured apart: one event INSERT in a transaction, on each database (rolled back).
+ *    Each `/register` leaves its membership's lifecycle start in the outbox for the start relay
+ *    (5 s after the commit: the registration's activity has no fast path), and starting it is
+ *    work for the shared Temporal dev server and worker: after each /register round both stacks'
+ *    outboxes are drained (and the last lifecycles' first tasks run) before anything else is
+ *    measured, so no round pays for the starts another one left behind.
  * 2. and 3. Delivery. A node:http receiver on 127.0.0.1 answering 204 and a webhook with event
  *    `*` (WEBHOOK_ALLOWED_HOSTS allows the address); then `POST /customers` on the events stack,
  *    first at PACED_RATE a second for PACED_SECONDS, then as fast as CONNECTIONS connections go
@@ -67,7 +72,7 @@ const SEEDED_USERS = 40_000;
 const RUN_TAG = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 
 type StackName = 'events' | 'baseline';
-type Variant = StackName | 'events, relays stopped';
+type Variant = StackName | 'events, webhook relay stopped';
 
 interface Stack {
   name: StackName;
@@ -96,13 +101,23 @@ interface Overhead {
   eventsPerRequest: number;
   events: Measurement;
   baseline: Measurement;
-  eventsRelaysStopped: Measurement;
+  eventsWebhookRelayStopped: Measurement;
   p50OverheadPercent: number;
   p99OverheadPercent: number;
   rateCostPercent: number;
-  relaysStoppedP50OverheadPercent: number;
-  relaysStoppedRateCostPercent: number;
+  webhookRelayStoppedP50OverheadPercent: number;
+  webhookRelayStoppedRateCostPercent: number;
   rounds: Record<Variant, Measurement[]>;
+  /** Per round (/register only): the lifecycle starts the stacks' outboxes held after it, and how long they took to drain. */
+  startDrains: StartDrain[];
+}
+
+interface StartDrain {
+  variant: Variant;
+  round: number;
+  stack: StackName;
+  pending: number;
+  seconds: number;
 }
 
 interface DeliveryRun {
@@ -125,6 +140,13 @@ interface DeliveryRun {
   changeToDeliveryP99: number;
   changeToDeliveryMax: number;
   stageP50Ms: { dispatch: number; signal: number; send: number };
+}
+
+/** The drains of the rounds that left starts: how many, and how long they took. */
+function drainSummary(drains: StartDrain[]): string {
+  const left = drains.filter((d) => d.pending > 0);
+  if (!left.length) return 'none';
+  return left.map((d) => `${d.stack} after ${d.variant} round ${d.round}: ${d.pending} in ${d.seconds}s`).join('; ');
 }
 
 const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN);
@@ -198,6 +220,35 @@ async function drainRegistrations(stack: Stack): Promise<void> {
   await Promise.all(ids.map((id) => stack.temporal.client.workflow.getHandle(id).result().catch(() => undefined)));
 }
 
+/** How long drainStarts waits for a stack's outbox before the bench gives up. */
+const START_DRAIN_WAIT_MS = 300_000;
+
+/**
+ * Waits until the stack's start outbox is empty (the start relay beside its worker started
+ * every entry), then for the first tasks of the last lifecycles started (no workflow task or
+ * activity pending): the work /register leaves behind. Answers how many entries were waiting.
+ */
+async function drainStarts(stack: Stack): Promise<number> {
+  const waiting = async () => Number((await stack.db('workflow_starts').whereNull('started_at').count('* as n').first())?.n ?? 0);
+  const until = Date.now() + START_DRAIN_WAIT_MS;
+  const pending = await waiting();
+  for (let n = pending; n > 0; n = await waiting()) {
+    if (Date.now() > until) throw new Error(`${stack.name}: ${n} workflow starts still waiting after ${START_DRAIN_WAIT_MS / 1000}s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  if (pending === 0) return 0;
+  const ids: string[] = await stack.db('workflow_starts').whereNotNull('started_at').orderBy('started_at', 'desc').limit(CONNECTIONS).pluck('workflow_id');
+  for (const id of ids) {
+    for (;;) {
+      const { raw } = await stack.temporal.client.workflow.getHandle(id).describe();
+      if (!raw.pendingWorkflowTask && !raw.pendingActivities?.length) break;
+      if (Date.now() > until) throw new Error(`${stack.name}: workflow ${id} still busy after ${START_DRAIN_WAIT_MS / 1000}s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return pending;
+}
+
 /** ms per event INSERT (recordEvent, a customer's payload) in one transaction, rolled back. */
 async function roundTrip(db: Db, payload: Record<string, unknown>): Promise<number> {
   const rollback = new Error('rollback');
@@ -241,7 +292,9 @@ async function main(): Promise<void> {
     await admin.query(`create database ${baseName}`);
     await admin.end();
     if (!env.embedded) {
-      cleanup.unshift([
+      // After the baseline's pool is closed (pushed before it), before the events database is
+      // dropped (its connection string is the one used here).
+      cleanup.push([
         'drop baseline database',
         async () => {
           const a = new pg.Client({ connectionString: env.config.DATABASE_URL });
@@ -289,19 +342,24 @@ async function main(): Promise<void> {
         else if (written !== 0) throw new Error(`baseline: ${PATHS[scenario]} kept ${written} events`);
       }
       await drainRegistrations(stack);
+      await drainStarts(stack);
     }
     log(`events per request: /register ${probes.register}, /customers ${probes.customer}`);
 
-    // 1. Latency with and without the event writes; and without the relays, to tell the writes
-    // from the relay passes that dispatch them.
+    // 1. Latency with and without the event writes; and without the webhook relay, to tell the
+    // writes from the relay passes that dispatch them.
     const variants: { name: Variant; stack: Stack; before?: () => Promise<void>; after?: () => Promise<void> }[] = [
       { name: 'events', stack: events },
       { name: 'baseline', stack: baseline },
       {
-        name: 'events, relays stopped',
+        name: 'events, webhook relay stopped',
         stack: events,
-        before: () => events.relays.stop(),
+        before: async () => {
+          await events.relays.stop();
+          events.relays = startRelays(events.db, events.temporal, events.config, { webhooks: false });
+        },
         after: async () => {
+          await events.relays.stop();
           events.relays = startRelays(events.db, events.temporal, events.config);
           await dispatchEvents(events.db);
         },
@@ -309,7 +367,8 @@ async function main(): Promise<void> {
     ];
     const overhead: Overhead[] = [];
     for (const scenario of ['register', 'customer'] as Scenario[]) {
-      const rounds: Record<Variant, Measurement[]> = { events: [], baseline: [], 'events, relays stopped': [] };
+      const rounds: Record<Variant, Measurement[]> = { events: [], baseline: [], 'events, webhook relay stopped': [] };
+      const startDrains: StartDrain[] = [];
       for (let round = 0; round < ROUNDS; round++) {
         for (const v of round % 2 === 0 ? variants : [...variants].reverse()) {
           log(`${LABELS[scenario]}: ${v.name}, round ${round + 1}/${ROUNDS} (${CONNECTIONS} connections, ${WARMUP_SECONDS}s warm-up + ${SECONDS}s)`);
@@ -318,10 +377,19 @@ async function main(): Promise<void> {
           if (scenario === 'register') await drainRegistrations(v.stack);
           const m = await cannon(v.stack, scenario, SECONDS);
           if (m.failed) throw new Error(`${v.name} ${LABELS[scenario]}: ${m.failed} failed of ${m.requests}`);
-          // The work behind /register's answers ends before the next variant is measured.
+          // The work behind /register's answers ends before the next variant is measured: its
+          // workflows, then the lifecycle starts it left in the outboxes.
           if (scenario === 'register') await drainRegistrations(v.stack);
           await v.after?.();
           log(`  p50 ${m.p50} ms, p99 ${m.p99} ms, ${m.rps.toFixed(1)}/s`);
+          if (scenario === 'register') {
+            for (const stack of [events, baseline]) {
+              const t0 = Date.now();
+              const pending = await drainStarts(stack);
+              startDrains.push({ variant: v.name, round: round + 1, stack: stack.name, pending, seconds: r2((Date.now() - t0) / 1000) });
+              if (pending) log(`  ${stack.name}: ${pending} lifecycle starts waiting in the outbox, drained in ${r2((Date.now() - t0) / 1000)}s`);
+            }
+          }
           rounds[v.name].push(m);
         }
       }
@@ -330,20 +398,21 @@ async function main(): Promise<void> {
         const mean = (f: (m: Measurement) => number) => r2(list.reduce((a, m) => a + f(m), 0) / list.length);
         return { rps: mean((m) => m.rps), p50: mean((m) => m.p50), p99: mean((m) => m.p99), requests: list.reduce((a, m) => a + m.requests, 0), failed: 0 };
       };
-      const [e, b, n] = [summary(rounds.events), summary(rounds.baseline), summary(rounds['events, relays stopped'])];
+      const [e, b, n] = [summary(rounds.events), summary(rounds.baseline), summary(rounds['events, webhook relay stopped'])];
       const percent = (x: number, y: number) => r2((x / y - 1) * 100);
       overhead.push({
         scenario: LABELS[scenario],
         eventsPerRequest: probes[scenario],
         events: e,
         baseline: b,
-        eventsRelaysStopped: n,
+        eventsWebhookRelayStopped: n,
         p50OverheadPercent: percent(e.p50, b.p50),
         p99OverheadPercent: percent(e.p99, b.p99),
         rateCostPercent: r2((1 - e.rps / b.rps) * 100),
-        relaysStoppedP50OverheadPercent: percent(n.p50, b.p50),
-        relaysStoppedRateCostPercent: r2((1 - n.rps / b.rps) * 100),
+        webhookRelayStoppedP50OverheadPercent: percent(n.p50, b.p50),
+        webhookRelayStoppedRateCostPercent: r2((1 - n.rps / b.rps) * 100),
         rounds,
+        startDrains,
       });
     }
 
@@ -470,14 +539,14 @@ async function main(): Promise<void> {
       [o.scenario, 'baseline', '0', String(o.baseline.p50), String(o.baseline.p99), o.baseline.rps.toFixed(1), '', '', ''],
       [
         o.scenario,
-        'events, relays stopped',
+        'events, webhook relay stopped',
         String(o.eventsPerRequest),
-        String(o.eventsRelaysStopped.p50),
-        String(o.eventsRelaysStopped.p99),
-        o.eventsRelaysStopped.rps.toFixed(1),
-        `${o.relaysStoppedP50OverheadPercent}%`,
+        String(o.eventsWebhookRelayStopped.p50),
+        String(o.eventsWebhookRelayStopped.p99),
+        o.eventsWebhookRelayStopped.rps.toFixed(1),
+        `${o.webhookRelayStoppedP50OverheadPercent}%`,
         '',
-        `${o.relaysStoppedRateCostPercent}%`,
+        `${o.webhookRelayStoppedRateCostPercent}%`,
       ],
     ]);
     const deliveryRows = delivery.map((d) => [
@@ -497,7 +566,8 @@ async function main(): Promise<void> {
       `\nWriting events: ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${SECONDS}s; + is against the baseline (rows skipped, statements kept)\n` +
         `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}, load average before ${loadAverageBefore.map((l) => l.toFixed(2)).join(' ')}, at the end ${meta.loadAverage.map((l) => l.toFixed(2)).join(' ')}\n\n` +
         `${textTable(['scenario', 'variant', 'events/req', 'p50 ms', 'p99 ms', 'req/s', 'p50 +', 'p99 +', 'rate -'], rows)}\n\n` +
-        `one event INSERT in a transaction, alone: ${kept.eventInsertMs} ms; the baseline's (row skipped): ${kept.baselineInsertMs} ms\n\n` +
+        `one event INSERT in a transaction, alone: ${kept.eventInsertMs} ms; the baseline's (row skipped): ${kept.baselineInsertMs} ms\n` +
+        `lifecycle starts each /register round left in the outboxes, drained before the next round: ${drainSummary(overhead.flatMap((o) => o.startDrains))}\n\n` +
         `Delivery to a receiver on loopback (one webhook, "*"), POST /customers (one event each):\n` +
         `${textTable(['load', 's', 'events', 'written/s', 'delivered', 'delivered/s (load)', 'delivered/s (to last)', 'last after load ms', 'change->delivery p50 ms', 'p99 ms', 'p50 dispatch/signal/send ms'], deliveryRows)}\n\n` +
         `Goals: overhead under 10% (${overhead.map((o) => `${o.scenario}: p50 ${o.p50OverheadPercent >= 0 ? '+' : ''}${o.p50OverheadPercent}%`).join('; ')}); ` +

@@ -104,9 +104,11 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
 /**
  * The relays a worker process runs beside its worker (every replica: row locks and workflow ids
  * keep their starts single): the workflow start outbox, the tenant push outbox and the webhook
- * dispatch (events to deliveries, deliveries to their workflows); and the sweep that deletes
- * events past EVENT_RETENTION_DAYS. Their calls
- * have a background job's deadline (10 s), not the API's.
+ * dispatch (events to deliveries, deliveries to their workflows); the sweep that deletes
+ * events past EVENT_RETENTION_DAYS, and the one that starts the membership lifecycles deferred
+ * to BILLING_LIFECYCLE_HORIZON_HOURS. Their calls
+ * have a background job's deadline (10 s), not the API's. `webhooks: false` leaves the webhook
+ * relay out (bench:events measures the event writes without the passes they wake).
  */
 export function startRelays(
   db: Db,
@@ -123,16 +125,21 @@ export function startRelays(
     | 'WEBHOOK_SHARD_MAX_QUEUED'
     | 'BILLING_LIFECYCLE_HORIZON_HOURS'
   >,
+  opts: { webhooks?: boolean } = {},
 ): { stop(): Promise<void> } {
   const gateway = new TemporalGateway(temporal, null, { callTimeoutMs: 10_000, ids: new WorkflowIds(db, config.WORKFLOW_ID_PREFIX) });
-  const starts = startWorkflowRelay({ db, temporal: gateway });
-  const pushes = startTenantPushRelay({ db, temporal: gateway });
-  const retention = startEventRetention({ db, days: config.EVENT_RETENTION_DAYS });
-  const webhooks = startWebhookRelay({ db, temporal: gateway, retry: webhookRetry(config), shards: config.WEBHOOK_DELIVERY_SHARDS, maxQueued: config.WEBHOOK_SHARD_MAX_QUEUED });
-  const lifecycles = startLifecycleSweep(db, new MembershipLifecycles(gateway.ids, null, undefined, lifecycleHorizonMs(config)));
+  const relays = [
+    startWorkflowRelay({ db, temporal: gateway }),
+    startTenantPushRelay({ db, temporal: gateway }),
+    startEventRetention({ db, days: config.EVENT_RETENTION_DAYS }),
+    startLifecycleSweep(db, new MembershipLifecycles(gateway.ids, null, undefined, lifecycleHorizonMs(config))),
+    ...(opts.webhooks === false
+      ? []
+      : [startWebhookRelay({ db, temporal: gateway, retry: webhookRetry(config), shards: config.WEBHOOK_DELIVERY_SHARDS, maxQueued: config.WEBHOOK_SHARD_MAX_QUEUED })]),
+  ];
   return {
     async stop() {
-      await Promise.all([starts.stop(), pushes.stop(), retention.stop(), webhooks.stop(), lifecycles.stop()]);
+      await Promise.all(relays.map((relay) => relay.stop()));
       gateway.close();
     },
   };

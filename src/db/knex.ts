@@ -43,8 +43,9 @@ interface PooledConnection {
  * PostgreSQL parses and plans it once per connection, and Knex's builder and runner (and its
  * per-query work) are skipped; Knex's 'query' event is still emitted (a cheap no-op without
  * listeners), so what watches the statements a request sends sees this one too. For the hottest
- * reads only, outside transactions; `text` uses PostgreSQL's $1 placeholders, and `name` is
- * unique to that text.
+ * statements only (reads, and the webhook relay's pass: one statement, its own transaction),
+ * outside transactions; `text` uses PostgreSQL's $1 placeholders, and `name` is unique to that
+ * text.
  */
 export async function preparedRows<T>(db: Db, name: string, text: string, values: unknown[]): Promise<T[]> {
   db.emit('query', { method: 'raw', sql: text, bindings: values, name });
