@@ -283,10 +283,12 @@ describe('chat widget (browser)', () => {
 
     // Another page of the site (here: the same one again) resumes the conversation from sessionStorage.
     // With the panel closed, the bubble counts the agent's new answers (the old ones were seen).
-    const socket = page.waitForEvent('websocket');
+    // Frames recorded from the socket's first moment: its "ready" can come before the bubble is drawn.
+    const frames: string[] = [];
+    page.on('websocket', (ws: PageSocket) => ws.on('framereceived', (f) => frames.push(String(f.payload))));
     await page.reload();
     await page.getByRole('button', { name: 'Open chat' }).waitFor();
-    await (await socket).waitForEvent('framereceived', { predicate: (f) => String(f.payload).includes('"ready"') });
+    expect((await waitFor(async () => frames, (f) => f.some((x) => x.includes('"ready"')))).some((x) => x.includes('"ready"'))).toBe(true);
     expect((await agentPost(`/chat/sessions/${id}/messages`, { body: 'Welcome back.' })).status).toBe(201);
     await page.getByRole('button', { name: 'Open chat (1 new message)' }).click({ timeout: 5000 });
     await page.getByRole('log').getByText('Signed in and stuck').waitFor();
