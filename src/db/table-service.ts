@@ -3,13 +3,14 @@ import { z } from 'zod';
 import { humanList } from '../infra/text';
 import { DomainError } from './domain-error';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from './errors';
-import { preparedRows, type Db } from './knex';
+import type { Db } from './knex';
 import { runList, type ListQuery, type ListSpec } from './list';
 import { Decimal, minorUnits, moneyOut } from './money';
+import { preparedRows } from './prepared';
 import type { FieldSet, ReadOptions, ResourceDefinition, ResourceExamples, ResourceService } from './resource';
 import type { ResourceLink } from './resource-link';
 import { isoDate, toTimestamp } from './timestamps';
-import { runInTransaction } from './transaction';
+import { runInTransaction, statementRows } from './transaction';
 
 /** How a column travels between the API and the database. */
 export type ColumnKind = 'int' | 'text' | 'bool' | 'money' | 'json' | 'timestamp';
@@ -137,6 +138,8 @@ export class TableService implements ResourceService<Row> {
    * connection (a prepared statement); inside a transaction it goes through the transaction.
    */
   private readonly getOne?: { name: string; sql: string; native: string };
+  /** A row locked for a write (`select * ... where id = ? limit ? for update`), compiled once (statementRows). */
+  private readonly lockOne: string;
 
   constructor(
     readonly db: Db,
@@ -149,6 +152,12 @@ export class TableService implements ResourceService<Row> {
       const compiled = cfg.join.from(db, this.allColumns).where(`${this.alias}.id`, 0).limit(1).toSQL();
       this.getOne = { name: `hostflow_${cfg.model}_get_one`, sql: compiled.sql, native: compiled.toNative().sql };
     }
+    this.lockOne = db(cfg.table).where({ id: 0 }).forUpdate().first().toSQL().sql;
+  }
+
+  /** The row `id`, locked until the transaction ends. */
+  private async lockedRow(trx: Trx, id: number): Promise<Row | undefined> {
+    return (await statementRows(trx, this.lockOne, [id, 1]))[0];
   }
 
   /** The column a field is read from. */
@@ -253,7 +262,7 @@ export class TableService implements ResourceService<Row> {
     if (opts.fields) row = await this.readQuery(db, this.columnsFor(opts.fields)).where(`${this.alias}.id`, id).first();
     else if (!this.getOne) row = await this.getRow(id, db);
     else if (db === this.db) [row] = await preparedRows<Row>(this.db, this.getOne.name, this.getOne.native, [id, 1]);
-    else [row] = (await db.raw(this.getOne.sql, [id, 1])).rows;
+    else [row] = await statementRows(db as Trx, this.getOne.sql, [id, 1]);
     return row ? this.toRecord(row) : null;
   }
 
@@ -362,7 +371,7 @@ export class TableService implements ResourceService<Row> {
     let rec: Row | null;
     try {
       rec = await this.inTransaction(outer, async (trx) => {
-        const current = await trx(this.cfg.table).where({ id }).forUpdate().first();
+        const current = await this.lockedRow(trx, id);
         if (!current) return null;
         const cols = this.toColumns(input);
         this.checkMinorUnits(cols, current);
@@ -393,7 +402,7 @@ export class TableService implements ResourceService<Row> {
       deleted = !beforeDelete
         ? (await this.db(this.cfg.table).where({ id }).delete()) > 0
         : await runInTransaction(this.db, async (trx) => {
-            const row = await trx(this.cfg.table).where({ id }).forUpdate().first();
+            const row = await this.lockedRow(trx, id);
             if (!row) return false;
             await beforeDelete(trx, row, write);
             await trx(this.cfg.table).where({ id }).delete();
