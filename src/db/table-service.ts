@@ -140,6 +140,8 @@ export class TableService implements ResourceService<Row> {
   private readonly getOne?: { name: string; sql: string; native: string };
   /** A row locked for a write (`select * ... where id = ? limit ? for update`), compiled once (statementRows). */
   private readonly lockOne: string;
+  /** The writes' statements by operation and columns (writeRows): the SQL, and each binding's column (null: the id). */
+  private readonly writes = new Map<string, { sql: string; from: (string | null)[] }>();
 
   constructor(
     readonly db: Db,
@@ -153,6 +155,34 @@ export class TableService implements ResourceService<Row> {
       this.getOne = { name: `hostflow_${cfg.model}_get_one`, sql: compiled.sql, native: compiled.toNative().sql };
     }
     this.lockOne = db(cfg.table).where({ id: 0 }).forUpdate().first().toSQL().sql;
+  }
+
+  /**
+   * A write's statement, as Knex builds it: `insert ... returning *`, or `update ... set <cols>,
+   * date_modified = CURRENT_TIMESTAMP where id = ? returning *`. Compiled once per set of
+   * columns (Knex's builder compiled it on every write) when every value is a plain one (text,
+   * number, boolean, null, a date): the SQL with its `?` and where each binding comes from.
+   * A value Knex would put into the SQL itself (a raw expression a hook set) takes Knex's builder.
+   */
+  private async writeRows(trx: Trx, op: 'insert' | 'update', cols: Row, id?: number): Promise<Row[]> {
+    const build = (db: Knex | Trx, values: Row, where: unknown) =>
+      op === 'insert' ? db(this.cfg.table).insert(values).returning('*') : db(this.cfg.table).where({ id: where }).update({ ...values, date_modified: db.fn.now() }).returning('*');
+    const keys = Object.keys(cols);
+    if (keys.length === 0 || !keys.every((k) => isPlainValue(cols[k]))) return build(trx, cols, id);
+    const cacheKey = `${op} ${keys.join(',')}`;
+    let compiled = this.writes.get(cacheKey);
+    if (!compiled) {
+      // Each value a marker, to learn which binding is which.
+      const markers = new Map<unknown, string | null>(keys.map((k) => [new BindingOf(k), k]));
+      const idMarker = new BindingOf('id');
+      markers.set(idMarker, null);
+      const values = Object.fromEntries([...markers].filter(([, k]) => k !== null).map(([m, k]) => [k, m]));
+      const { sql, bindings } = build(this.db, values, idMarker).toSQL();
+      if (!bindings.every((b) => markers.has(b))) return build(trx, cols, id);
+      compiled = { sql, from: bindings.map((b) => markers.get(b)!) };
+      if (this.writes.size < 64) this.writes.set(cacheKey, compiled);
+    }
+    return statementRows(trx, compiled.sql, compiled.from.map((k) => (k === null ? id : cols[k])));
   }
 
   /** The row `id`, locked until the transaction ends. */
@@ -335,9 +365,7 @@ export class TableService implements ResourceService<Row> {
         this.checkMinorUnits(cols);
         const refs = await this.checkReferences(trx, cols);
         await this.cfg.hooks?.beforeCreate?.(trx, cols, refs, write);
-        const [row] = await trx(this.cfg.table)
-          .insert(opts.id !== undefined ? { ...cols, id: opts.id } : cols)
-          .returning('*');
+        const [row] = await this.writeRows(trx, 'insert', opts.id !== undefined ? { ...cols, id: opts.id } : cols);
         const changed = await this.cfg.hooks?.afterCreate?.(trx, row, write);
         return this.announce(trx, null, changed ?? row, await this.written(trx, changed ?? row));
       });
@@ -378,10 +406,7 @@ export class TableService implements ResourceService<Row> {
         const refs = await this.checkReferences(trx, cols);
         await this.cfg.hooks?.beforeUpdate?.(trx, current, cols, refs, write);
         if (Object.keys(cols).length === 0) return this.written(trx, current);
-        const [after] = await trx(this.cfg.table)
-          .where({ id })
-          .update({ ...cols, date_modified: trx.fn.now() })
-          .returning('*');
+        const [after] = await this.writeRows(trx, 'update', cols, id);
         const changed = await this.cfg.hooks?.afterUpdate?.(trx, current, after, write);
         return this.announce(trx, current, changed ?? after, await this.written(trx, changed ?? after));
       });
@@ -442,6 +467,16 @@ export class TableService implements ResourceService<Row> {
     }
     return err;
   }
+}
+
+/** A value a write binds as it is (Knex puts a raw expression or a builder into the SQL itself). */
+function isPlainValue(v: unknown): boolean {
+  return v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' || v instanceof Date;
+}
+
+/** A stand-in value of one column while a write's statement is compiled (TableService.writeRows). */
+class BindingOf {
+  constructor(readonly column: string) {}
 }
 
 /** The schema under optional/nullable/default wrappers. */
