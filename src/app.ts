@@ -10,6 +10,7 @@ import { mountDiscountCodes } from './discount-codes/routes';
 import { mountDomains } from './domains/routes';
 import { mountEvents } from './events/routes';
 import { requireApiAuth } from './http/auth';
+import { defineCachedQuery } from './http/cached-query';
 import { mountConsole } from './http/console';
 import { refuseCrossSite } from './http/cross-site';
 import { errorHandler, notFoundHandler } from './http/errors';
@@ -153,6 +154,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   app.set('etag', false);
 
   defineRequestLog(app);
+  defineCachedQuery(app);
   app.use(requestStart(metrics));
   const observe = deps.observeResponse;
   if (observe) {
