@@ -10,6 +10,7 @@ import { mountDiscountCodes } from './discount-codes/routes';
 import { mountDomains } from './domains/routes';
 import { mountEvents } from './events/routes';
 import { requireApiAuth } from './http/auth';
+import { defineCachedQuery } from './http/cached-query';
 import { mountConsole } from './http/console';
 import { refuseCrossSite } from './http/cross-site';
 import { errorHandler, notFoundHandler } from './http/errors';
@@ -22,7 +23,7 @@ import type { Metrics } from './http/metrics';
 import { publicBase, setPublicBase } from './http/public-url';
 import { RouteRegistry, type RouteInfo } from './http/route-registry';
 import { createObjectStorage, type ObjectStorage } from './infra/object-storage';
-import { accessLogger, logger, type Logger } from './logger';
+import { logger, logRequest, type Logger } from './logger';
 import { lifecycleHorizonMs, MembershipLifecycles } from './memberships/lifecycle';
 import { mountMemberships } from './memberships/routes';
 import { mountDocsPage } from './openapi/docs-page';
@@ -108,10 +109,7 @@ function requestStart(metrics: Metrics) {
       metrics.record(req, res, start);
       if (!accessLog) return;
       // The path only: query strings may carry credentials.
-      accessLogger.info(
-        { request_id: requestId, method: req.method, path: req.originalUrl.split('?')[0], status: res.statusCode, duration_ms: Number(process.hrtime.bigint() - start) / 1e6 },
-        'request',
-      );
+      logRequest({ request_id: requestId, method: req.method, path: req.originalUrl.split('?')[0], status: res.statusCode, duration_ms: Number(process.hrtime.bigint() - start) / 1e6 });
     });
     methodOverride(req, res, next);
   };
@@ -156,6 +154,7 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   app.set('etag', false);
 
   defineRequestLog(app);
+  defineCachedQuery(app);
   app.use(requestStart(metrics));
   const observe = deps.observeResponse;
   if (observe) {

@@ -41,3 +41,30 @@ export function setLogLevel(level: string): void {
   logger.level = level;
   accessLogger.level = level;
 }
+
+/** What the access log says of a request. */
+export interface RequestLine {
+  request_id: string;
+  method: string;
+  /** Without the query string (it may carry credentials). */
+  path: string;
+  status: number;
+  duration_ms: number;
+}
+
+/**
+ * The access log's line, exactly as `accessLogger.info(fields, 'request')` writes it (test/
+ * access-log.test.ts compares them), built as one string: pino's generic path (the walk over
+ * the object's properties, the time and level lookups, the child bindings) was 1.5% of a GET
+ * one's CPU and 5% of what it allocated (issue 14). `time`: milliseconds since the epoch.
+ */
+export function accessLogLine(time: number, f: RequestLine): string {
+  const duration = Number.isFinite(f.duration_ms) ? f.duration_ms : null;
+  return `{"level":30,"time":"${new Date(time).toISOString()}","service":"hostflow","request_id":${JSON.stringify(f.request_id)},"method":${JSON.stringify(f.method)},"path":${JSON.stringify(f.path)},"status":${f.status},"duration_ms":${duration},"msg":"request"}\n`;
+}
+
+/** Writes a request's access-log line (when the access log's level lets info through) with the other lines. */
+export function logRequest(f: RequestLine): void {
+  if (accessLogger.isLevelEnabled('info')) stdout.write(accessLogLine(Date.now(), f));
+}
+

@@ -33,27 +33,3 @@ export function poolStats(db: Db): { used: number; free: number; pending: number
   if (!pool) return { used: 0, free: 0, pending: 0, max: 0 };
   return { used: pool.numUsed(), free: pool.numFree(), pending: pool.numPendingAcquires(), max: pool.max };
 }
-
-interface PooledConnection {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
-}
-
-/**
- * One statement on a connection of Knex's pool, as a named (server-side prepared) statement:
- * PostgreSQL parses and plans it once per connection, and Knex's builder and runner (and its
- * per-query work) are skipped; Knex's 'query' event is still emitted (a cheap no-op without
- * listeners), so what watches the statements a request sends sees this one too. For the hottest
- * statements only (reads, and the webhook relay's pass: one statement, its own transaction),
- * outside transactions; `text` uses PostgreSQL's $1 placeholders, and `name` is unique to that
- * text.
- */
-export async function preparedRows<T>(db: Db, name: string, text: string, values: unknown[]): Promise<T[]> {
-  db.emit('query', { method: 'raw', sql: text, bindings: values, name });
-  const client = db.client as { acquireConnection(): Promise<PooledConnection>; releaseConnection(c: PooledConnection): Promise<void> };
-  const conn = await client.acquireConnection();
-  try {
-    return (await conn.query({ name, text, values })).rows as T[];
-  } finally {
-    await client.releaseConnection(conn);
-  }
-}

@@ -3,13 +3,14 @@ import { z } from 'zod';
 import { humanList } from '../infra/text';
 import { DomainError } from './domain-error';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from './errors';
-import { preparedRows, type Db } from './knex';
+import type { Db } from './knex';
 import { runList, type ListQuery, type ListSpec } from './list';
 import { Decimal, minorUnits, moneyOut } from './money';
+import { preparedRows } from './prepared';
 import type { FieldSet, ReadOptions, ResourceDefinition, ResourceExamples, ResourceService } from './resource';
 import type { ResourceLink } from './resource-link';
 import { isoDate, toTimestamp } from './timestamps';
-import { runInTransaction } from './transaction';
+import { runInTransaction, statementRows } from './transaction';
 
 /** How a column travels between the API and the database. */
 export type ColumnKind = 'int' | 'text' | 'bool' | 'money' | 'json' | 'timestamp';
@@ -137,6 +138,10 @@ export class TableService implements ResourceService<Row> {
    * connection (a prepared statement); inside a transaction it goes through the transaction.
    */
   private readonly getOne?: { name: string; sql: string; native: string };
+  /** A row locked for a write (`select * ... where id = ? limit ? for update`), compiled once (statementRows). */
+  private readonly lockOne: string;
+  /** The writes' statements by operation and columns (writeRows): the SQL, and each binding's column (null: the id). */
+  private readonly writes = new Map<string, { sql: string; from: (string | null)[] }>();
 
   constructor(
     readonly db: Db,
@@ -149,6 +154,40 @@ export class TableService implements ResourceService<Row> {
       const compiled = cfg.join.from(db, this.allColumns).where(`${this.alias}.id`, 0).limit(1).toSQL();
       this.getOne = { name: `hostflow_${cfg.model}_get_one`, sql: compiled.sql, native: compiled.toNative().sql };
     }
+    this.lockOne = db(cfg.table).where({ id: 0 }).forUpdate().first().toSQL().sql;
+  }
+
+  /**
+   * A write's statement, as Knex builds it: `insert ... returning *`, or `update ... set <cols>,
+   * date_modified = CURRENT_TIMESTAMP where id = ? returning *`. Compiled once per set of
+   * columns (Knex's builder compiled it on every write) when every value is a plain one (text,
+   * number, boolean, null, a date): the SQL with its `?` and where each binding comes from.
+   * A value Knex would put into the SQL itself (a raw expression a hook set) takes Knex's builder.
+   */
+  private async writeRows(trx: Trx, op: 'insert' | 'update', cols: Row, id?: number): Promise<Row[]> {
+    const build = (db: Knex | Trx, values: Row, where: unknown) =>
+      op === 'insert' ? db(this.cfg.table).insert(values).returning('*') : db(this.cfg.table).where({ id: where }).update({ ...values, date_modified: db.fn.now() }).returning('*');
+    const keys = Object.keys(cols);
+    if (keys.length === 0 || !keys.every((k) => isPlainValue(cols[k]))) return build(trx, cols, id);
+    const cacheKey = `${op} ${keys.join(',')}`;
+    let compiled = this.writes.get(cacheKey);
+    if (!compiled) {
+      // Each value a marker, to learn which binding is which.
+      const markers = new Map<unknown, string | null>(keys.map((k) => [new BindingOf(k), k]));
+      const idMarker = new BindingOf('id');
+      markers.set(idMarker, null);
+      const values = Object.fromEntries([...markers].filter(([, k]) => k !== null).map(([m, k]) => [k, m]));
+      const { sql, bindings } = build(this.db, values, idMarker).toSQL();
+      if (!bindings.every((b) => markers.has(b))) return build(trx, cols, id);
+      compiled = { sql, from: bindings.map((b) => markers.get(b)!) };
+      if (this.writes.size < 64) this.writes.set(cacheKey, compiled);
+    }
+    return statementRows(trx, compiled.sql, compiled.from.map((k) => (k === null ? id : cols[k])));
+  }
+
+  /** The row `id`, locked until the transaction ends. */
+  private async lockedRow(trx: Trx, id: number): Promise<Row | undefined> {
+    return (await statementRows(trx, this.lockOne, [id, 1]))[0];
   }
 
   /** The column a field is read from. */
@@ -253,7 +292,7 @@ export class TableService implements ResourceService<Row> {
     if (opts.fields) row = await this.readQuery(db, this.columnsFor(opts.fields)).where(`${this.alias}.id`, id).first();
     else if (!this.getOne) row = await this.getRow(id, db);
     else if (db === this.db) [row] = await preparedRows<Row>(this.db, this.getOne.name, this.getOne.native, [id, 1]);
-    else [row] = (await db.raw(this.getOne.sql, [id, 1])).rows;
+    else [row] = await statementRows(db as Trx, this.getOne.sql, [id, 1]);
     return row ? this.toRecord(row) : null;
   }
 
@@ -326,9 +365,7 @@ export class TableService implements ResourceService<Row> {
         this.checkMinorUnits(cols);
         const refs = await this.checkReferences(trx, cols);
         await this.cfg.hooks?.beforeCreate?.(trx, cols, refs, write);
-        const [row] = await trx(this.cfg.table)
-          .insert(opts.id !== undefined ? { ...cols, id: opts.id } : cols)
-          .returning('*');
+        const [row] = await this.writeRows(trx, 'insert', opts.id !== undefined ? { ...cols, id: opts.id } : cols);
         const changed = await this.cfg.hooks?.afterCreate?.(trx, row, write);
         return this.announce(trx, null, changed ?? row, await this.written(trx, changed ?? row));
       });
@@ -362,17 +399,14 @@ export class TableService implements ResourceService<Row> {
     let rec: Row | null;
     try {
       rec = await this.inTransaction(outer, async (trx) => {
-        const current = await trx(this.cfg.table).where({ id }).forUpdate().first();
+        const current = await this.lockedRow(trx, id);
         if (!current) return null;
         const cols = this.toColumns(input);
         this.checkMinorUnits(cols, current);
         const refs = await this.checkReferences(trx, cols);
         await this.cfg.hooks?.beforeUpdate?.(trx, current, cols, refs, write);
         if (Object.keys(cols).length === 0) return this.written(trx, current);
-        const [after] = await trx(this.cfg.table)
-          .where({ id })
-          .update({ ...cols, date_modified: trx.fn.now() })
-          .returning('*');
+        const [after] = await this.writeRows(trx, 'update', cols, id);
         const changed = await this.cfg.hooks?.afterUpdate?.(trx, current, after, write);
         return this.announce(trx, current, changed ?? after, await this.written(trx, changed ?? after));
       });
@@ -393,7 +427,7 @@ export class TableService implements ResourceService<Row> {
       deleted = !beforeDelete
         ? (await this.db(this.cfg.table).where({ id }).delete()) > 0
         : await runInTransaction(this.db, async (trx) => {
-            const row = await trx(this.cfg.table).where({ id }).forUpdate().first();
+            const row = await this.lockedRow(trx, id);
             if (!row) return false;
             await beforeDelete(trx, row, write);
             await trx(this.cfg.table).where({ id }).delete();
@@ -433,6 +467,16 @@ export class TableService implements ResourceService<Row> {
     }
     return err;
   }
+}
+
+/** A value a write binds as it is (Knex puts a raw expression or a builder into the SQL itself). */
+function isPlainValue(v: unknown): boolean {
+  return v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' || v instanceof Date;
+}
+
+/** A stand-in value of one column while a write's statement is compiled (TableService.writeRows). */
+class BindingOf {
+  constructor(readonly column: string) {}
 }
 
 /** The schema under optional/nullable/default wrappers. */

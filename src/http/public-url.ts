@@ -41,9 +41,20 @@ export function publicBaseResolver(config: PublicUrlConfig): Resolver {
   }
   const fallback = defaultPublicBase(config);
   let warned = false;
+  // The allow-list's answer for each Host seen (a few regular expressions per entry), bounded: a
+  // client sending ever new Hosts only makes the check run again.
+  const allowed = new Map<string, boolean>();
+  const isAllowed = (host: string) => {
+    let ok = allowed.get(host);
+    if (ok === undefined) {
+      ok = hostAllowed(host, config.ALLOWED_HOSTS);
+      if (allowed.size < 1000) allowed.set(host, ok);
+    }
+    return ok;
+  };
   return (req) => {
     const host = req.host;
-    if (host && hostAllowed(host, config.ALLOWED_HOSTS)) return `${req.protocol}://${host.toLowerCase()}`;
+    if (host && isAllowed(host)) return `${req.protocol}://${host.toLowerCase()}`;
     if (!warned) {
       warned = true;
       logger.warn({ host: String(host ?? '').slice(0, 100), links_use: fallback }, 'Host header not in ALLOWED_HOSTS: links use the default address (set PUBLIC_URL or ALLOWED_HOSTS)');

@@ -36,7 +36,8 @@ export interface Credentials {
 
 
 export class SettingsStore {
-  private cache: { at: number; values: Map<string, unknown> } | null = null;
+  /** `credentials`: the stored key pair as read from `values` (auth asks on every request), made once per refresh. */
+  private cache: { at: number; values: Map<string, unknown>; credentials?: Credentials | null } | null = null;
 
   constructor(private readonly db: Db) {}
 
@@ -83,10 +84,15 @@ export class SettingsStore {
   }
 
   async credentials(): Promise<Credentials | null> {
-    const key = await this.get<string>('api_key');
-    const secret = await this.get<{ sha256?: string }>('api_secret');
-    if (typeof key !== 'string' || !secret || typeof secret.sha256 !== 'string') return null;
-    return { key, secretSha256: secret.sha256 };
+    const values = await this.load();
+    const cache = this.cache;
+    if (cache?.values === values && cache.credentials !== undefined) return cache.credentials;
+    const pick = (key: string) => (values.has(key) ? values.get(key) : SETTING_DEFAULTS[key]);
+    const key = pick('api_key');
+    const secret = pick('api_secret') as { sha256?: unknown } | null | undefined;
+    const credentials = typeof key !== 'string' || !secret || typeof secret.sha256 !== 'string' ? null : Object.freeze({ key, secretSha256: secret.sha256 });
+    if (cache?.values === values) cache.credentials = credentials;
+    return credentials;
   }
 
   /** Store a new key/secret pair. Only a SHA-256 of the secret is kept. */

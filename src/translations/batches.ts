@@ -1,5 +1,6 @@
 import { WorkflowIdConflictPolicy } from '@temporalio/client';
-import { preparedRows, type Db } from '../db/knex';
+import type { Db } from '../db/knex';
+import { preparedRows } from '../db/prepared';
 import type { ApiError } from '../http/errors';
 import { zodParams } from '../http/validation';
 import type { Logger } from '../logger';
