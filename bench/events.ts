@@ -66,8 +66,8 @@ const DELIVERY_WAIT_MS = 180_000;
 const ROUND_TRIPS = 200;
 const ROUND_TRIP_BATCHES = 5;
 const PLAN_SLUG = 'bench-plan';
-/** Users without a customer, per stack: more than the creates can use. */
-const SEEDED_USERS = 40_000;
+/** Users without a customer, per stack: more than the creates can use (a quiet machine creates about 800 a second: 20,000 a round of 2). */
+const SEEDED_USERS = 20_000 * Math.max(2, ROUNDS);
 /** Lower-case alphanumeric (site_url's rule), unique per run. */
 const RUN_TAG = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 
