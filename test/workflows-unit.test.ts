@@ -514,14 +514,13 @@ describe('membershipLifecycle (bounded history, charge outcomes)', () => {
 
   test('a membership written to all day: every signal is a read, and the run continues as new after 200 reads (its history stays bounded)', async () => {
     let reads = 0;
-    // Due in a year (of the server's time, which earlier tests moved on): the workflow only sleeps, woken by the signals.
-    const dueAt = (await env.currentTimeMs()) + 365 * DAY;
     await withWorker(
       env,
       {
+        // Due in a year from each read (of the server's time, which other tests move on): the workflow only sleeps, woken by the signals.
         readBillingState: async () => {
           reads++;
-          return { phase: 'scheduled', dueAt };
+          return { phase: 'scheduled', dueAt: (await env.currentTimeMs()) + 365 * DAY };
         },
       },
       async (taskQueue) => {
