@@ -252,10 +252,16 @@ export function createTenantActivities({ db, config, storage }: TenantActivityDe
         onEntry: (key) => progress({ step: 'files_and_routing', moved: ++moved, key }),
       });
       progress({ step: 'files_and_routing', moved });
-      await db('tenant_routes')
-        .insert({ hostname: tenant.hostname, path: tenant.path ?? '/', tenant_id: tenant.id, site_id: tenant.site_id, database_host: tenant.database_host, database_name: tenant.database_name })
-        .onConflict(db.raw('(tenant_id)'))
-        .merge(['hostname', 'path', 'database_host', 'database_name']);
+      // Under the tenant's row lock: two attempts at once (a timed-out one still running) would
+      // otherwise both insert, and the second fail on the (hostname, path) unique index, which
+      // ON CONFLICT (tenant_id) does not arbitrate.
+      await db.transaction(async (trx) => {
+        await trx('tenants').where({ id: tenant.id }).forUpdate().first('id');
+        await trx('tenant_routes')
+          .insert({ hostname: tenant.hostname, path: tenant.path ?? '/', tenant_id: tenant.id, site_id: tenant.site_id, database_host: tenant.database_host, database_name: tenant.database_name })
+          .onConflict(trx.raw('(tenant_id)'))
+          .merge(['hostname', 'path', 'database_host', 'database_name']);
+      });
     },
 
     /** Marks the three checks running (verify and bootstrap's last step). */
