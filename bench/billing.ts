@@ -109,28 +109,35 @@ async function main(): Promise<void> {
     const drained = async () => {
       while ((await startsLeft()) > 0) await new Promise((r) => setTimeout(r, 500));
     };
-    // 1. The memberships due later: written; their lifecycles wait for the horizon (the sweep).
-    // The first CALIBRATE of them are due in 20 hours (within the horizon, after the bench):
-    // their starts, through the relay, give its rate.
+    // 1. The memberships due later. First CALIBRATE of them due in 20 hours (within the horizon,
+    // after the bench), alone: each write puts its start in the outbox, and the time until the
+    // relay has started them all gives its start rate (the writes take a small part of it).
+    // Then the rest, due 10 to 40 days out: written; their lifecycles wait for the horizon (the sweep).
     const calibrate = Math.min(CALIBRATE, later);
     let t0 = Date.now();
     await eachLimited(
-      Array.from({ length: later }, (_, i) => i),
+      Array.from({ length: calibrate }, (_, i) => i),
       WRITERS,
       async (i) => {
-        await write(i, new Date(Date.now() + (i < calibrate ? 20 * 3_600_000 + i * 1000 : 10 * DAY + Math.floor((i / Math.max(1, later)) * 30 * DAY))));
+        await write(i, new Date(Date.now() + 20 * 3_600_000 + i * 1000));
+      },
+    );
+    await drained();
+    const startRate = calibrate / Math.max(0.001, (Date.now() - t0) / 1000);
+    t0 = Date.now();
+    await eachLimited(
+      Array.from({ length: later - calibrate }, (_, i) => calibrate + i),
+      WRITERS,
+      async (i) => {
+        await write(i, new Date(Date.now() + 10 * DAY + Math.floor((i / Math.max(1, later)) * 30 * DAY)));
       },
     );
     const writeSeconds = (Date.now() - t0) / 1000;
-    await drained();
-    const startSeconds = (Date.now() - t0) / 1000;
-    const writeRate = later / Math.max(0.001, writeSeconds);
-    // The relay's start rate: the calibration starts over the time they took past the writes of those before them.
-    const startRate = calibrate / Math.max(0.001, startSeconds - (writeSeconds * calibrate) / Math.max(1, later));
+    const writeRate = (later - calibrate) / Math.max(0.001, writeSeconds);
     const deferred = Number((await db('memberships').whereNotNull('lifecycle_deferred_due').count({ n: '*' }))[0].n);
     const started = Number((await db('workflow_starts').where({ workflow_type: 'membershipLifecycle' }).count({ n: '*' }))[0].n);
     log(
-      `${later} memberships due later written in ${writeSeconds.toFixed(1)} s (${writeRate.toFixed(0)}/s): ${deferred} lifecycle starts deferred to the horizon, ${started} started (${calibrate} due within it; outbox drained after ${startSeconds.toFixed(1)} s: ${startRate.toFixed(1)} starts/s)`,
+      `${calibrate} memberships due in 20 hours (within the horizon) written and started at ${startRate.toFixed(1)} starts/s through the relay; ${later - calibrate} due later written in ${writeSeconds.toFixed(1)} s (${writeRate.toFixed(0)}/s): ${deferred} lifecycle starts deferred to the horizon, ${started} started`,
     );
     // One sweep pass with nothing within the horizon, over the deferred rows (the workers' sweep runs it every minute).
     const sweepMs: number[] = [];

@@ -18,6 +18,7 @@ import { createApp } from '../src/app';
 import { MembershipLifecycles } from '../src/memberships/lifecycle';
 import { addPeriod } from '../src/products/pricing';
 import type { TemporalHandle } from '../src/temporal/client';
+import { WorkflowStarts } from '../src/temporal/starts';
 import { WorkflowIds } from '../src/temporal/workflow-ids';
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 import { startFakeGateway, type FakeGateway } from './payment-gateway-server';
@@ -31,6 +32,8 @@ let env: TestWorkflowEnvironment;
 let ctx: TestContext;
 let gateway: FakeGateway;
 let api: ReturnType<typeof request>;
+let app: ReturnType<typeof createApp>;
+let temporalHandle: TemporalHandle;
 let worker: Worker;
 let running: Promise<void>;
 let activities: ReturnType<typeof createBillingActivities>;
@@ -51,8 +54,8 @@ beforeAll(async () => {
   // The server's clock runs months ahead of the wall clock, by which the horizon is reckoned: every lifecycle starts at once (the horizon is tested in membership-lifecycle-horizon.test.ts).
   ctx = await createTestContext({ BILLING_HTTP_GATEWAY_URL: gateway.url, BILLING_DUNNING_DAYS: '1,3,5', BILLING_ON_HOLD_DAYS: '7', BILLING_LIFECYCLE_HORIZON_HOURS: '87600' });
   // The API as production wires it, its Temporal being the time-skipping server (both queues: the worker's).
-  const temporal: TemporalHandle = { connection: env.connection, client: env.client, namespace: env.namespace ?? 'default', taskQueue, taskQueues: { interactive: taskQueue, bulk: taskQueue } };
-  const app = createApp({ config: ctx.config, db: ctx.db, settings: ctx.settings, temporal, metrics: ctx.metrics, observeResponse: (r) => ctx.contract.check(r) });
+  temporalHandle = { connection: env.connection, client: env.client, namespace: env.namespace ?? 'default', taskQueue, taskQueues: { interactive: taskQueue, bulk: taskQueue } };
+  app = createApp({ config: ctx.config, db: ctx.db, settings: ctx.settings, temporal: temporalHandle, metrics: ctx.metrics, observeResponse: (r) => ctx.contract.check(r) });
   api = request(app);
   activities = createBillingActivities({ db: ctx.db, lifecycles: new MembershipLifecycles(new WorkflowIds(ctx.db, ctx.config.WORKFLOW_ID_PREFIX), null), config: ctx.config });
   worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: await workflowsBundle(), activities });
@@ -253,6 +256,53 @@ describe('membership lifecycle (time-skipping, real activities)', () => {
     // Past the on-hold days nothing expires it: it was paid.
     await env.sleep(8 * DAY);
     expect((await row(m.id)).status).toBe('active');
+  });
+
+  test('paid while on-hold through an API whose horizon is 24 hours: the start is deferred though the lifecycle still runs; the running lifecycle (signalled) renews at the new date, once; the sweep\'s start later joins it', async () => {
+    // The API as production configures it (BILLING_LIFECYCLE_HORIZON_HOURS 24). The server's
+    // clock runs ahead of the wall clock here, so every date it sets is beyond that horizon.
+    const horizonApp = createApp({ config: { ...ctx.config, BILLING_LIFECYCLE_HORIZON_HOURS: 24 }, db: ctx.db, settings: ctx.settings, temporal: temporalHandle, metrics: ctx.metrics, storage: app.locals.storage });
+    const horizonApi = request(horizonApp);
+    const m = await membership({ gateway: 'manual' });
+    await after(10 + 5 + 1, async () => (await row(m.id)).status === 'on-hold');
+    const handle = env.client.workflow.getHandle(m.workflowId);
+    const alive = await handle.describe();
+    expect(alive.status.name).toBe('RUNNING');
+    const [p] = await renewals(m.id);
+    const paid = await horizonApi.patch(`${BASE}/payments/${p.id}`).set('Authorization', ctx.basic).send({ status: 'completed' });
+    expect(paid.status).toBe(200);
+    // Reactivated with its next due date beyond the horizon: the start waits for the sweep (no
+    // outbox entry), while the run that put it on hold is still there and was signalled.
+    let r = await row(m.id);
+    expect(r).toMatchObject({ status: 'active', times_billed: 1, workflow_id: m.workflowId });
+    expect(iso(r.lifecycle_deferred_due)).toBe(iso(month(m.due)));
+    expect(Number((await ctx.db('workflow_starts').where({ workflow_id: m.workflowId }).whereNull('started_at').count({ n: '*' }))[0].n)).toBe(0);
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+    // The running lifecycle renews at the new due date, exactly once (manual: the payment waits).
+    const untilDue = month(m.due).getTime() - (await serverNow()).getTime();
+    await after(untilDue / DAY + 1, async () => (await renewals(m.id)).length === 2);
+    await env.sleep(2 * DAY);
+    const pays = await renewals(m.id);
+    expect(pays.map((x) => [x.status, iso(x.renewal_period_start)])).toEqual([
+      ['completed', iso(m.due)],
+      ['pending', iso(month(m.due))],
+    ]);
+    // The sweep, once the date comes within the horizon (here: a horizon that takes it now),
+    // starts it with USE_EXISTING: it joins the running lifecycle, which is not restarted.
+    const sweep = new MembershipLifecycles(new WorkflowIds(ctx.db, ctx.config.WORKFLOW_ID_PREFIX), null, undefined, 87_600 * 3_600_000);
+    expect(await sweep.startDeferred(ctx.db)).toBeGreaterThanOrEqual(1);
+    r = await row(m.id);
+    expect(r.lifecycle_deferred_due).toBeNull();
+    const before = await handle.describe();
+    expect(await new WorkflowStarts(ctx.db, horizonApp.locals.temporal).startPendingOf(m.workflowId)).toEqual(['started']);
+    const joined = await handle.describe();
+    expect(joined.runId).toBe(before.runId);
+    expect(joined.status.name).toBe('RUNNING');
+    // Paid: the joined run moves the period on; still one renewal payment per period.
+    expect((await horizonApi.patch(`${BASE}/payments/${pays[1].id}`).set('Authorization', ctx.basic).send({ status: 'completed' })).status).toBe(200);
+    await until(async () => (await row(m.id)).times_billed === 2, 20_000);
+    expect(iso((await row(m.id)).date_expiration)).toBe(iso(month(m.due, 2)));
+    expect((await renewals(m.id)).map((x) => iso(x.renewal_period_start))).toEqual([iso(m.due), iso(month(m.due))]);
   });
 });
 
