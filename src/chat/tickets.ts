@@ -76,15 +76,14 @@ export async function createTicketForSession(
 export async function ticketDetail(db: Knex, id: number) {
   const ticket = await db('tickets').where({ id }).first();
   if (!ticket) throw notFoundItem('ticket');
-  const reads = [
-    () => db('ticket_messages').where({ ticket_id: id }).orderBy('id'),
-    () => db('ticket_notes').where({ ticket_id: id }).orderBy('id'),
-    () => db('chat_sessions').where({ ticket_id: id }).orderBy('id').pluck('id'),
+  // Knex builders run when awaited. A transaction is one connection, so its queries go one
+  // after another (pg refuses to queue them); on the pool they run at once.
+  const queries = [
+    db('ticket_messages').where({ ticket_id: id }).orderBy('id'),
+    db('ticket_notes').where({ ticket_id: id }).orderBy('id'),
+    db('chat_sessions').where({ ticket_id: id }).orderBy('id').pluck('id'),
   ] as const;
-  // A transaction is one connection: its queries go one after another (pg refuses to queue them); the pool runs them at once.
-  const [messages, notes, sessions] = db.isTransaction
-    ? [await reads[0](), await reads[1](), await reads[2]()]
-    : await Promise.all([reads[0](), reads[1](), reads[2]()]);
+  const [messages, notes, sessions] = db.isTransaction ? [await queries[0], await queries[1], await queries[2]] : await Promise.all(queries);
   return ticketRecord(ticket, messages, notes, sessions);
 }
 
