@@ -1,10 +1,35 @@
 import pg from 'pg';
-import { fastTimestamptzParser } from '../src/db/timestamps';
+import { fastTimestamptzParser, isoDate, isoString } from '../src/db/timestamps';
 import { createTestContext, type TestContext } from './helpers';
 
 // pg's own parser (postgres-date), as pg-types registers it for timestamptz before src/db/knex.ts replaces it.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const original = require('postgres-date') as (s: string) => unknown;
+
+describe('isoString', () => {
+  it('writes what toISOString writes, over random instants, every millisecond and the edge years', () => {
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const dates = [
+      ...Array.from({ length: 20_000 }, () => new Date(Math.floor((rand() - 0.3) * 4e14))),
+      ...Array.from({ length: 1000 }, (_, ms) => new Date(Date.UTC(2026, 0, 9, 8, 7, 6, ms))),
+      new Date(Date.UTC(999, 11, 31, 23, 59, 59, 999)),
+      new Date(Date.UTC(1000, 0, 1)),
+      new Date(Date.UTC(9999, 11, 31, 23, 59, 59, 999)),
+      new Date(Date.UTC(10000, 0, 1)),
+      new Date(-62198755200000),
+      new Date(8.64e15),
+      new Date(-8.64e15),
+    ];
+    for (const d of dates) expect(isoString(d)).toBe(d.toISOString());
+    expect(isoDate('2026-11-26T17:42:47.5+01:00')).toBe('2026-11-26T16:42:47.500Z');
+    expect(isoDate(null)).toBeNull();
+  });
+
+  it('refuses an invalid date as toISOString does', () => {
+    expect(() => isoString(new Date(Number.NaN))).toThrow(RangeError);
+  });
+});
 
 describe('timestamptz parser', () => {
   const fallbacks: string[] = [];

@@ -3,9 +3,18 @@ import Decimal from 'decimal.js';
 /** ISO 4217 codes known to the runtime's ICU data. */
 export const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency'));
 
-/** A numeric column (string from pg) to a JSON number. */
+/** A plain decimal, as PostgreSQL writes a numeric: what Number() reads exactly as Decimal does. */
+const PLAIN_DECIMAL = /^-?\d+(\.\d+)?$/;
+
+/**
+ * A numeric column (string from pg) to a JSON number: the nearest double, as
+ * `new Decimal(v).toNumber()` gives it. A plain decimal string is read by Number() straight
+ * away (both are the correctly rounded double of the same exact value; Decimal took about
+ * 0.5 us a value, on every amount of every list row); anything else goes through Decimal.
+ */
 export function moneyOut(v: string | number | null): number | null {
   if (v === null || v === undefined) return null;
+  if (typeof v === 'string' && PLAIN_DECIMAL.test(v)) return Number(v);
   return new Decimal(v).toNumber();
 }
 

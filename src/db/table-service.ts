@@ -5,11 +5,12 @@ import { DomainError } from './domain-error';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLATION } from './errors';
 import type { Db } from './knex';
 import { runList, type ListQuery, type ListSpec } from './list';
-import { Decimal, minorUnits, moneyOut } from './money';
+import { Decimal, minorUnits } from './money';
 import { preparedRows } from './prepared';
+import { recordBuilder } from './record-builder';
 import type { FieldSet, ReadOptions, ResourceDefinition, ResourceExamples, ResourceService } from './resource';
 import type { ResourceLink } from './resource-link';
-import { isoDate, toTimestamp } from './timestamps';
+import { toTimestamp } from './timestamps';
 import { runInTransaction, statementRows } from './transaction';
 
 /** How a column travels between the API and the database. */
@@ -142,12 +143,15 @@ export class TableService implements ResourceService<Row> {
   private readonly lockOne: string;
   /** The writes' statements by operation and columns (writeRows): the SQL, and each binding's column (null: the id). */
   private readonly writes = new Map<string, { sql: string; from: (string | null)[] }>();
+  /** A row's record before `decorate` (recordBuilder): toRecord runs for every row of every answer. */
+  private readonly buildRecord: (row: Row) => Row;
 
   constructor(
     readonly db: Db,
     readonly cfg: TableResourceConfig,
   ) {
     this.columnEntries = Object.entries(cfg.columns);
+    this.buildRecord = recordBuilder(cfg.model, this.columnEntries);
     this.alias = cfg.join?.alias ?? 't';
     this.allColumns = cfg.join ? [`${this.alias}.id`, ...Object.keys(cfg.columns).map((f) => this.columnOf(f)), `${this.alias}.date_created`, `${this.alias}.date_modified`] : ['t.*'];
     if (cfg.join) {
@@ -202,18 +206,7 @@ export class TableService implements ResourceService<Row> {
 
   /** The record of a row; a row read for some fields only (columnsFor) gives those fields. */
   toRecord(row: Row): Row {
-    const rec: Row = { id: Number(row.id), model: this.cfg.model };
-    for (const [name, kind] of this.columnEntries) {
-      if (!(name in row)) continue;
-      const v = row[name];
-      if (kind === 'int') rec[name] = v === null || v === undefined ? null : Number(v);
-      else if (kind === 'bool') rec[name] = Boolean(v);
-      else if (kind === 'money') rec[name] = moneyOut(v);
-      else if (kind === 'timestamp') rec[name] = isoDate(v);
-      else rec[name] = v;
-    }
-    if ('date_created' in row) rec.date_created = isoDate(row.date_created);
-    if ('date_modified' in row) rec.date_modified = isoDate(row.date_modified);
+    const rec = this.buildRecord(row);
     this.cfg.decorate?.(row, rec);
     return rec;
   }

@@ -68,5 +68,20 @@ export function toTimestamp(v: string | null | undefined): Date | null | undefin
 /** Dates to the wire as ISO 8601 UTC; null stays null. */
 export function isoDate(v: Date | string | null | undefined): string | null {
   if (v === null || v === undefined) return null;
-  return (v instanceof Date ? v : new Date(v)).toISOString();
+  return isoString(v instanceof Date ? v : new Date(v));
+}
+
+const pad2 = (n: number) => (n < 10 ? `0${n}` : `${n}`);
+const pad3 = (n: number) => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`);
+
+/**
+ * `date.toISOString()`, built from its UTC fields: a third of the time (V8's toISOString took
+ * about 0.45 us, and a list record has two to four dates). Years outside 1000-9999 (which
+ * toISOString writes with a sign or six digits) and invalid dates (RangeError) take
+ * toISOString itself.
+ */
+export function isoString(date: Date): string {
+  const y = date.getUTCFullYear();
+  if (!(y >= 1000 && y <= 9999)) return date.toISOString();
+  return `${y}-${pad2(date.getUTCMonth() + 1)}-${pad2(date.getUTCDate())}T${pad2(date.getUTCHours())}:${pad2(date.getUTCMinutes())}:${pad2(date.getUTCSeconds())}.${pad3(date.getUTCMilliseconds())}Z`;
 }

@@ -87,13 +87,17 @@ export class RecordPresenter {
         const relTree = subTree(embeddedTree ?? null, rel) ?? null;
         const found = await target.getMany(ids, { fields: fieldsFor(target, relTree) });
         const linksToo = relTree === null || relTree.has('_links');
-        embedded.set(rel, new Map(found.map((record) => [Number(record.id), linksToo ? { ...record, _links: linksOf(record, target, base, this.directory) } : record])));
+        const linking = linksToo ? this.linker(target, base) : undefined;
+        embedded.set(rel, new Map(found.map((record) => [Number(record.id), linking ? { ...record, _links: linking(record) } : record])));
       }),
     );
 
+    // The records are the answer's own (the services make them for it): `_links` and
+    // `_embedded` are added to them in place, after their fields, as a copy would have them.
+    const linking = withLinks ? this.linker(resource, base) : undefined;
     return recs.map((rec) => {
-      const out: Rec = withLinks || rels.length > 0 ? { ...rec } : rec;
-      if (withLinks) out._links = linksOf(rec, resource, base, this.directory);
+      const out = rec;
+      if (linking) out._links = linking(rec);
       if (rels.length > 0) {
         const found: Rec = {};
         for (const rel of rels) {
@@ -104,6 +108,24 @@ export class RecordPresenter {
       }
       return applyFields(out, view.fields);
     });
+  }
+
+  /** Builds a record's `_links` for this answer (the links' targets looked up once, not for every record). */
+  private linker(resource: LinkedResource, base: string): (rec: Rec) => Rec {
+    const dir = this.directory;
+    const own = `${base}/${resource.plural}`;
+    const rels = Object.entries(resource.links).flatMap(([rel, link]) => {
+      const target = dir.get(link.model);
+      return target ? [{ rel, field: link.field, embeddable: Boolean(link.embeddable), href: `${base}/${target.plural}/` }] : [];
+    });
+    return (rec) => {
+      const links: Rec = { self: [{ href: `${own}/${rec.id}` }], collection: [{ href: own }] };
+      for (const r of rels) {
+        const id = rec[r.field];
+        if (isId(id)) links[r.rel] = [r.embeddable ? { embeddable: true, href: `${r.href}${id}` } : { href: `${r.href}${id}` }];
+      }
+      return links;
+    };
   }
 
   /** The record of a write's answer (no `_fields`, no `_embed`): with its `_links`. */
@@ -124,18 +146,4 @@ function fieldsFor(resource: LinkedResource, tree: FieldTree | null): FieldSet |
   if (!fields) return undefined;
   if (fields.has('_links') || fields.has('_embedded')) for (const link of Object.values(resource.links)) fields.add(link.field);
   return fields;
-}
-
-function linksOf(rec: Rec, resource: LinkedResource, base: string, dir: Map<string, LinkedResource>): Rec {
-  const links: Rec = {
-    self: [{ href: `${base}/${resource.plural}/${rec.id}` }],
-    collection: [{ href: `${base}/${resource.plural}` }],
-  };
-  for (const [rel, link] of Object.entries(resource.links)) {
-    const id = rec[link.field];
-    const target = dir.get(link.model);
-    if (!isId(id) || !target) continue;
-    links[rel] = [{ ...(link.embeddable ? { embeddable: true } : {}), href: `${base}/${target.plural}/${id}` }];
-  }
-  return links;
 }
