@@ -143,6 +143,43 @@ describe('list paging at depth and counts', () => {
     expect(rare.headers['x-wp-total-exact']).toBe('true');
   });
 
+  test('the page carries its count: one statement for page 1 and page=N, kept or capped; an empty page counts on its own', async () => {
+    const statements = async (query: Record<string, unknown>) => {
+      const sql: string[] = [];
+      const listen = (q: { sql: string }) => sql.push(q.sql);
+      ctx.db.on('query', listen);
+      try {
+        const res = await get('/customers', query);
+        expect(res.status).toBe(200);
+        return { res, sql: sql.filter((s) => !/idempotency|rate_limit|settings/.test(s)) };
+      } finally {
+        ctx.db.off('query', listen);
+      }
+    };
+    // Unfiltered (the kept count), filters with no kept count (counted up to 1000), in another
+    // order, page=N: one statement each. (Kept counts of a filter __in: the memberships below.)
+    const expected = async (where: (qb: import('knex').Knex.QueryBuilder) => void) => Number((await ctx.db('customers').modify(where).count({ n: '*' }))[0].n);
+    const cases: [Record<string, unknown>, number][] = [
+      [{ per_page: 5 }, await expected(() => undefined)],
+      [{ per_page: 5, vip: true, orderby: 'last_login', order: 'asc' }, await expected((qb) => void qb.where('vip', true))],
+      [{ per_page: 5, vip: true }, await expected((qb) => void qb.where('vip', true))],
+      [{ per_page: 5, page: 3, vip: false }, await expected((qb) => void qb.where('vip', false))],
+    ];
+    for (const [query, total] of cases) {
+      const { res, sql } = await statements(query);
+      expect(sql).toHaveLength(1);
+      expect(sql[0]).toMatch(/AS "_hf_count" from/);
+      expect(res.headers['x-wp-total']).toBe(String(total));
+      expect(res.body).toHaveLength(5);
+      expect(res.body.every((c: Record<string, unknown>) => !Object.keys(c).some((k) => k.startsWith('_hf_')))).toBe(true);
+    }
+    // A page past the end answers none, and its total still: the count then runs on its own.
+    const past = await statements({ per_page: 100, page: 12 });
+    expect(past.res.body).toEqual([]);
+    expect(past.res.headers['x-wp-total']).toBe(String(cases[0][1]));
+    expect(past.sql).toHaveLength(2);
+  });
+
   test('the kept counts follow every write: API creates and deletes, bulk SQL, status changes; folding keeps them exact', async () => {
     const total = async (path: string, query: Record<string, unknown> = {}) => {
       const res = await get(path, { per_page: 1, ...query });

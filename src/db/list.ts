@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { DomainError } from './domain-error';
-import { readRowCount } from './row-counts';
+import { foldWhenMany, rowCountStatement } from './row-counts';
 
 /**
  * The SQL half of the list machinery every list endpoint shares (http/list.ts parses the
@@ -170,6 +170,8 @@ const SORT_KEY = '_hf_sort_key';
 /** Ids looked at (per row of the page) from where a page ordered by id starts, before a date range uses its own index. */
 const DATE_WINDOW_PER_ROW = 50;
 const SORT_ID = '_hf_sort_id';
+/** The count, carried by a page's first row (added last, so the rows drop it, their sort keys, in the reverse order: V8 then keeps them fast objects). */
+const COUNT_COL = '_hf_count';
 
 /**
  * The rows after (v, id) in the scan order, as ORDER BY col, id sorts them (PostgreSQL puts
@@ -195,7 +197,10 @@ const BAD_TEXT = /^22/;
  * Runs a list: `base` selects the rows (joins included); filters, order, paging and the
  * count are added here. Page 1, `page=N` (OFFSET, as WordPress clients send it) and keyset
  * cursors (the `Link` URLs: an index range scan from the last row seen, whatever the depth)
- * all answer the same rows; the count runs beside the page (see countRows).
+ * all answer the same rows. The count (countStatement) is a scalar subquery of the page's
+ * query when the page is one query (page 1, `page=N`): one round trip, and one snapshot, for
+ * both; PostgreSQL runs it once, when the first row is made. It runs beside the page when the
+ * page takes several queries, and after it when the page is empty.
  */
 export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Promise<ListPage<T>> {
   const cursor = q.cursor === undefined ? undefined : await openCursor(db, q.cursor, q);
@@ -203,8 +208,11 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
   const desc = (q.order === 'desc') !== back;
   const dir = desc ? 'desc' : 'asc';
   const want = q.perPage + 1;
-  const pageQuery = (limit: number, part?: (qb: Knex.QueryBuilder) => void) => {
+  /** Ordered by id within a date range: the page may take several queries (readPage). */
+  const byDate = q.orderColumn === spec.idColumn && (q.dateAfter !== undefined || q.dateBefore !== undefined);
+  const pageQuery = (limit: number, part?: (qb: Knex.QueryBuilder) => void, count?: CountStatement) => {
     const qb = applyFilters(base(), q, spec).select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]));
+    if (count) qb.select(db.raw(`(${count.sql}) AS ??`, [...count.bindings, COUNT_COL]));
     part?.(qb);
     qb.orderBy(q.orderColumn, dir);
     if (q.orderColumn !== spec.idColumn) qb.orderBy(spec.idColumn, dir);
@@ -222,8 +230,12 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
     return ids.map((id) => byId.get(id)).filter((r): r is Record<string, unknown> => r !== undefined);
   };
   const readPage = async () => {
-    const byDate = q.orderColumn === spec.idColumn && (q.dateAfter !== undefined || q.dateBefore !== undefined);
-    if (!cursor && !byDate) return pageQuery(want);
+    if (!cursor && !byDate) {
+      const found = await pageQuery(want, undefined, countStmt);
+      counts = found.length > 0 ? countFrom(db, base, q, spec, countStmt!, found[0][COUNT_COL] as [number, number]) : countRows(db, base, q, spec, countStmt!);
+      for (const r of found) delete r[COUNT_COL];
+      return found;
+    }
     const rows: Record<string, unknown>[] = [];
     const parts = cursor ? keysetParts(q.orderColumn, spec.idColumn, desc, cursor.value, cursor.id) : [undefined];
     if (byDate) {
@@ -278,16 +290,21 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
     return [fetchedRows, count] as const;
   };
   const searchFirstPages = q.search !== undefined && !cursor && (q.page - 1) * q.perPage + want <= COUNT_EXACT_UP_TO + 1;
-  const [fetched, count] = await (searchFirstPages
-    ? searchOnce()
-    : Promise.all([
-        readPage().catch((err: { code?: string }) => {
+  const countStmt = searchFirstPages ? undefined : countStatement(db, base, q, spec);
+  /** The count, once known: set by readPage when its one query carried it, else run beside the page. */
+  let counts: Promise<{ total: number; exact: boolean }> | undefined = countStmt && (cursor || byDate) ? countRows(db, base, q, spec, countStmt) : undefined;
+  // Not left unhandled while the page runs (it is awaited below).
+  counts?.catch(() => undefined);
+  const [fetched, count] = searchFirstPages
+    ? await searchOnce()
+    : [
+        await readPage().catch((err: { code?: string }) => {
           // A signed cursor always casts back; this guards a key shared with another schema.
           if (cursor && typeof err?.code === 'string' && BAD_TEXT.test(err.code)) throw DomainError.invalid({ cursor: CURSOR_INVALID });
           throw err;
         }),
-        countRows(db, base, q, spec),
-      ]));
+        await counts!,
+      ];
   const more = fetched.length > q.perPage;
   const rows = fetched.slice(0, q.perPage);
   if (back) rows.reverse();
@@ -302,8 +319,8 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
   if (hasNext && last) page.next = await signCursor(db, [q.orderBy, q.order, ...keyOf(last), 0]);
   if (hasPrev && first) page.prev = await signCursor(db, [q.orderBy, q.order, ...keyOf(first), 1]);
   for (const r of rows) {
-    delete r[SORT_KEY];
     delete r[SORT_ID];
+    delete r[SORT_KEY];
   }
   return page;
 }
@@ -312,19 +329,28 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
  * `X-WP-Total` at a bounded cost: exact from the trigger-kept counts for the unfiltered list
  * and a counted filter alone; otherwise the matches counted up to COUNT_EXACT_UP_TO (a
  * search's cost thus never depends on how common its term is), and past that the planner's
- * estimate (`exact: false`).
+ * estimate (`exact: false`). The count is ONE statement giving a JSON array [n, delta rows
+ * read] (a scalar subquery: the page's query carries it, see runList); `kept`: the counted
+ * keys it reads, whose n is exact.
  */
-async function countRows(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Promise<{ total: number; exact: boolean }> {
+interface CountStatement {
+  sql: string;
+  bindings: Knex.RawBinding[];
+  kept?: { table: string; keys: string[] };
+}
+
+function countStatement(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec): CountStatement {
   const counted = spec.counted;
   const narrowed = q.search !== undefined || q.dateAfter !== undefined || q.dateBefore !== undefined;
   if (counted && !narrowed) {
-    if (q.conditions.length === 0) return { total: await readRowCount(db, counted.table, ''), exact: true };
-    const [c] = q.conditions;
-    const column = counted.by?.[c.column];
-    if (q.conditions.length === 1 && column && c.op !== 'not_in') {
-      const totals = await Promise.all([...new Set(c.values.map(String))].map((v) => readRowCount(db, counted.table, `${column}=${v}`)));
-      return { total: totals.reduce((a, b) => a + b, 0), exact: true };
+    let keys: string[] | undefined;
+    if (q.conditions.length === 0) keys = [''];
+    else {
+      const [c] = q.conditions;
+      const column = counted.by?.[c.column];
+      if (q.conditions.length === 1 && column && c.op !== 'not_in') keys = [...new Set(c.values.map(String))].map((v) => `${column}=${v}`);
     }
+    if (keys) return { ...rowCountStatement(counted.table, keys), kept: { table: counted.table, keys } };
   }
   const matches = applyFilters(base(), q, spec).clearSelect().clearOrder().select(db.raw('1'));
   // In a date range, read the range off its index: planning LIMIT as if matches were spread
@@ -332,10 +358,23 @@ async function countRows(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, 
   // scan is: synchronized scans), and the rows of a date range sit together, maybe at the end.
   if (q.dateAfter !== undefined || q.dateBefore !== undefined) matches.orderBy(spec.dateCreatedColumn);
   const capped = matches.limit(COUNT_EXACT_UP_TO + 1).toSQL();
-  const { rows } = await db.raw(`SELECT count(*)::int AS n FROM (${capped.sql}) s`, capped.bindings);
-  const n = (rows[0] as { n: number }).n;
+  return { sql: `SELECT json_build_array(count(*), 0) FROM (${capped.sql}) s`, bindings: [...capped.bindings] };
+}
+
+/** The count a count statement gave ([n, delta rows read]): exact, or past COUNT_EXACT_UP_TO the planner's estimate. */
+async function countFrom(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec, stmt: CountStatement, [n, deltas]: [number, number]): Promise<{ total: number; exact: boolean }> {
+  if (stmt.kept) {
+    foldWhenMany(db, stmt.kept.table, stmt.kept.keys, deltas);
+    return { total: Number(n), exact: true };
+  }
   if (n <= COUNT_EXACT_UP_TO) return { total: n, exact: true };
   return estimateRows(db, base, q, spec, n);
+}
+
+/** The count on its own (a page that came back empty, or one read in several queries). */
+async function countRows(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec, stmt: CountStatement): Promise<{ total: number; exact: boolean }> {
+  const { rows } = await db.raw(`SELECT (${stmt.sql}) AS ??`, [...stmt.bindings, COUNT_COL]);
+  return countFrom(db, base, q, spec, stmt, (rows[0] as Record<string, [number, number]>)[COUNT_COL]);
 }
 
 /** More than COUNT_EXACT_UP_TO match (`atLeast` seen): the planner's estimate of the matches. */

@@ -7,14 +7,24 @@ const FOLD_AFTER = 64;
 /**
  * Exact row counts kept by the tables' statement triggers (migrations/20261129000001_list_scale.ts)
  * in `row_counts`: each write statement appends its delta, in its own transaction, so a count
- * read here is exactly what that snapshot holds, whatever the table's size. `key` is '' for the
- * whole table, `column=value` for a counted column.
+ * read here is exactly what that snapshot holds, whatever the table's size. A key is '' for
+ * the whole table, `column=value` for a counted column.
+ *
+ * The statement that reads the count of `keys` (summed: a filter `__in` several values), as a
+ * scalar subquery can hold it: one JSON array, [count, delta rows read]. A list runs it inside
+ * its page's query (src/db/list.ts), so the page and its count are one round trip.
  */
-export async function readRowCount(db: Knex, table: string, key: string): Promise<number> {
-  const { rows } = await db.raw('SELECT coalesce(sum(n), 0)::bigint AS n, count(*)::int AS deltas FROM row_counts WHERE tbl = ? AND key = ?', [table, key]);
-  const { n, deltas } = rows[0] as { n: string; deltas: number };
-  if (deltas > FOLD_AFTER) void foldRowCount(db, table, key);
-  return Number(n);
+export function rowCountStatement(table: string, keys: string[]): { sql: string; bindings: string[] } {
+  return {
+    sql: `SELECT json_build_array(coalesce(sum(n), 0), count(*)) FROM row_counts WHERE tbl = ? AND key IN (${keys.map(() => '?').join(', ')})`,
+    bindings: [table, ...keys],
+  };
+}
+
+/** After a read of `keys` that met `deltas` delta rows: folds them when there are many (in the background). */
+export function foldWhenMany(db: Knex, table: string, keys: string[], deltas: number): void {
+  if (deltas <= FOLD_AFTER * keys.length) return;
+  for (const key of keys) void foldRowCount(db, table, key);
 }
 
 /**
