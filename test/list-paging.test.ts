@@ -144,12 +144,12 @@ describe('list paging at depth and counts', () => {
   });
 
   test('the page carries its count: one statement for page 1 and page=N, kept or capped; an empty page counts on its own', async () => {
-    const statements = async (query: Record<string, unknown>) => {
+    const statements = async (query: Record<string, unknown> | string) => {
       const sql: string[] = [];
       const listen = (q: { sql: string }) => sql.push(q.sql);
       ctx.db.on('query', listen);
       try {
-        const res = await get('/customers', query);
+        const res = await (typeof query === 'string' ? follow(query) : get('/customers', query));
         expect(res.status).toBe(200);
         return { res, sql: sql.filter((s) => !/idempotency|rate_limit|settings/.test(s)) };
       } finally {
@@ -173,6 +173,13 @@ describe('list paging at depth and counts', () => {
       expect(res.body).toHaveLength(5);
       expect(res.body.every((c: Record<string, unknown>) => !Object.keys(c).some((k) => k.startsWith('_hf_')))).toBe(true);
     }
+    // A page reached through Link rel="next" (a keyset cursor, in another order): one statement too.
+    const first = await get('/customers', { per_page: 5, orderby: 'last_login', order: 'asc' });
+    const next = await statements(linkOf(first.headers.link, 'next')!);
+    expect(next.sql).toHaveLength(1);
+    expect(next.sql[0]).toMatch(/AS "_hf_count" from/);
+    expect(next.res.headers['x-wp-total']).toBe(String(cases[0][1]));
+    expect(next.res.body).toHaveLength(5);
     // A page past the end answers none, and its total still: the count then runs on its own.
     const past = await statements({ per_page: 100, page: 12 });
     expect(past.res.body).toEqual([]);

@@ -198,9 +198,9 @@ const BAD_TEXT = /^22/;
  * count are added here. Page 1, `page=N` (OFFSET, as WordPress clients send it) and keyset
  * cursors (the `Link` URLs: an index range scan from the last row seen, whatever the depth)
  * all answer the same rows. The count (countStatement) is a scalar subquery of the page's
- * query when the page is one query (page 1, `page=N`): one round trip, and one snapshot, for
- * both; PostgreSQL runs it once, when the first row is made. It runs beside the page when the
- * page takes several queries, and after it when the page is empty.
+ * first query: one round trip, and one snapshot, for both; PostgreSQL runs it once, when the
+ * first row is made. It runs on its own after a first query that found no row, and beside
+ * the page for a date range ordered by id (whose page takes several queries).
  */
 export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Promise<ListPage<T>> {
   const cursor = q.cursor === undefined ? undefined : await openCursor(db, q.cursor, q);
@@ -229,13 +229,14 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
     const byId = new Map(found.map((r) => [r[SORT_ID] as string, r]));
     return ids.map((id) => byId.get(id)).filter((r): r is Record<string, unknown> => r !== undefined);
   };
+  /** The first query of a page, carrying the count: the count is taken off its rows (or, when it found none, run on its own). */
+  const carryingCount = async (limit: number, part?: (qb: Knex.QueryBuilder) => void) => {
+    const found = await pageQuery(limit, part, countStmt);
+    counts = found.length > 0 ? countFrom(db, base, q, spec, countStmt!, found[0][COUNT_COL] as [number, number]) : countRows(db, base, q, spec, countStmt!);
+    for (const r of found) delete r[COUNT_COL];
+    return found;
+  };
   const readPage = async () => {
-    if (!cursor && !byDate) {
-      const found = await pageQuery(want, undefined, countStmt);
-      counts = found.length > 0 ? countFrom(db, base, q, spec, countStmt!, found[0][COUNT_COL] as [number, number]) : countRows(db, base, q, spec, countStmt!);
-      for (const r of found) delete r[COUNT_COL];
-      return found;
-    }
     const rows: Record<string, unknown>[] = [];
     const parts = cursor ? keysetParts(q.orderColumn, spec.idColumn, desc, cursor.value, cursor.id) : [undefined];
     if (byDate) {
@@ -264,8 +265,8 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
         .offset(cursor ? 0 : (q.page - 1) * q.perPage);
       return rowsOf(keys.map((k) => k[SORT_ID]));
     }
-    for (const part of parts) {
-      rows.push(...(await pageQuery(want - rows.length, part)));
+    for (const [i, part] of parts.entries()) {
+      rows.push(...(await (i === 0 ? carryingCount(want - rows.length, part) : pageQuery(want - rows.length, part))));
       if (rows.length >= want) break;
     }
     return rows;
@@ -291,8 +292,8 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
   };
   const searchFirstPages = q.search !== undefined && !cursor && (q.page - 1) * q.perPage + want <= COUNT_EXACT_UP_TO + 1;
   const countStmt = searchFirstPages ? undefined : countStatement(db, base, q, spec);
-  /** The count, once known: set by readPage when its one query carried it, else run beside the page. */
-  let counts: Promise<{ total: number; exact: boolean }> | undefined = countStmt && (cursor || byDate) ? countRows(db, base, q, spec, countStmt) : undefined;
+  /** The count: carried by the page's first query (readPage), or run beside a date range's page (several queries). */
+  let counts: Promise<{ total: number; exact: boolean }> | undefined = countStmt && byDate ? countRows(db, base, q, spec, countStmt) : undefined;
   // Not left unhandled while the page runs (it is awaited below).
   counts?.catch(() => undefined);
   const [fetched, count] = searchFirstPages
