@@ -190,6 +190,15 @@ function keysetParts(col: string, idCol: string, desc: boolean, v: string | null
   return desc ? [values] : [values, (qb) => qb.whereNull(col)];
 }
 
+/**
+ * A promise awaited later, maybe never (the page's query failed first): marked handled now, so
+ * its failure is not an unhandled rejection meanwhile; awaiting it still throws.
+ */
+function awaitedLater<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
+}
+
 /** A cursor value from the database's text form failed to cast back (a column of another type). */
 const BAD_TEXT = /^22/;
 
@@ -232,7 +241,7 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
   /** The first query of a page, carrying the count: the count is taken off its rows (or, when it found none, run on its own). */
   const carryingCount = async (limit: number, part?: (qb: Knex.QueryBuilder) => void) => {
     const found = await pageQuery(limit, part, countStmt);
-    counts = found.length > 0 ? countFrom(db, base, q, spec, countStmt!, found[0][COUNT_COL] as [number, number]) : countRows(db, base, q, spec, countStmt!);
+    counts = awaitedLater(found.length > 0 ? countFrom(db, base, q, spec, countStmt!, found[0][COUNT_COL] as [number, number]) : countRows(db, base, q, spec, countStmt!));
     for (const r of found) delete r[COUNT_COL];
     return found;
   };
@@ -293,9 +302,7 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
   const searchFirstPages = q.search !== undefined && !cursor && (q.page - 1) * q.perPage + want <= COUNT_EXACT_UP_TO + 1;
   const countStmt = searchFirstPages ? undefined : countStatement(db, base, q, spec);
   /** The count: carried by the page's first query (readPage), or run beside a date range's page (several queries). */
-  let counts: Promise<{ total: number; exact: boolean }> | undefined = countStmt && byDate ? countRows(db, base, q, spec, countStmt) : undefined;
-  // Not left unhandled while the page runs (it is awaited below).
-  counts?.catch(() => undefined);
+  let counts: Promise<{ total: number; exact: boolean }> | undefined = countStmt && byDate ? awaitedLater(countRows(db, base, q, spec, countStmt)) : undefined;
   const [fetched, count] = searchFirstPages
     ? await searchOnce()
     : [

@@ -95,13 +95,12 @@ export class RecordPresenter {
     // The records are the answer's own (the services make them for it): `_links` and
     // `_embedded` are added to them in place, after their fields, as a copy would have them.
     const linking = withLinks ? this.linker(resource, base) : undefined;
-    return recs.map((rec) => {
-      const out = rec;
-      if (linking) out._links = linking(rec);
+    return recs.map((out) => {
+      if (linking) out._links = linking(out);
       if (rels.length > 0) {
         const found: Rec = {};
         for (const rel of rels) {
-          const hit = embedded.get(rel)?.get(rec[resource.links[rel].field]);
+          const hit = embedded.get(rel)?.get(out[resource.links[rel].field]);
           if (hit) found[rel] = [hit];
         }
         if (Object.keys(found).length > 0) out._embedded = found;
