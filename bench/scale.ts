@@ -19,7 +19,8 @@
  * through bench/bare-child.ts (bench/processes.ts).
  *
  * Prints a table, writes bench/scale-results.json and the README's figures (between the
- * `bench:scale` markers).
+ * `bench:scale` markers). BENCH_SHAPES (a regular expression on "resource shape", e.g.
+ * `search`) measures those shapes only, and writes no file.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -40,6 +41,8 @@ import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, textT
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+/** BENCH_SHAPES: a regular expression on "resource shape"; only those are measured, and no file is written. */
+const ONLY = process.env.BENCH_SHAPES ? new RegExp(process.env.BENCH_SHAPES) : undefined;
 const WARMUP_SECONDS = 0.5;
 const CONNECTIONS = 8;
 const SEED_CHUNK = 250_000;
@@ -357,6 +360,7 @@ async function main(): Promise<void> {
     const rows: Row[] = [];
     const randomId = () => 1 + Math.floor(Math.random() * ROWS);
     for (const [i, s] of shapes.entries()) {
+      if (ONLY && !ONLY.test(`${s.resource} ${s.name}`)) continue;
       let h: Figures;
       let b: Figures;
       if (s.one) {
@@ -378,6 +382,7 @@ async function main(): Promise<void> {
     const meta = { ...machineMeta(), rows: ROWS, connections: CONNECTIONS, seconds: SECONDS, seedSeconds };
     const body = rows.map((r) => [r.resource, r.shape, `${r.hostflow.p50}`, `${r.hostflow.p99}`, r.hostflow.rps.toFixed(0), `${r.bare.p50}`, `${r.bare.p99}`, r.bare.rps.toFixed(0)]);
     process.stdout.write(`\n${textTable(['resource', 'shape', 'p50 ms', 'p99 ms', 'req/s', 'bare p50', 'bare p99', 'bare req/s'], body)}\n`);
+    if (ONLY) return;
     fs.writeFileSync(path.join(__dirname, 'scale-results.json'), `${JSON.stringify({ meta, rows }, null, 2)}\n`);
     const readme = fs.readFileSync(README, 'utf8');
     const start = readme.indexOf(MARK_START);

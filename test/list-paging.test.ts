@@ -180,6 +180,31 @@ describe('list paging at depth and counts', () => {
     expect(next.sql[0]).toMatch(/AS "_hf_count" from/);
     expect(next.res.headers['x-wp-total']).toBe(String(cases[0][1]));
     expect(next.res.body).toHaveLength(5);
+    // A search on its first pages: one statement too (the matches' keys stay in PostgreSQL), in
+    // the list's order, NULLs where PostgreSQL puts them; none matching: 0, still one statement.
+    const naive = async (order: 'asc' | 'desc') =>
+      (await ctx.db('customers as c').join('users as u', 'u.id', 'c.user_id').where('u.username', 'ilike', '%pager109%').orderByRaw(`c.last_login ${order}, c.id ${order}`).pluck('c.id')).map(Number);
+    for (const order of ['asc', 'desc'] as const) {
+      const want = await naive(order);
+      expect(want).toHaveLength(11);
+      const pages: number[] = [];
+      for (const page of [1, 2, 3]) {
+        const found = await statements({ search: 'pager109', per_page: 5, page, orderby: 'last_login', order });
+        expect(found.sql).toHaveLength(1);
+        expect(found.res.headers['x-wp-total']).toBe('11');
+        pages.push(...found.res.body.map((c: { id: number }) => c.id));
+      }
+      expect(pages).toEqual(want);
+    }
+    const none = await statements({ search: 'no such pager' });
+    expect(none.res.body).toEqual([]);
+    expect(none.res.headers['x-wp-total']).toBe('0');
+    expect(none.sql).toHaveLength(1);
+    // Past the matches: none, the total counted on its own.
+    const pastMatches = await statements({ search: 'pager109', per_page: 5, page: 4 });
+    expect(pastMatches.res.body).toEqual([]);
+    expect(pastMatches.res.headers['x-wp-total']).toBe('11');
+    expect(pastMatches.sql).toHaveLength(2);
     // A page past the end answers none, and its total still: the count then runs on its own.
     const past = await statements({ per_page: 100, page: 12 });
     expect(past.res.body).toEqual([]);

@@ -172,6 +172,10 @@ const DATE_WINDOW_PER_ROW = 50;
 const SORT_ID = '_hf_sort_id';
 /** The count, carried by a page's first row (added last, so the rows drop it, their sort keys, in the reverse order: V8 then keeps them fast objects). */
 const COUNT_COL = '_hf_count';
+/** A search's matches (searchOnce): the CTE, and its columns. */
+const MATCHES = 'hf_matches';
+const MATCH_ID = 'hf_match_id';
+const MATCH_KEY = 'hf_match_key';
 
 /**
  * The rows after (v, id) in the scan order, as ORDER BY col, id sorts them (PostgreSQL puts
@@ -281,23 +285,34 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
     return rows;
   };
   /**
-   * A search on the first pages: ONE query finds the matches' keys, up to COUNT_EXACT_UP_TO
-   * + 1 of them, in the list's order; the page and the count both come from it (the
-   * trigram scan, a search's main cost, runs once), then the page's rows by id.
+   * A search on the first pages, in ONE query: a CTE takes the matches' keys, up to
+   * COUNT_EXACT_UP_TO + 1 of them, in the list's order (the trigram scan, a search's main
+   * cost, runs once); the page's rows are those of its slice of the keys, and the count is the
+   * keys'. The keys stay in PostgreSQL: only the page's rows travel.
    */
   const searchOnce = async () => {
     const offset = (q.page - 1) * q.perPage;
-    const keys: { [SORT_ID]: string }[] = await applyFilters(base(), q, spec)
+    const keys = applyFilters(base(), q, spec)
       .clearSelect()
-      .select(db.raw('??::text AS ??', [spec.idColumn, SORT_ID]))
+      .select(db.raw('?? AS ??', [spec.idColumn, MATCH_ID]), db.raw('?? AS ??', [q.orderColumn, MATCH_KEY]))
       .orderBy(q.orderColumn, dir)
       .modify((qb) => {
         if (q.orderColumn !== spec.idColumn) qb.orderBy(spec.idColumn, dir);
       })
       .limit(COUNT_EXACT_UP_TO + 1);
-    const fetchedRows = await rowsOf(keys.slice(offset, offset + want).map((k) => k[SORT_ID]));
-    const count = keys.length <= COUNT_EXACT_UP_TO ? { total: keys.length, exact: true } : await estimateRows(db, base, q, spec, keys.length);
-    return [fetchedRows, count] as const;
+    const found: Record<string, unknown>[] = await base()
+      .with(MATCHES, keys)
+      .select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]), db.raw('(SELECT count(*)::int FROM ??) AS ??', [MATCHES, COUNT_COL]))
+      .whereIn(spec.idColumn, (slice) => void slice.select(MATCH_ID).from(MATCHES).orderBy(MATCH_KEY, dir).orderBy(MATCH_ID, dir).offset(offset).limit(want))
+      .orderBy(q.orderColumn, dir)
+      .modify((qb) => {
+        if (q.orderColumn !== spec.idColumn) qb.orderBy(spec.idColumn, dir);
+      });
+    // No row: no match at all (the first page), or a page past the matches, counted on its own.
+    const n = found.length > 0 ? (found[0][COUNT_COL] as number) : offset === 0 ? 0 : (await countRows(db, base, q, spec, countStatement(db, base, q, spec))).total;
+    for (const r of found) delete r[COUNT_COL];
+    const count = n <= COUNT_EXACT_UP_TO ? { total: n, exact: true } : await estimateRows(db, base, q, spec, n);
+    return [found, count] as const;
   };
   const searchFirstPages = q.search !== undefined && !cursor && (q.page - 1) * q.perPage + want <= COUNT_EXACT_UP_TO + 1;
   const countStmt = searchFirstPages ? undefined : countStatement(db, base, q, spec);
