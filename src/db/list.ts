@@ -309,10 +309,10 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
         if (q.orderColumn !== spec.idColumn) qb.orderBy(spec.idColumn, dir);
       });
     // No row: no match at all (the first page), or a page past the matches, counted on its own.
-    const n = found.length > 0 ? (found[0][COUNT_COL] as number) : offset === 0 ? 0 : (await countRows(db, base, q, spec, countStatement(db, base, q, spec))).total;
+    if (found.length === 0) return [found, offset === 0 ? { total: 0, exact: true } : await countRows(db, base, q, spec, countStatement(db, base, q, spec))] as const;
+    const n = found[0][COUNT_COL] as number;
     for (const r of found) delete r[COUNT_COL];
-    const count = n <= COUNT_EXACT_UP_TO ? { total: n, exact: true } : await estimateRows(db, base, q, spec, n);
-    return [found, count] as const;
+    return [found, n <= COUNT_EXACT_UP_TO ? { total: n, exact: true } : await estimateRows(db, base, q, spec, n)] as const;
   };
   const searchFirstPages = q.search !== undefined && !cursor && (q.page - 1) * q.perPage + want <= COUNT_EXACT_UP_TO + 1;
   const countStmt = searchFirstPages ? undefined : countStatement(db, base, q, spec);
