@@ -1,7 +1,8 @@
 import { sessionListSpec } from '../src/chat/sessions';
 import { customerListSpec } from '../src/customers/service';
-import type { ListSpec } from '../src/db/list';
+import { runList, type ListSpec } from '../src/db/list';
 import { domainListSpec } from '../src/domains/service';
+import { parseListQuery } from '../src/http/list';
 import { membershipListSpec } from '../src/memberships/service';
 import { paymentListSpec } from '../src/payments/service';
 import { productListSpec } from '../src/products/service';
@@ -288,6 +289,22 @@ describe('list paging at depth and counts', () => {
         const third = await get('/customers', { per_page: 7, page: 3, order, ...range });
         expect(third.body.map((c: { id: number }) => c.id)).toEqual(expected.slice(14, 21));
       }
+    }
+  });
+
+  test('a page that fails while its count runs beside it (a date range ordered by id) leaves no unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const q = parseListQuery({ 'date_created[after]': '2020-01-01T00:00:00Z' }, customerListSpec);
+      // Both the page and its count read a table that does not exist: the page's failure is the answer.
+      const base = () => ctx.db('hf_no_such_table as c').select('c.id');
+      await expect(runList(ctx.db, base, q, customerListSpec)).rejects.toThrow(/hf_no_such_table" does not exist/);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
     }
   });
 

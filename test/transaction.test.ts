@@ -44,6 +44,92 @@ describe('runInTransaction', () => {
     expect(sql).toHaveLength(5);
   });
 
+  /** The round trips to PostgreSQL (ReadyForQuery messages) on the pool's connections while `fn` runs. */
+  const roundTrips = async (fn: () => Promise<unknown>) => {
+    await ctx.db.raw('SELECT 1'); // at least one idle connection, which the transaction takes
+    const pool = (ctx.db.client as { pool: { free: { resource: { connection: NodeJS.EventEmitter } }[] } }).pool;
+    const conns = pool.free.map((f) => f.resource.connection);
+    let n = 0;
+    const count = () => n++;
+    for (const c of conns) c.on('readyForQuery', count);
+    try {
+      await fn();
+    } finally {
+      for (const c of conns) c.off('readyForQuery', count);
+    }
+    return n;
+  };
+
+  test('BEGIN travels with the first statement: a one-statement transaction is two round trips (BEGIN and the statement, then COMMIT)', async () => {
+    let sql: string[] = [];
+    const trips = await roundTrips(async () => {
+      sql = await statements(() => runInTransaction(ctx.db, (trx) => trx('tx_probe').insert({ v: 'one' })));
+    });
+    expect(sql).toEqual(['BEGIN;', 'insert into "tx_probe" ("v") values ($1)', 'COMMIT;']);
+    expect(trips).toBe(2);
+    expect(await values()).toEqual(['one']);
+    // Three statements: BEGIN with the first, the other two, COMMIT.
+    const more = await roundTrips(() =>
+      runInTransaction(ctx.db, async (trx) => {
+        await trx('tx_probe').insert({ v: 'two' });
+        await trx.raw('SELECT 1');
+        await trx('tx_probe').where({ v: 'two' }).update({ v: 'three' });
+      }),
+    );
+    expect(more).toBe(4);
+    expect(await values()).toEqual(['one', 'three']);
+  });
+
+  test('a first statement that fails is rolled back with its BEGIN, its rows and error as pg gives them, and leaves the connection clean', async () => {
+    await ctx.db('tx_probe').insert({ v: 'taken' });
+    const sql = await statements(() =>
+      expect(runInTransaction(ctx.db, (trx) => trx('tx_probe').insert({ v: 'taken' }))).rejects.toMatchObject({ code: '23505', constraint: 'tx_probe_v_key' }),
+    );
+    expect(sql).toEqual(['BEGIN;', 'insert into "tx_probe" ("v") values ($1)', 'ROLLBACK;']);
+    // A first statement with rows answers them, typed as pg types them.
+    const rows = await runInTransaction(ctx.db, (trx) => trx.raw('SELECT 7::int AS n, now() AS at, ? ::text AS t', ['é']));
+    expect(rows.rows).toEqual([{ n: 7, at: expect.any(Date), t: 'é' }]);
+    expect(rows.command).toBe('SELECT');
+    // Every connection of the pool is out of any transaction: the next ones commit.
+    for (let i = 0; i < 4; i++) await runInTransaction(ctx.db, (trx) => trx('tx_probe').insert({ v: `after ${i}` }));
+    expect(await values()).toEqual(['taken', 'after 0', 'after 1', 'after 2', 'after 3']);
+    const open = await ctx.db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'");
+    expect(open.rows[0].n).toBe(0);
+  });
+
+  test('a function that sends no statement sends nothing: no BEGIN, no COMMIT, no ROLLBACK', async () => {
+    const sql = await statements(async () => {
+      expect(await runInTransaction(ctx.db, async () => 'nothing to write')).toBe('nothing to write');
+      await expect(
+        runInTransaction(ctx.db, async () => {
+          throw new Error('refused before any statement');
+        }),
+      ).rejects.toThrow('refused before any statement');
+    });
+    expect(sql).toEqual([]);
+    expect(poolStats(ctx.db).used).toBe(0);
+  });
+
+  test('a statement with pg options of its own sends BEGIN alone first; a stream is refused', async () => {
+    let sql: string[] = [];
+    const trips = await roundTrips(async () => {
+      sql = await statements(() => runInTransaction(ctx.db, (trx) => trx('tx_probe').insert({ v: 'opt' }).options({ rowMode: 'array' })));
+    });
+    expect(sql).toEqual(['BEGIN;', 'insert into "tx_probe" ("v") values ($1)', 'COMMIT;']);
+    expect(trips).toBe(3);
+    expect(await values()).toEqual(['opt']);
+    await expect(
+      runInTransaction(ctx.db, async (trx) => {
+        await new Promise((resolve, reject) => {
+          const s = trx('tx_probe').select('v').stream();
+          s.on('error', reject);
+          s.on('end', resolve);
+          s.resume();
+        });
+      }),
+    ).rejects.toThrow(/streams are not supported/);
+  });
+
   test('the statements run on one connection, inside the transaction (another connection does not see them before the commit)', async () => {
     await runInTransaction(ctx.db, async (trx) => {
       await trx('tx_probe').insert({ v: 'pending' });

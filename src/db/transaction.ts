@@ -12,13 +12,46 @@ const QUERY_METHODS = require('knex/lib/query/method-constants') as string[];
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const FunctionHelper = require('knex/lib/knex-builder/FunctionHelper') as new (client: Knex.Client) => Knex.FunctionHelper;
 
+/*
+ * What it uses of `pg` (pinned by package-lock.json): its Query class (exported), whose
+ * `submit(connection)` writes a statement's messages and whose `handleCommandComplete` takes
+ * each statement's CommandComplete; the connection's protocol messages (parse, bind, execute).
+ */
+interface PgConnection {
+  stream: { cork?(): void; uncork?(): void };
+  parse(msg: { text: string; name: string; types: unknown[] }): void;
+  bind(msg: { portal: string; statement: string; values: unknown[]; binary: boolean; valueMapper: (v: unknown) => unknown }): void;
+  execute(msg: { portal: string; rows: number }): void;
+}
+interface PgQuery {
+  submit(connection: PgConnection): Error | null;
+  handleCommandComplete(msg: unknown, connection: PgConnection): void;
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { Query } = require('pg') as { Query: new (config: object, values: undefined, callback: (err: Error | null, res?: unknown) => void) => PgQuery };
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const prepareValue = (require('pg/lib/utils') as { prepareValue: (v: unknown) => unknown }).prepareValue;
+
 interface Connection {
   __knex__disposed?: unknown;
+  __knexUid?: string;
+  __knexTxId?: string;
+  query(q: PgQuery): void;
+}
+
+/** What Knex's runner hands the dialect's `_query`: the statement, its `$n` bindings, pg's options. */
+interface QueryObject {
+  sql: string;
+  bindings?: unknown[];
+  options?: object;
+  response?: unknown;
 }
 
 interface TxClient extends Knex.Client {
   transacting: boolean;
   query(conn: Connection, obj: unknown): Promise<unknown>;
+  _query(conn: Connection, obj: QueryObject): Promise<QueryObject>;
+  stream(conn: Connection, obj: unknown, stream: NodeJS.EventEmitter): Promise<unknown>;
   acquireConnection(): Promise<Connection>;
   releaseConnection(conn: Connection): Promise<void>;
 }
@@ -27,6 +60,10 @@ interface TxState {
   client: TxClient;
   conn: Connection;
   completed: boolean;
+  /** BEGIN has been sent (with the transaction's first statement). */
+  begun: boolean;
+  /** The next statement to reach the connection takes BEGIN along. */
+  beginWithNext: boolean;
   /** Savepoints of nested transactions, for their names. */
   depth: number;
 }
@@ -118,7 +155,7 @@ Object.defineProperties(PROTO, {
  * transaction's statements as it sees Knex's own transactions'), never acquires nor releases a
  * connection, and refuses statements once the transaction has ended (as Knex's does).
  */
-function txClient(db: Db, conn: Connection, state: { completed: boolean }): TxClient {
+function txClient(db: Db, conn: Connection, state: TxState): TxClient {
   const base = db.client as TxClient;
   const client = Object.create(base) as TxClient;
   client.transacting = true;
@@ -127,14 +164,84 @@ function txClient(db: Db, conn: Connection, state: { completed: boolean }): TxCl
   client.query = (c: Connection, obj: unknown) => {
     if (state.completed) return Promise.reject(completedError());
     if (c !== conn) return Promise.reject(new Error('Invalid connection for transaction query.'));
+    if (!state.begun) {
+      // The transaction's first statement: BEGIN goes with it (`_query` below), and is logged first, as it is sent first.
+      state.begun = true;
+      state.beginWithNext = true;
+      client.emit('query', { __knexUid: c.__knexUid, __knexTxId: c.__knexTxId, method: 'raw', sql: BEGIN, bindings: [] });
+    }
     return base.query.call(client, c, obj);
+  };
+  client._query = async (c: Connection, obj: QueryObject) => {
+    if (!state.beginWithNext) return base._query.call(client, c, obj);
+    state.beginWithNext = false;
+    // A statement with pg options of its own (a name: a prepared statement) is not folded: BEGIN goes first, alone.
+    if (obj.options && Object.keys(obj.options).length > 0) {
+      await base._query.call(client, c, { sql: BEGIN, bindings: [] });
+      return base._query.call(client, c, obj);
+    }
+    return afterBegin(c, obj);
+  };
+  // A stream (a cursor, pg-query-stream: not a dependency) would bypass `_query`, so would run
+  // outside the transaction when first: refused, as a Knex without pg-query-stream refuses it.
+  client.stream = (_c: Connection, _obj: unknown, stream: NodeJS.EventEmitter) => {
+    const err = new Error('runInTransaction: streams are not supported in these transactions');
+    stream.emit('error', err);
+    return Promise.reject(err);
   };
   return client;
 }
 
+const BEGIN = 'BEGIN;';
+
+/**
+ * A transaction's first statement with its BEGIN in front, in one flight: BEGIN's Parse, Bind
+ * and Execute, then the statement's messages and one Sync, written together (the extended
+ * protocol runs what comes before a Sync in order, and BEGIN opens the transaction block the
+ * statement then runs in). One round trip to PostgreSQL instead of two, for the same
+ * statements: BEGIN alone answered nothing the write waited for. The statement goes through
+ * pg's own Query (its rows, its errors, its types), which is told of BEGIN's CommandComplete
+ * by nothing but its own. When it fails, PostgreSQL has opened the transaction block all the
+ * same (BEGIN ran first), and runInTransaction rolls it back as it would any failed statement.
+ */
+function afterBegin(conn: Connection, obj: QueryObject): Promise<QueryObject> {
+  if (!obj.sql) return Promise.reject(new Error('The query is empty'));
+  return new Promise((resolve, reject) => {
+    const query = new Query({ text: obj.sql, values: obj.bindings ?? [], ...obj.options, queryMode: 'extended' }, undefined, (err, response) => {
+      if (err) return reject(err);
+      obj.response = response;
+      resolve(obj);
+    });
+    const submit = query.submit;
+    const complete = query.handleCommandComplete;
+    let beginAnswered = false;
+    query.submit = function (this: PgQuery, connection: PgConnection) {
+      connection.stream.cork?.();
+      try {
+        connection.parse({ text: BEGIN, name: '', types: [] });
+        connection.bind({ portal: '', statement: '', values: [], binary: false, valueMapper: prepareValue });
+        connection.execute({ portal: '', rows: 0 });
+        return submit.call(this, connection);
+      } finally {
+        connection.stream.uncork?.();
+      }
+    };
+    query.handleCommandComplete = function (this: PgQuery, msg: unknown, connection: PgConnection) {
+      if (!beginAnswered) {
+        beginAnswered = true;
+        return;
+      }
+      complete.call(this, msg, connection);
+    };
+    conn.query(query);
+  });
+}
+
 /**
  * Runs `fn` in a transaction on one pooled connection: `BEGIN`, `fn(trx)`, `COMMIT`; when `fn`
- * throws (or the commit fails), `ROLLBACK` and the error. `trx` is what `knex.transaction`
+ * throws (or the commit fails), `ROLLBACK` and the error. BEGIN travels with the first
+ * statement (afterBegin); a `fn` that sends none sends no BEGIN, COMMIT nor ROLLBACK either.
+ * `trx` is what `knex.transaction`
  * gives (`trx(table)`, `trx.raw`, `trx.fn`, every query method, nested transactions as
  * savepoints), but costs one small object per transaction instead of a whole Knex instance:
  * this is the resources' write path (src/db/table-service.ts), where Knex's transaction object
@@ -143,7 +250,7 @@ function txClient(db: Db, conn: Connection, state: { completed: boolean }): TxCl
 export async function runInTransaction<T>(db: Db, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
   const base = db.client as TxClient;
   const conn = await takeConnection<Connection>(db);
-  const state: TxState = { client: undefined as unknown as TxClient, conn, completed: false, depth: 0 };
+  const state: TxState = { client: undefined as unknown as TxClient, conn, completed: false, begun: false, beginWithNext: false, depth: 0 };
   state.client = txClient(db, conn, state);
   const trx = function (tableName?: string) {
     const qb = trx.queryBuilder();
@@ -154,15 +261,15 @@ export async function runInTransaction<T>(db: Db, fn: (trx: Knex.Transaction) =>
   // An own enumerable property: Knex's builder.transacting(trx) refuses an "empty" object.
   (trx as unknown as { txid: string }).txid = `hftx${++txCount}`;
   try {
-    await send(state, 'BEGIN;', []);
     let out: T;
     try {
       out = await fn(trx);
-      await send(state, 'COMMIT;', []);
+      // A transaction that sent no statement has nothing to commit (nor had it begun).
+      if (state.begun) await send(state, 'COMMIT;', []);
     } catch (err) {
       state.completed = true;
       // A connection that broke is destroyed by the pool's validation when released.
-      await base.query.call(state.client, conn, { sql: 'ROLLBACK;', bindings: [] }).catch(() => undefined);
+      if (state.begun) await base.query.call(state.client, conn, { sql: 'ROLLBACK;', bindings: [] }).catch(() => undefined);
       throw err;
     }
     state.completed = true;
