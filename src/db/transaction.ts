@@ -200,9 +200,10 @@ const BEGIN = 'BEGIN;';
  * protocol runs what comes before a Sync in order, and BEGIN opens the transaction block the
  * statement then runs in). One round trip to PostgreSQL instead of two, for the same
  * statements: BEGIN alone answered nothing the write waited for. The statement goes through
- * pg's own Query (its rows, its errors, its types), which is told of BEGIN's CommandComplete
- * by nothing but its own. When it fails, PostgreSQL has opened the transaction block all the
- * same (BEGIN ran first), and runInTransaction rolls it back as it would any failed statement.
+ * pg's own Query (its rows, its errors, its types); BEGIN's CommandComplete is kept from it,
+ * so it sees its own statement's only. When it fails, PostgreSQL has opened the transaction
+ * block all the same (BEGIN ran first), and runInTransaction rolls it back as it would any
+ * failed statement.
  */
 function afterBegin(conn: Connection, obj: QueryObject): Promise<QueryObject> {
   if (!obj.sql) return Promise.reject(new Error('The query is empty'));
