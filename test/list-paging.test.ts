@@ -1,6 +1,6 @@
 import { sessionListSpec } from '../src/chat/sessions';
 import { customerListSpec } from '../src/customers/service';
-import { runList, type ListSpec } from '../src/db/list';
+import { ESTIMATE_KEPT_MS, runList, type ListSpec } from '../src/db/list';
 import { domainListSpec } from '../src/domains/service';
 import { parseListQuery } from '../src/http/list';
 import { membershipListSpec } from '../src/memberships/service';
@@ -289,6 +289,85 @@ describe('list paging at depth and counts', () => {
         const third = await get('/customers', { per_page: 7, page: 3, order, ...range });
         expect(third.body.map((c: { id: number }) => c.id)).toEqual(expected.slice(14, 21));
       }
+    }
+  });
+
+  test('a date range ordered by id is one statement: its window of ids when the page is there, else the range off its index (run only then)', async () => {
+    // Dates scattered over ids, as in the test above. Per page 5, the window is 300 ids from the first.
+    await ctx.db.raw(`UPDATE customers SET date_created = timestamptz '2025-01-01' + ((id * 7919) % ${N}) * interval '1 hour' WHERE id <= ${N}`);
+    const { rows } = await ctx.db.raw('SELECT max(id)::int AS top FROM customers');
+    const top: number = rows[0].top;
+    const cases = [
+      { range: { 'date_created[after]': '2025-01-02T00:00:00Z' }, windowHolds: true, many: true }, // most rows (and those added by the tests above): past 1,000, an estimate
+      { range: { 'date_created[before]': '2025-01-01T10:00:00Z' }, windowHolds: false, many: false }, // 11 scattered rows
+    ];
+    for (const { range, windowHolds, many } of cases) {
+      for (const order of ['desc', 'asc'] as const) {
+        const naive = ctx.db('customers').orderBy('id', order);
+        if (range['date_created[after]']) naive.where('date_created', '>=', range['date_created[after]']);
+        if (range['date_created[before]']) naive.where('date_created', '<=', range['date_created[before]']);
+        const expected = (await naive.pluck('id')).map(Number);
+        // What the window (from the first id in this order, over 300 ids) holds decides the strategy.
+        const inWindow = expected.filter((id) => (order === 'desc' ? id > top - 300 : id < 1 + 300)).length;
+        expect(inWindow >= 6).toBe(windowHolds);
+        const sent: { sql: string; bindings: unknown[] }[] = [];
+        const listen = (q: { sql: string; bindings: unknown[] }) => sent.push(q);
+        ctx.db.on('query', listen);
+        let page;
+        try {
+          page = await runList<{ id: string }>(ctx.db, () => ctx.db('customers as c').join('users as u', 'u.id', 'c.user_id').select('c.id'), parseListQuery({ per_page: '5', order, ...range }, customerListSpec), customerListSpec);
+        } finally {
+          ctx.db.off('query', listen);
+        }
+        expect(expected.length > 1000).toBe(many);
+        expect(page.rows.map((r) => Number(r.id))).toEqual(expected.slice(0, 5));
+        expect(page.exact).toBe(!many);
+        if (many) expect(page.total).toBeGreaterThan(1000);
+        else expect(page.total).toBe(expected.length);
+        // The page and its count (past 1,000 matches, the planner's estimate besides; the cursors' key on first use).
+        const pages = sent.filter((q) => !q.sql.startsWith('EXPLAIN') && !/"settings"/.test(q.sql));
+        expect(pages).toHaveLength(1);
+        // The range's index is read only when the window fell short.
+        const plan = await ctx.db.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${pages[0].sql.replace(/\$\d+/g, '?')}`, pages[0].bindings as never);
+        const loopsOf = (name: string) => {
+          const found: number[] = [];
+          const visit = (node: Record<string, unknown>) => {
+            if (node['Subplan Name'] === `CTE ${name}`) found.push(node['Actual Loops'] as number);
+            for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) visit(child);
+          };
+          visit(plan.rows[0]['QUERY PLAN'][0].Plan);
+          return found;
+        };
+        expect(loopsOf('hf_window')).toEqual([1]);
+        expect(loopsOf('hf_ranged')).toEqual([windowHolds ? 0 : 1]);
+      }
+    }
+  });
+
+  test('past 1,000 matches, the planner estimate is asked once per filter set and kept a minute', async () => {
+    const explains = async () => {
+      const sql: string[] = [];
+      const listen = (q: { sql: string }) => sql.push(q.sql);
+      ctx.db.on('query', listen);
+      try {
+        // Every e-mail is pager<i>@example.com: 1,100 matches, past 1,000.
+        const page = await runList(ctx.db, () => ctx.db('customers as c').join('users as u', 'u.id', 'c.user_id').select('c.id'), parseListQuery({ search: 'example.com', per_page: '2' }, customerListSpec), customerListSpec);
+        expect(page.exact).toBe(false);
+        expect(page.total).toBeGreaterThan(1000);
+        return sql.filter((s) => s.startsWith('EXPLAIN')).length;
+      } finally {
+        ctx.db.off('query', listen);
+      }
+    };
+    expect(await explains()).toBe(1);
+    expect(await explains()).toBe(0);
+    const now = Date.now();
+    const clock = jest.spyOn(Date, 'now').mockReturnValue(now + ESTIMATE_KEPT_MS + 1);
+    try {
+      expect(await explains()).toBe(1);
+      expect(await explains()).toBe(0);
+    } finally {
+      clock.mockRestore();
     }
   });
 

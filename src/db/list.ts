@@ -176,6 +176,9 @@ const COUNT_COL = '_hf_count';
 const MATCHES = 'hf_matches';
 const MATCH_ID = 'hf_match_id';
 const MATCH_KEY = 'hf_match_key';
+/** A date range's window of ids (runList's datePage). */
+const WINDOW = 'hf_window';
+const RANGED = 'hf_ranged';
 
 /**
  * The rows after (v, id) in the scan order, as ORDER BY col, id sorts them (PostgreSQL puts
@@ -212,8 +215,7 @@ const BAD_TEXT = /^22/;
  * cursors (the `Link` URLs: an index range scan from the last row seen, whatever the depth)
  * all answer the same rows. The count (countStatement) is a scalar subquery of the page's
  * first query: one round trip, and one snapshot, for both; PostgreSQL runs it once, when the
- * first row is made. It runs on its own after a first query that found no row, and beside
- * the page for a date range ordered by id (whose page takes several queries).
+ * first row is made. It runs on its own after a first query that found no row.
  */
 export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Promise<ListPage<T>> {
   const cursor = q.cursor === undefined ? undefined : await openCursor(db, q.cursor, q);
@@ -221,7 +223,7 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
   const desc = (q.order === 'desc') !== back;
   const dir = desc ? 'desc' : 'asc';
   const want = q.perPage + 1;
-  /** Ordered by id within a date range: the page may take several queries (readPage). */
+  /** Ordered by id within a date range: the page is datePage's. */
   const byDate = q.orderColumn === spec.idColumn && (q.dateAfter !== undefined || q.dateBefore !== undefined);
   const pageQuery = (limit: number, part?: (qb: Knex.QueryBuilder) => void, count?: CountStatement) => {
     const qb = applyFilters(base(), q, spec).select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]));
@@ -233,53 +235,58 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
     if (!cursor && q.page > 1) qb.offset((q.page - 1) * q.perPage);
     return qb as Promise<Record<string, unknown>[]>;
   };
-  /** The rows of these ids (keys of the page, in order), with their sort keys. */
-  const rowsOf = async (ids: string[]) => {
-    if (ids.length === 0) return [];
-    const found: Record<string, unknown>[] = await base()
-      .select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]))
-      .whereIn(spec.idColumn, ids);
-    const byId = new Map(found.map((r) => [r[SORT_ID] as string, r]));
-    return ids.map((id) => byId.get(id)).filter((r): r is Record<string, unknown> => r !== undefined);
-  };
-  /** The first query of a page, carrying the count: the count is taken off its rows (or, when it found none, run on its own). */
-  const carryingCount = async (limit: number, part?: (qb: Knex.QueryBuilder) => void) => {
-    const found = await pageQuery(limit, part, countStmt);
+  /** The count off the first query of a page, which carries it (or, when it found no row, run on its own). */
+  const takeCount = (found: Record<string, unknown>[]) => {
     counts = awaitedLater(found.length > 0 ? countFrom(db, base, q, spec, countStmt!, found[0][COUNT_COL] as [number, number]) : countRows(db, base, q, spec, countStmt!));
     for (const r of found) delete r[COUNT_COL];
     return found;
   };
+  /**
+   * A date range ordered by id, in ONE statement. PostgreSQL, knowing nothing of how ids
+   * follow dates, would walk the id index from the newest row and skip every row newer than
+   * the range. So, in a CTE, a bounded window of ids first: from where the page starts (the
+   * cursor, else the list's first id) over DATE_WINDOW_PER_ROW ids a row. When the page is all
+   * there (a recent range, or a page after a cursor in a range whose dates follow its ids) the
+   * window's rows are the page: none of the range's rows outside the window can come first.
+   * Only when it falls short does the range's own index give the range's ids, sorted (an
+   * index-only scan, in proportion to the range); each branch is gated by a condition
+   * PostgreSQL checks once, before running it. The page's rows are then read by id, with the
+   * count.
+   */
+  const datePage = (part?: (qb: Knex.QueryBuilder) => void) => {
+    const window = String(DATE_WINDOW_PER_ROW * want);
+    const offset = cursor ? 0 : (q.page - 1) * q.perPage;
+    const ids = () => {
+      const qb = applyFilters(base(), q, spec).clearSelect().select(db.raw('?? AS ??', [spec.idColumn, MATCH_ID]));
+      part?.(qb);
+      return qb;
+    };
+    const start = cursor ? db.raw('?::bigint', [cursor.id]) : base().clearSelect().select(spec.idColumn).orderBy(spec.idColumn, dir).limit(1);
+    const windowed = ids()
+      .where(spec.idColumn, desc ? '>' : '<', db.raw(`? ${desc ? '-' : '+'} ?::bigint`, [start, window]))
+      .orderBy(spec.idColumn, dir)
+      .limit(want)
+      .offset(offset);
+    const enough = (cmp: '>=' | '<') => db.raw(`(SELECT count(*) FROM ??) ${cmp} ?`, [WINDOW, want]);
+    // `+ 0`: sorted after the range's index gave its rows, not read off the id index.
+    const ranged = ids().orderByRaw(`?? + 0 ${dir}`, [spec.idColumn]).limit(want).offset(offset);
+    // Each part a CTE of its own: a CTE is run only as far as it is read, and PostgreSQL plans each apart (inside the UNION, the ranged part's sort lost its LIMIT).
+    const keys = db.select(MATCH_ID).from(WINDOW).where(enough('>=')).unionAll((qb) => void qb.select(MATCH_ID).from(RANGED).where(enough('<')), true);
+    return base()
+      .withMaterialized(WINDOW, windowed)
+      .withMaterialized(RANGED, ranged)
+      .with(MATCHES, keys)
+      .select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]), db.raw(`(${countStmt!.sql}) AS ??`, [...countStmt!.bindings, COUNT_COL]))
+      .whereIn(spec.idColumn, (sub) => void sub.select(MATCH_ID).from(MATCHES))
+      .orderBy(spec.idColumn, dir) as Promise<Record<string, unknown>[]>;
+  };
   const readPage = async () => {
     const rows: Record<string, unknown>[] = [];
     const parts = cursor ? keysetParts(q.orderColumn, spec.idColumn, desc, cursor.value, cursor.id) : [undefined];
-    if (byDate) {
-      // Ordered by id within a date range. PostgreSQL, knowing nothing of how ids follow
-      // dates, walks the id index from the newest row and skips every row newer than the
-      // range. First a bounded window of ids (the ids next to where the page
-      // starts, DATE_WINDOW_PER_ROW a row): when the page is all there (a recent range) that is the answer; else the
-      // range's own index gives its ids (an index-only scan, in proportion to the range).
-      const window = BigInt(DATE_WINDOW_PER_ROW * want);
-      const part = parts[0];
-      const end: { [SORT_ID]: string }[] = cursor ? [] : await base().clearSelect().select(db.raw('??::text AS ??', [spec.idColumn, SORT_ID])).orderBy(spec.idColumn, dir).limit(1);
-      const start = BigInt(cursor ? cursor.id : (end[0]?.[SORT_ID] ?? '0'));
-      // From the first id (included, without a cursor) over `window` ids.
-      const edge = desc ? start - window : start + window;
-      const windowed = await pageQuery(want, (qb) => {
-        part?.(qb);
-        qb.where(spec.idColumn, desc ? '>' : '<', edge.toString());
-      });
-      if (windowed.length >= want) return windowed;
-      const ids = applyFilters(base(), q, spec).clearSelect().select(db.raw('??::text AS ??', [spec.idColumn, SORT_ID]));
-      part?.(ids);
-      // `+ 0`: sorted after the range's index gave its rows, not read off the id index.
-      const keys: { [SORT_ID]: string }[] = await ids
-        .orderByRaw(`?? + 0 ${dir}`, [spec.idColumn])
-        .limit(want)
-        .offset(cursor ? 0 : (q.page - 1) * q.perPage);
-      return rowsOf(keys.map((k) => k[SORT_ID]));
-    }
+    // Ordered by id, a cursor's keyset is one part.
+    if (byDate) return takeCount(await datePage(parts[0]));
     for (const [i, part] of parts.entries()) {
-      rows.push(...(await (i === 0 ? carryingCount(want - rows.length, part) : pageQuery(want - rows.length, part))));
+      rows.push(...(i === 0 ? takeCount(await pageQuery(want - rows.length, part, countStmt)) : await pageQuery(want - rows.length, part)));
       if (rows.length >= want) break;
     }
     return rows;
@@ -316,8 +323,8 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
   };
   const searchFirstPages = q.search !== undefined && !cursor && (q.page - 1) * q.perPage + want <= COUNT_EXACT_UP_TO + 1;
   const countStmt = searchFirstPages ? undefined : countStatement(db, base, q, spec);
-  /** The count: carried by the page's first query (readPage), or run beside a date range's page (several queries). */
-  let counts: Promise<{ total: number; exact: boolean }> | undefined = countStmt && byDate ? awaitedLater(countRows(db, base, q, spec, countStmt)) : undefined;
+  /** The count, carried by the page's first query (readPage). */
+  let counts: Promise<{ total: number; exact: boolean }> | undefined;
   const [fetched, count] = searchFirstPages
     ? await searchOnce()
     : [
@@ -400,10 +407,35 @@ async function countRows(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, 
   return countFrom(db, base, q, spec, stmt, (rows[0] as Record<string, [number, number]>)[COUNT_COL]);
 }
 
-/** More than COUNT_EXACT_UP_TO match (`atLeast` seen): the planner's estimate of the matches. */
+/** How long the planner's estimate of a list's matches is kept (estimateRows). */
+export const ESTIMATE_KEPT_MS = 60_000;
+/** At most this many estimates kept per database (the oldest goes first), each of a statement no longer than ESTIMATE_KEY_MAX. */
+const ESTIMATES_KEPT = 500;
+const ESTIMATE_KEY_MAX = 4096;
+const estimates = new WeakMap<Knex, Map<string, { rows: number; until: number }>>();
+
+/**
+ * More than COUNT_EXACT_UP_TO match (`atLeast` seen): the planner's estimate of the matches,
+ * kept ESTIMATE_KEPT_MS by statement (SQL and values). It comes from the table's statistics,
+ * which change when the table is analyzed, not with each write: asking again on every page of
+ * a list was a round trip after the page's, and a plan, for the same figure. Kept per
+ * process: each replica asks once a minute per filter set it serves.
+ */
 async function estimateRows(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec, atLeast: number): Promise<{ total: number; exact: boolean }> {
   const all = applyFilters(base(), q, spec).clearSelect().clearOrder().select(db.raw('1')).toSQL();
-  const plan = await db.raw(`EXPLAIN (FORMAT JSON) ${all.sql}`, all.bindings);
-  const estimate = Math.round(Number(plan.rows[0]['QUERY PLAN'][0].Plan['Plan Rows']));
-  return { total: Math.max(estimate, atLeast), exact: false };
+  const key = `${all.sql}\u0000${JSON.stringify(all.bindings)}`;
+  let kept = estimates.get(db);
+  if (!kept) estimates.set(db, (kept = new Map()));
+  const now = Date.now();
+  let estimate = kept.get(key);
+  if (!estimate || estimate.until <= now) {
+    const plan = await db.raw(`EXPLAIN (FORMAT JSON) ${all.sql}`, all.bindings);
+    estimate = { rows: Math.round(Number(plan.rows[0]['QUERY PLAN'][0].Plan['Plan Rows'])), until: now + ESTIMATE_KEPT_MS };
+    if (key.length <= ESTIMATE_KEY_MAX) {
+      kept.delete(key);
+      if (kept.size >= ESTIMATES_KEPT) kept.delete(kept.keys().next().value!);
+      kept.set(key, estimate);
+    }
+  }
+  return { total: Math.max(estimate.rows, atLeast), exact: false };
 }

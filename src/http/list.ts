@@ -296,7 +296,7 @@ export function listQueryParams(spec: ListSpec): import('./route-registry').Para
 /** Headers of a list response. */
 export const LIST_HEADERS = {
   'X-WP-Total': {
-    description: `Number of matching records: exact for the unfiltered list, for a counted filter alone, and whenever at most ${COUNT_EXACT_UP_TO} records match; past that, PostgreSQL's planner estimate (X-WP-Total-Exact: false).`,
+    description: `Number of matching records: exact for the unfiltered list, for a counted filter alone, and whenever at most ${COUNT_EXACT_UP_TO} records match; past that, PostgreSQL's planner estimate (X-WP-Total-Exact: false), kept up to a minute per filter set.`,
     schema: { type: 'integer' },
   },
   'X-WP-TotalPages': { description: 'Number of pages at this per_page (from X-WP-Total).', schema: { type: 'integer' } },
