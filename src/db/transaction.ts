@@ -28,7 +28,7 @@ interface PgQuery {
   handleCommandComplete(msg: unknown, connection: PgConnection): void;
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { Query } = require('pg') as { Query: new (config: object, values: undefined, callback: (err: Error | null, res?: unknown) => void) => PgQuery };
+const { Query } = require('pg') as { Query: new (text: string, values: unknown[], callback: (err: Error | null, res?: unknown) => void) => PgQuery & { queryMode?: string } };
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const prepareValue = (require('pg/lib/utils') as { prepareValue: (v: unknown) => unknown }).prepareValue;
 
@@ -208,11 +208,13 @@ const BEGIN = 'BEGIN;';
 function afterBegin(conn: Connection, obj: QueryObject): Promise<QueryObject> {
   if (!obj.sql) return Promise.reject(new Error('The query is empty'));
   return new Promise((resolve, reject) => {
-    const query = new Query({ text: obj.sql, values: obj.bindings ?? [], ...obj.options, queryMode: 'extended' }, undefined, (err, response) => {
+    // The text and values (not an object, which pg would copy): afterBegin takes only statements without pg options.
+    const query = new Query(obj.sql, obj.bindings ?? [], (err, response) => {
       if (err) return reject(err);
       obj.response = response;
       resolve(obj);
     });
+    query.queryMode = 'extended';
     const submit = query.submit;
     const complete = query.handleCommandComplete;
     let beginAnswered = false;
@@ -295,9 +297,10 @@ async function send(state: TxState, sql: string, bindings: unknown[]): Promise<{
  * The rows of one statement in a transaction, its SQL (with `?` bindings, as `trx.raw` takes)
  * compiled once by the caller: in a transaction of runInTransaction it skips Knex's builder and
  * runner (a builder compiled on every write was a tenth of a product update's CPU, issue 14);
- * in any other (a caller's knex.transaction), `trx.raw`. The statements sent are the same.
+ * in any other (a caller's knex.transaction, or the database outside a transaction), `trx.raw`.
+ * The statements sent are the same.
  */
-export async function statementRows(trx: Knex.Transaction, sql: string, bindings: unknown[]): Promise<Record<string, any>[]> {
+export async function statementRows(trx: Knex | Knex.Transaction, sql: string, bindings: unknown[]): Promise<Record<string, any>[]> {
   const state = (trx as unknown as { [STATE]?: TxState })[STATE];
   if (state) return (await send(state, sql, bindings)).rows;
   return (await trx.raw(sql, bindings as Knex.RawBinding[])).rows;

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { statementRows } from '../db/transaction';
 import { hashPassword } from './password';
 
 export interface UserRow {
@@ -48,12 +49,27 @@ export const usersStore = {
     id: number,
     input: { email?: string; display_name?: string; password?: string },
   ): Promise<void> {
-    const patch: Record<string, unknown> = {};
-    if (input.email !== undefined) patch.email = input.email;
-    if (input.display_name !== undefined) patch.display_name = input.display_name;
-    if (input.password !== undefined) patch.password_hash = await hashPassword(input.password);
-    if (Object.keys(patch).length === 0) return;
-    patch.date_modified = db.fn.now();
-    await db('users').where({ id }).update(patch);
+    const set: [string, unknown][] = [];
+    if (input.email !== undefined) set.push(['email', input.email]);
+    if (input.display_name !== undefined) set.push(['display_name', input.display_name]);
+    if (input.password !== undefined) set.push(['password_hash', await hashPassword(input.password)]);
+    if (set.length === 0) return;
+    await statementRows(
+      db,
+      userUpdate(set.map(([column]) => column)),
+      [...set.map(([, value]) => value), id],
+    );
   },
 };
+
+/** The users update setting these columns (and date_modified), by its columns: compiled once each (at most seven). */
+const userUpdates = new Map<string, string>();
+function userUpdate(columns: string[]): string {
+  const key = columns.join(',');
+  let sql = userUpdates.get(key);
+  if (sql === undefined) {
+    sql = `update "users" set ${columns.map((c) => `"${c}" = ?`).join(', ')}, "date_modified" = CURRENT_TIMESTAMP where "id" = ?`;
+    userUpdates.set(key, sql);
+  }
+  return sql;
+}
