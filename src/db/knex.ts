@@ -28,6 +28,10 @@ export function createDb(connectionString: string, poolMax = 10): Db {
   return db;
 }
 
+/** Numbered statement texts kept (useLightQueries), and the longest text kept. Per process: a cache of a pure function, nothing shared. */
+const POSITIONED_KEPT = 1000;
+const POSITIONED_KEY_MAX = 4096;
+
 /*
  * pg's Query (exported; pinned by package-lock.json). Given an object, its constructor copies
  * it through Object.getOwnPropertyDescriptors (pg's cloneQueryConfig); given the text and the
@@ -38,13 +42,32 @@ type PgCallback = (err: Error | null, response?: unknown) => void;
 const { Query } = require('pg') as { Query: new (text: string, values: unknown[], callback: PgCallback) => object };
 
 /**
- * Knex's pg dialect sends every statement as `new Query({ text, values, ...options })`; the copy
- * pg makes of that object was over 1% of a product create's CPU (issue 14). A statement without
- * pg options (all but a prepared one) goes as `new Query(text, values)`: the same statement,
- * rows, types and errors, since pg normalizes both forms to the same query.
+ * Two per-statement costs of Knex's pg dialect, taken off every statement (issue 14; each about
+ * 1% of a product create's CPU), the statements, rows, types and errors unchanged:
+ * - it numbers the `?` bindings with a regular expression on every run: the numbered text is
+ *   kept by statement text (most statements are a few texts: the writes are compiled once);
+ * - it sends each statement as `new Query({ text, values, ...options })`, an object pg copies:
+ *   a statement without pg options (all but a prepared one) goes as `new Query(text, values)`,
+ *   which pg normalizes to the same query.
  */
 function useLightQueries(db: Db): void {
-  const client = db.client as Knex.Client & { _query(conn: { query(q: object): void }, obj: { sql: string; bindings?: unknown[]; options?: object; response?: unknown }): Promise<unknown> };
+  const client = db.client as Knex.Client & {
+    _query(conn: { query(q: object): void }, obj: { sql: string; bindings?: unknown[]; options?: object; response?: unknown }): Promise<unknown>;
+    positionBindings(sql: string): string;
+  };
+  const positioned = new Map<string, string>();
+  const knexPosition = client.positionBindings;
+  client.positionBindings = function (sql) {
+    let out = positioned.get(sql);
+    if (out === undefined) {
+      out = knexPosition.call(this, sql);
+      if (sql.length <= POSITIONED_KEY_MAX) {
+        if (positioned.size >= POSITIONED_KEPT) positioned.clear();
+        positioned.set(sql, out);
+      }
+    }
+    return out;
+  };
   const knexQuery = client._query;
   client._query = function (conn, obj) {
     if (!obj.sql || (obj.options && Object.keys(obj.options).length > 0)) return knexQuery.call(this, conn, obj);
