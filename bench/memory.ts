@@ -58,7 +58,7 @@ async function main(): Promise<void> {
   const cleanup: Step[] = [];
   const log = benchLog();
   try {
-    buildDist(log);
+    buildDist(log, { workflows: true });
     const env = await startBenchEnv({ cleanup, log, tag: RUN_TAG, pgDir: 'bench-memory-pg', temporalLog: 'temporal-bench-memory.log' });
     const { config, temporal } = env;
     const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: 2 });

@@ -36,11 +36,15 @@ export function nodeFlagsOf(script: string): string[] {
   return words.slice(1, -1);
 }
 
-/** `npm run build` (tsc -p tsconfig.build.json), unless BENCH_NO_BUILD is set. */
-export function buildDist(log: (m: string) => void): void {
+/** `tsc -p tsconfig.build.json` (and, with `workflows`, the workflow bundle, as `npm run build` makes them), unless BENCH_NO_BUILD is set. */
+export function buildDist(log: (m: string) => void, opts: { workflows?: boolean } = {}): void {
   if (process.env.BENCH_NO_BUILD) return;
   log('building dist (tsc -p tsconfig.build.json)');
   execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+  if (!opts.workflows) return;
+  // A worker runs from the workflow bundle (`npm run build` makes it after tsc): a fresh clone has none.
+  log('bundling the workflows (dist/src/bundle-workflows.js)');
+  execFileSync(process.execPath, [path.join(ROOT, 'dist/src/bundle-workflows.js')], { cwd: ROOT, stdio: 'inherit' });
 }
 
 /** `node <flags> --inspect=127.0.0.1:<port> <script>` with `env`; resolves once `ready` matches its output. */
