@@ -4,7 +4,7 @@
 //   Temporal's samples: anything else would run non-deterministic code inside a workflow);
 // - imports in one order;
 // - imports point down only (README, Architecture): entry points → the composition root
-//   (src/app.ts, src/runtime.ts) → feature folders (and activities/, workflows/) → shared layers
+//   (src/app.ts, src/runtime.ts, src/worker-runtime.ts) → feature folders (and activities/, workflows/) → shared layers
 //   (src/http, db, temporal, infra, openapi) → src/config and src/logger.ts; db and temporal
 //   import nothing of http (they throw DomainError, which the http layer answers).
 import fs from 'node:fs';
@@ -19,7 +19,7 @@ const FEATURES = fs
   .filter((d) => d.isDirectory() && !SHARED.includes(d.name) && !BOTTOM.includes(d.name))
   .map((d) => `./src/${d.name}`)
   .concat(['./activities', './workflows']);
-const ROOT_AND_ENTRIES = ['app', 'runtime', 'main', 'api', 'worker', 'cli', 'migrate', 'bundle-workflows'].map((f) => `./src/${f}.ts`);
+const ROOT_AND_ENTRIES = ['app', 'runtime', 'worker-runtime', 'main', 'api', 'worker', 'cli', 'migrate', 'bundle-workflows'].map((f) => `./src/${f}.ts`);
 const upward = (message) => ({ message: `${message} Imports point down only: entry points → composition root → features → shared layers → config and logger.` });
 const LAYER_ZONES = [
   { target: SHARED.map((d) => `./src/${d}`), from: [...FEATURES, ...ROOT_AND_ENTRIES], ...upward('A shared layer must not import a feature or the composition root: pass what it needs in.') },

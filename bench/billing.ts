@@ -27,8 +27,8 @@ import path from 'node:path';
 import { eachLimited } from '../src/infra/each-limited';
 import { lifecycleHorizonMs, MembershipLifecycles } from '../src/memberships/lifecycle';
 import { createMembershipService } from '../src/memberships/service';
-import { startRelays, startWorker } from '../src/runtime';
 import { WorkflowIds } from '../src/temporal/workflow-ids';
+import { startRelays, startWorker } from '../src/worker-runtime';
 import { benchLog, machineMeta, runCleanup, startBenchEnv, textTable, type Step } from './run';
 
 const TOTAL = Number(process.env.BENCH_BILLING_MEMBERSHIPS ?? 100_000);

@@ -44,10 +44,11 @@ import { migrateLatest } from '../src/db/migrate';
 import { recordEvent } from '../src/events/record';
 import { freePort } from '../src/infra/temporal-server';
 import { setLogLevel } from '../src/logger';
-import { prepareDatabase, startHttp, startRelays, startWorker } from '../src/runtime';
+import { prepareDatabase, startHttp } from '../src/runtime';
 import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
 import { taskQueues } from '../src/temporal/task-queues';
 import { dispatchEvents } from '../src/webhooks/dispatch';
+import { startRelays, startWorker } from '../src/worker-runtime';
 import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, textTable, type Log, type Step } from './run';
 
 const CONNECTIONS = Number(process.env.BENCH_CALLERS ?? 8);

@@ -11,7 +11,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setLogLevel } from '../src/logger';
-import { startHttp, startWorker } from '../src/runtime';
+import { startHttp } from '../src/runtime';
+import { startWorker } from '../src/worker-runtime';
 import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, type Step } from './run';
 
 const ROUNDS = 3;

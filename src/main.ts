@@ -9,9 +9,10 @@ import { chatNamespace, ConfigError, loadConfig, WU_NAMESPACE } from './config';
 import { createObjectStorage } from './infra/object-storage';
 import { findTemporalBinary, startTemporalDevServer, TEMPORAL_MISSING } from './infra/temporal-server';
 import { logger, setLogLevel } from './logger';
-import { onShutdown, openDb, prepareDatabase, resolveDatabase, startHttp, startRelays, startWorker } from './runtime';
+import { onShutdown, openDb, prepareDatabase, resolveDatabase, startHttp } from './runtime';
 import { lazyTemporal } from './temporal/client';
 import { taskQueues } from './temporal/task-queues';
+import { startRelays, startWorker } from './worker-runtime';
 
 const steps: (() => Promise<unknown>)[] = [];
 const shutdown = onShutdown(steps);

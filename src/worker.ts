@@ -1,9 +1,10 @@
 /** `npm run start:worker`: the Temporal worker alone, against DATABASE_URL and TEMPORAL_ADDRESS. */
 import { ConfigError, loadConfig } from './config';
 import { logger, setLogLevel } from './logger';
-import { onShutdown, openDb, startRelays, startWorker } from './runtime';
+import { onShutdown, openDb } from './runtime';
 import { lazyTemporal } from './temporal/client';
 import { taskQueues } from './temporal/task-queues';
+import { startRelays, startWorker } from './worker-runtime';
 
 const steps: (() => Promise<unknown>)[] = [];
 const shutdown = onShutdown(steps);

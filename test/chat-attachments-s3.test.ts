@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
-import type { S3ObjectStorage } from '../src/infra/object-storage';
+import type { S3ObjectStorage } from '../src/infra/object-storage-s3';
 import { bearer, CHAT, expectError, makeAgent, makeSession } from './chat-helpers';
 import { createReplica, createTestContext, type TestContext } from './helpers';
 import { startMoto, type MotoServer } from './moto-server';

@@ -10,11 +10,12 @@ import { answerClientError } from '../src/http/client-error';
 import { Metrics } from '../src/http/metrics';
 import { revokePublicConnect } from '../src/infra/embedded-postgres';
 import { buildOpenApiDocument } from '../src/openapi/document';
-import { prepareDatabase, startWorker } from '../src/runtime';
+import { prepareDatabase } from '../src/runtime';
 import { SettingsStore } from '../src/settings/store';
 import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
 import { taskQueues } from '../src/temporal/task-queues';
 import type { RunningWorker } from '../src/temporal/worker';
+import { startWorker } from '../src/worker-runtime';
 import { ContractChecker } from './contract';
 
 export const API_KEY = 'hf_test_key_0123456789abcdef';

@@ -15,9 +15,9 @@ import {
   LocalObjectStorage,
   ObjectNotFound,
   RangeNotSatisfiable,
-  S3ObjectStorage,
   type ObjectStorage,
 } from '../src/infra/object-storage';
+import type { S3ObjectStorage } from '../src/infra/object-storage-s3';
 import { startMoto, type MotoServer } from './moto-server';
 
 /**

@@ -2,8 +2,9 @@ import fs from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { startHttp, startWorker } from '../src/runtime';
+import { startHttp } from '../src/runtime';
 import type { RunningWorker } from '../src/temporal/worker';
+import { startWorker } from '../src/worker-runtime';
 import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
 
 describe('service routes', () => {

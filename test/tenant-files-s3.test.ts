@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { ListObjectsV2Command, PutObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
-import type { S3ObjectStorage } from '../src/infra/object-storage';
+import type { S3ObjectStorage } from '../src/infra/object-storage-s3';
 import type { RunningWorker } from '../src/temporal/worker';
 import { BASE, createTestContext, startTestWorker, type TestContext } from './helpers';
 import { startMoto, type MotoServer } from './moto-server';

@@ -1,8 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { WorkflowFailedError } from '@temporalio/client';
-import { startWorker } from '../src/runtime';
 import type { RunningWorker } from '../src/temporal/worker';
+import { startWorker } from '../src/worker-runtime';
 import { waitFor } from './estate-helpers';
 import { BASE, createTestContext, type TestContext, startTestWorker } from './helpers';
 import { makeSite, onServer, serverHas, settled, status, tenantEnv } from './tenant-helpers';

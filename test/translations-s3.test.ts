@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import gettextParser from 'gettext-parser';
-import type { S3ObjectStorage } from '../src/infra/object-storage';
+import type { S3ObjectStorage } from '../src/infra/object-storage-s3';
 import type { RunningWorker } from '../src/temporal/worker';
 import { BASE, createReplica, createTestContext, startTestWorker, type TestContext } from './helpers';
 import { startMoto, type MotoServer } from './moto-server';

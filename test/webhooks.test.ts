@@ -2,8 +2,8 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { recordEvent } from '../src/events/record';
-import { webhookRetry } from '../src/runtime';
 import { dispatchEvents, objectKey, pendingShardDeliveries, shardOf, startWebhookRelay } from '../src/webhooks/dispatch';
+import { webhookRetry } from '../src/worker-runtime';
 import { BASE, createTestContext, decodedJson, startTestWorker, type TestContext } from './helpers';
 import { killWorkerProcess, spawnWorkerProcess, until } from './worker-process';
 

@@ -2,18 +2,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import {
-  CopyObjectCommand,
-  DeleteObjectCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadBucketCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-} from '@aws-sdk/client-s3';
 import type { Config } from '../config';
+import type { S3ObjectStorage as S3Storage } from './object-storage-s3';
 
 /**
  * Files that every API and worker replica must see (chat attachments and thumbnails, language
@@ -96,11 +86,13 @@ export interface ObjectStorage {
    * writable; the bucket answers (HeadBucket). Rejects saying why; gives up after `timeoutMs`.
    */
   check(timeoutMs: number): Promise<void>;
+  /** Removes many keys in few requests, where the driver can (s3: 1000 a request); deletePrefix uses it. */
+  deleteMany?(keys: string[]): Promise<void>;
   close(): void;
 }
 
 /** `work`, or a rejection once `ms` have passed. */
-async function within<T>(ms: number, what: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function within<T>(ms: number, what: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const signal = AbortSignal.timeout(ms);
   return Promise.race([
     work(signal),
@@ -125,7 +117,7 @@ export function checkKey(key: string): string {
 }
 
 /** A folder prefix (`a/b/`), checked as a key but for its trailing slash. */
-function checkPrefix(prefix: string): string {
+export function checkPrefix(prefix: string): string {
   if (prefix === '') return '';
   if (!prefix.endsWith('/')) throw new InvalidObjectKey('a prefix ends with "/"');
   checkKey(prefix.slice(0, -1));
@@ -276,154 +268,12 @@ function isMissing(err: unknown): boolean {
   return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR';
 }
 
-export interface S3Settings {
-  bucket: string;
-  /** Prepended to every key (`hostflow/` keeps hostflow's objects in a folder of a shared bucket). */
-  prefix?: string;
-  endpoint?: string;
-  region: string;
-  credentials?: { accessKeyId: string; secretAccessKey: string };
-  forcePathStyle: boolean;
-}
-
-/** The s3 driver: one bucket (and optional key prefix) of an S3-compatible store. */
-export class S3ObjectStorage implements ObjectStorage {
-  readonly driver = 's3' as const;
-  readonly client: S3Client;
-  private readonly bucket: string;
-  private readonly prefix: string;
-
-  constructor(s: S3Settings) {
-    this.bucket = s.bucket;
-    this.prefix = s.prefix ? (s.prefix.endsWith('/') ? s.prefix : `${s.prefix}/`) : '';
-    this.client = new S3Client({
-      region: s.region,
-      endpoint: s.endpoint,
-      forcePathStyle: s.forcePathStyle,
-      credentials: s.credentials,
-      // Checksums only where the API requires them: S3-compatible stores other than AWS do not
-      // all take the SDK's default trailing checksums on uploads.
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-      maxAttempts: 3,
-      // A store that stops answering fails the request instead of holding it (and its socket) forever.
-      requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
-    });
-  }
-
-  private name(key: string): string {
-    return this.prefix + checkKey(key);
-  }
-
-  async put(key: string, body: Buffer, opts: PutOptions = {}): Promise<void> {
-    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.name(key), Body: body, ContentLength: body.length, ContentType: opts.contentType }));
-  }
-
-  async putFile(key: string, file: string, opts: PutFileOptions = {}): Promise<void> {
-    const name = this.name(key);
-    const { size } = await fs.promises.stat(file);
-    // One PutObject with the length known up front (S3 takes up to 5 GB so): the stream is sent as it is read.
-    const body = fs.createReadStream(file);
-    try {
-      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: name, Body: body, ContentLength: size, ContentType: opts.contentType }));
-    } finally {
-      body.destroy();
-    }
-  }
-
-  async get(key: string, opts: { range?: RangeRequest } = {}): Promise<ObjectRead> {
-    const name = this.name(key);
-    const r = opts.range;
-    const header = r ? ('suffix' in r ? `bytes=-${r.suffix}` : `bytes=${r.start}-${r.end ?? ''}`) : undefined;
-    if (r && 'suffix' in r && r.suffix <= 0) throw new RangeNotSatisfiable((await this.head(key))?.size ?? 0);
-    try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: name, Range: header }));
-      const stream = out.Body as Readable;
-      let range: { start: number; end: number } | null = null;
-      let size = Number(out.ContentLength ?? 0);
-      const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(out.ContentRange ?? '');
-      if (m) {
-        range = { start: Number(m[1]), end: Number(m[2]) };
-        size = Number(m[3]);
-      }
-      // A store that ignores ranges sends the whole object: answered as such (range null), as HTTP allows.
-      return { stream, size, contentType: out.ContentType ?? null, range };
-    } catch (err) {
-      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-      if (status === 404) throw new ObjectNotFound(key);
-      if (status === 416) {
-        const info = await this.head(key);
-        if (!info) throw new ObjectNotFound(key);
-        throw new RangeNotSatisfiable(info.size);
-      }
-      throw err;
-    }
-  }
-
-  async check(timeoutMs: number): Promise<void> {
-    await within(timeoutMs, `the bucket ${this.bucket}`, (abortSignal) => this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }));
-  }
-
-  async head(key: string): Promise<ObjectInfo | null> {
-    try {
-      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.name(key) }));
-      return { size: Number(out.ContentLength ?? 0), contentType: out.ContentType ?? null };
-    } catch (err) {
-      if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return null;
-      throw err;
-    }
-  }
-
-  async delete(key: string): Promise<void> {
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.name(key) }));
-  }
-
-  async list(prefix: string): Promise<string[]> {
-    const from = this.prefix + checkPrefix(prefix);
-    const keys: string[] = [];
-    let token: string | undefined;
-    do {
-      const out = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: from, ContinuationToken: token }));
-      for (const o of out.Contents ?? []) if (o.Key) keys.push(o.Key.slice(this.prefix.length));
-      token = out.IsTruncated ? out.NextContinuationToken : undefined;
-    } while (token);
-    return keys;
-  }
-
-  async copy(from: string, to: string): Promise<void> {
-    const source = `${this.bucket}/${this.name(from).split('/').map(encodeURIComponent).join('/')}`;
-    try {
-      await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: this.name(to), CopySource: source }));
-    } catch (err) {
-      if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) throw new ObjectNotFound(from);
-      throw err;
-    }
-  }
-
-  locationOf(key: string): string {
-    return `s3://${this.bucket}/${this.name(key)}`;
-  }
-
-  /** Removes many keys, 1000 a request (the API's limit). */
-  async deleteMany(keys: string[]): Promise<void> {
-    for (let i = 0; i < keys.length; i += 1000) {
-      const batch = keys.slice(i, i + 1000).map((k) => ({ Key: this.name(k) }));
-      const out = await this.client.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch, Quiet: true } }));
-      if (out.Errors?.length) throw new Error(`could not delete ${out.Errors.length} object(s), e.g. ${out.Errors[0].Key}: ${out.Errors[0].Code}`);
-    }
-  }
-
-  close(): void {
-    this.client.destroy();
-  }
-}
-
 /** Removes every object under the folder `prefix` (`a/b/`); with the local driver, the folder itself. */
 export async function deletePrefix(storage: ObjectStorage, prefix: string): Promise<void> {
   if (checkPrefix(prefix) === '') throw new InvalidObjectKey('deleting everything is not a prefix');
   if (storage instanceof LocalObjectStorage) return fs.promises.rm(storage.pathOf(prefix.slice(0, -1)), { recursive: true, force: true });
   const keys = await storage.list(prefix);
-  if (storage instanceof S3ObjectStorage) return storage.deleteMany(keys);
+  if (storage.deleteMany) return storage.deleteMany(keys);
   for (const k of keys) await storage.delete(k);
 }
 
@@ -550,6 +400,9 @@ export function createObjectStorage(
   config: Pick<Config, 'STORAGE_DRIVER' | 'DATA_DIR' | 'S3_BUCKET' | 'S3_PREFIX' | 'S3_ENDPOINT' | 'S3_REGION' | 'S3_ACCESS_KEY_ID' | 'S3_SECRET_ACCESS_KEY' | 'S3_FORCE_PATH_STYLE'>,
 ): ObjectStorage {
   if (config.STORAGE_DRIVER === 'local') return new LocalObjectStorage(config.DATA_DIR);
+  // The AWS SDK (about 4 MiB resident) is loaded by a process that stores in S3, not by every process.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { S3ObjectStorage } = require('./object-storage-s3') as { S3ObjectStorage: typeof S3Storage };
   return new S3ObjectStorage({
     bucket: config.S3_BUCKET!,
     prefix: config.S3_PREFIX,
