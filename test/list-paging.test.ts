@@ -260,13 +260,18 @@ describe('list paging at depth and counts', () => {
     expect(await total('/memberships')).toBe(25);
   });
 
-  test('a date range ordered by id: the same rows as one naive query, though dates do not follow ids (both strategies)', async () => {
+  test('a date range ordered by id: the same rows as one naive query, though dates do not follow ids (every strategy)', async () => {
     // Dates scattered over ids (a migrated table): row id gets hour (id * 7919) % N of 2025.
     await ctx.db.raw(`UPDATE customers SET date_created = timestamptz '2025-01-01' + ((id * 7919) % ${N}) * interval '1 hour' WHERE id <= ${N}`);
+    // But 40 rows in the middle of the ids got dates that follow them (the window from the range's first id holds their pages).
+    const all = (await ctx.db('customers').orderBy('id').pluck('id')).map(Number);
+    const block = all.slice(Math.floor(all.length / 2), Math.floor(all.length / 2) + 40);
+    await ctx.db.raw(`UPDATE customers SET date_created = timestamptz '2019-06-01' + id * interval '1 minute' WHERE id BETWEEN ? AND ?`, [block[0], block[block.length - 1]]);
     const ranges = [
       { 'date_created[after]': '2025-01-01T00:00:00Z', 'date_created[before]': '2025-01-02T00:00:00Z' }, // 25 scattered rows
       { 'date_created[after]': '2025-01-10T00:00:00Z' }, // the later hours
-      { 'date_created[before]': '2025-01-05T00:00:00Z' },
+      { 'date_created[before]': '2025-01-05T00:00:00Z' }, // the 40 rows, and scattered ones
+      { 'date_created[before]': '2019-12-31T00:00:00Z' }, // the 40 rows
     ];
     for (const range of ranges) {
       for (const order of ['desc', 'asc'] as const) {
@@ -298,24 +303,29 @@ describe('list paging at depth and counts', () => {
     }
   });
 
-  test('a date range ordered by id is one statement: its window of ids when the page is there, else the range off its index (run only then)', async () => {
-    // Dates scattered over ids, as in the test above. Per page 5, the window is 300 ids from the first.
+  test('a date range ordered by id is one statement: its window of ids when the page is there, else one from the range\'s first id, else the range off its index (each run only then)', async () => {
+    // Dates scattered over ids, as in the test above. Per page 5, each window is 300 ids.
     await ctx.db.raw(`UPDATE customers SET date_created = timestamptz '2025-01-01' + ((id * 7919) % ${N}) * interval '1 hour' WHERE id <= ${N}`);
-    const { rows } = await ctx.db.raw('SELECT max(id)::int AS top FROM customers');
-    const top: number = rows[0].top;
+    // But 40 rows in the middle of the ids, far from both ends, got dates that follow them (an older import).
+    const all = (await ctx.db('customers').orderBy('id').pluck('id')).map(Number);
+    const block = all.slice(Math.floor(all.length / 2), Math.floor(all.length / 2) + 40);
+    await ctx.db.raw(`UPDATE customers SET date_created = timestamptz '2019-06-01' + id * interval '1 minute' WHERE id BETWEEN ? AND ?`, [block[0], block[block.length - 1]]);
     const cases = [
-      { range: { 'date_created[after]': '2025-01-02T00:00:00Z' }, windowHolds: true, many: true }, // most rows (and those added by the tests above): past 1,000, an estimate
-      { range: { 'date_created[before]': '2025-01-01T10:00:00Z' }, windowHolds: false, many: false }, // 11 scattered rows
+      { range: { 'date_created[after]': '2025-01-02T00:00:00Z' }, strategy: 'window', many: true }, // most rows (and those added by the tests above): past 1,000, an estimate
+      { range: { 'date_created[before]': '2019-12-31T00:00:00Z' }, strategy: 'anchored', many: false }, // the 40 rows in the middle
+      { range: { 'date_created[after]': '2025-01-01T00:00:00Z', 'date_created[before]': '2025-01-01T10:00:00Z' }, strategy: 'ranged', many: false }, // 11 scattered rows
     ];
-    for (const { range, windowHolds, many } of cases) {
+    for (const { range, strategy, many } of cases) {
       for (const order of ['desc', 'asc'] as const) {
         const naive = ctx.db('customers').orderBy('id', order);
         if (range['date_created[after]']) naive.where('date_created', '>=', range['date_created[after]']);
         if (range['date_created[before]']) naive.where('date_created', '<=', range['date_created[before]']);
         const expected = (await naive.pluck('id')).map(Number);
-        // What the window (from the first id in this order, over 300 ids) holds decides the strategy.
-        const inWindow = expected.filter((id) => (order === 'desc' ? id > top - 300 : id < 1 + 300)).length;
-        expect(inWindow >= 6).toBe(windowHolds);
+        // What the windows (300 ids from the first id in this order, then from the range's first) hold decides the strategy.
+        const within = (from: number) => expected.filter((id) => (order === 'desc' ? id <= from && id > from - 300 : id >= from && id < from + 300)).length;
+        const first = order === 'desc' ? all[all.length - 1] : all[0];
+        const holds = within(first) >= 6 ? 'window' : within(expected[0]) >= 6 ? 'anchored' : 'ranged';
+        expect(holds).toBe(strategy);
         const sent: { sql: string; bindings: unknown[] }[] = [];
         const listen = (q: { sql: string; bindings: unknown[] }) => sent.push(q);
         ctx.db.on('query', listen);
@@ -333,7 +343,7 @@ describe('list paging at depth and counts', () => {
         // The page and its count (past 1,000 matches, the planner's estimate besides; the cursors' key on first use).
         const pages = sent.filter((q) => !q.sql.startsWith('EXPLAIN') && !/"settings"/.test(q.sql));
         expect(pages).toHaveLength(1);
-        // The range's index is read only when the window fell short.
+        // The range's index is read only when a window fell short: for the range's first id, then for its sorted ids.
         const plan = await ctx.db.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${pages[0].sql.replace(/\$\d+/g, '?')}`, pages[0].bindings as never);
         const loopsOf = (name: string) => {
           const found: number[] = [];
@@ -345,7 +355,9 @@ describe('list paging at depth and counts', () => {
           return found;
         };
         expect(loopsOf('hf_window')).toEqual([1]);
-        expect(loopsOf('hf_ranged')).toEqual([windowHolds ? 0 : 1]);
+        expect(loopsOf('hf_anchor')).toEqual([strategy === 'window' ? 0 : 1]);
+        expect(loopsOf('hf_anchored')).toEqual([strategy === 'window' ? 0 : 1]);
+        expect(loopsOf('hf_ranged')).toEqual([strategy === 'ranged' ? 1 : 0]);
       }
     }
   });

@@ -176,8 +176,11 @@ const COUNT_COL = '_hf_count';
 const MATCHES = 'hf_matches';
 const MATCH_ID = 'hf_match_id';
 const MATCH_KEY = 'hf_match_key';
-/** A date range's window of ids (runList's datePage). */
+/** A date range's window of ids (runList's datePage), its first id, the window from that id, and the range's sorted ids. */
 const WINDOW = 'hf_window';
+const ANCHOR = 'hf_anchor';
+const ANCHOR_ID = 'hf_anchor_id';
+const ANCHORED = 'hf_anchored';
 const RANGED = 'hf_ranged';
 
 /**
@@ -248,10 +251,13 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
    * cursor, else the list's first id) over DATE_WINDOW_PER_ROW ids a row. When the page is all
    * there (a recent range, or a page after a cursor in a range whose dates follow its ids) the
    * window's rows are the page: none of the range's rows outside the window can come first.
-   * Only when it falls short does the range's own index give the range's ids, sorted (an
-   * index-only scan, in proportion to the range); each branch is gated by a condition
-   * PostgreSQL checks once, before running it. The page's rows are then read by id, with the
-   * count.
+   * When it falls short (an older range), the range's first id in the page's order (`max(id +
+   * 0)` descending: an aggregate over the range's index, no sort) anchors a second window of
+   * the same width, read off the id index: in a range whose dates follow its ids, the page is
+   * there, for half the cost of sorting the range's ids. Only when that falls short too are
+   * the range's ids sorted (in proportion to the range). Each branch is gated by conditions
+   * PostgreSQL checks once, before running it, and only as far as needed. The page's rows are
+   * then read by id, with the count.
    */
   const datePage = (part?: (qb: Knex.QueryBuilder) => void) => {
     const window = String(DATE_WINDOW_PER_ROW * want);
@@ -267,13 +273,28 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
       .orderBy(spec.idColumn, dir)
       .limit(want)
       .offset(offset);
-    const enough = (cmp: '>=' | '<') => db.raw(`(SELECT count(*) FROM ??) ${cmp} ?`, [WINDOW, want]);
-    // `+ 0`: sorted after the range's index gave its rows, not read off the id index.
+    const enough = (cte: string, cmp: '>=' | '<') => db.raw(`(SELECT count(*) FROM ??) ${cmp} ?`, [cte, want]);
+    // `+ 0`: computed from the range's index, not read off the id index (which PostgreSQL would walk from the list's end).
+    const anchor = ids().clearSelect().select(db.raw(`${desc ? 'max' : 'min'}(?? + 0) AS ??`, [spec.idColumn, ANCHOR_ID]));
+    const anchorId = db.raw('(SELECT ?? FROM ??)', [ANCHOR_ID, ANCHOR]);
+    const anchored = ids()
+      .where(spec.idColumn, desc ? '<=' : '>=', anchorId)
+      .where(spec.idColumn, desc ? '>' : '<', db.raw(`? ${desc ? '-' : '+'} ?::bigint`, [anchorId, window]))
+      .orderBy(spec.idColumn, dir)
+      .limit(want)
+      .offset(offset);
     const ranged = ids().orderByRaw(`?? + 0 ${dir}`, [spec.idColumn]).limit(want).offset(offset);
     // Each part a CTE of its own: a CTE is run only as far as it is read, and PostgreSQL plans each apart (inside the UNION, the ranged part's sort lost its LIMIT).
-    const keys = db.select(MATCH_ID).from(WINDOW).where(enough('>=')).unionAll((qb) => void qb.select(MATCH_ID).from(RANGED).where(enough('<')), true);
+    const keys = db
+      .select(MATCH_ID)
+      .from(WINDOW)
+      .where(enough(WINDOW, '>='))
+      .unionAll((qb) => void qb.select(MATCH_ID).from(ANCHORED).where(enough(WINDOW, '<')).where(enough(ANCHORED, '>=')), true)
+      .unionAll((qb) => void qb.select(MATCH_ID).from(RANGED).where(enough(WINDOW, '<')).where(enough(ANCHORED, '<')), true);
     return base()
       .withMaterialized(WINDOW, windowed)
+      .withMaterialized(ANCHOR, anchor)
+      .withMaterialized(ANCHORED, anchored)
       .withMaterialized(RANGED, ranged)
       .with(MATCHES, keys)
       .select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]), db.raw(`(${countStmt!.sql}) AS ??`, [...countStmt!.bindings, COUNT_COL]))
