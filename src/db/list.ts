@@ -251,16 +251,18 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
    * cursor, else the list's first id) over DATE_WINDOW_PER_ROW ids a row. When the page is all
    * there (a recent range, or a page after a cursor in a range whose dates follow its ids) the
    * window's rows are the page: none of the range's rows outside the window can come first.
-   * When it falls short (an older range), the range's first id in the page's order (`max(id +
-   * 0)` descending: an aggregate over the range's index, no sort) anchors a second window of
-   * the same width, read off the id index: in a range whose dates follow its ids, the page is
-   * there, for half the cost of sorting the range's ids. Only when that falls short too are
-   * the range's ids sorted (in proportion to the range). Each branch is gated by conditions
-   * PostgreSQL checks once, before running it, and only as far as needed. The page's rows are
-   * then read by id, with the count.
+   * When it falls short (an older range, bounded on the side the page starts from), the
+   * range's first id in the page's order (`max(id + 0)` descending: an aggregate over the
+   * range's index, no sort) anchors a second window of the same width, read off the id index:
+   * in a range whose dates follow its ids, the page is there, for half the cost of sorting the
+   * range's ids. Only when that falls short too are the range's ids sorted (in proportion to
+   * the range). Each branch is gated by conditions PostgreSQL checks once, before running it,
+   * and only as far as needed. The page's rows are then read by id, with the count.
    */
   const datePage = (part?: (qb: Knex.QueryBuilder) => void) => {
     const window = String(DATE_WINDOW_PER_ROW * want);
+    // Only a range bounded on the side the page starts from (`before` read newest first, `after` oldest first) has a first id away from the list's: without that bound, the second window would be the first again, and its two CTEs cost the statement's planning about half a millisecond.
+    const anchoring = desc ? q.dateBefore !== undefined : q.dateAfter !== undefined;
     const offset = cursor ? 0 : (q.page - 1) * q.perPage;
     const ids = () => {
       const qb = applyFilters(base(), q, spec).clearSelect().select(db.raw('?? AS ??', [spec.idColumn, MATCH_ID]));
@@ -285,16 +287,17 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
       .offset(offset);
     const ranged = ids().orderByRaw(`?? + 0 ${dir}`, [spec.idColumn]).limit(want).offset(offset);
     // Each part a CTE of its own: a CTE is run only as far as it is read, and PostgreSQL plans each apart (inside the UNION, the ranged part's sort lost its LIMIT).
-    const keys = db
-      .select(MATCH_ID)
-      .from(WINDOW)
-      .where(enough(WINDOW, '>='))
-      .unionAll((qb) => void qb.select(MATCH_ID).from(ANCHORED).where(enough(WINDOW, '<')).where(enough(ANCHORED, '>=')), true)
-      .unionAll((qb) => void qb.select(MATCH_ID).from(RANGED).where(enough(WINDOW, '<')).where(enough(ANCHORED, '<')), true);
-    return base()
-      .withMaterialized(WINDOW, windowed)
-      .withMaterialized(ANCHOR, anchor)
-      .withMaterialized(ANCHORED, anchored)
+    const keys = db.select(MATCH_ID).from(WINDOW).where(enough(WINDOW, '>='));
+    const statement = base().withMaterialized(WINDOW, windowed);
+    if (anchoring) {
+      keys.unionAll((qb) => void qb.select(MATCH_ID).from(ANCHORED).where(enough(WINDOW, '<')).where(enough(ANCHORED, '>=')), true);
+      statement.withMaterialized(ANCHOR, anchor).withMaterialized(ANCHORED, anchored);
+    }
+    keys.unionAll((qb) => {
+      qb.select(MATCH_ID).from(RANGED).where(enough(WINDOW, '<'));
+      if (anchoring) qb.where(enough(ANCHORED, '<'));
+    }, true);
+    return statement
       .withMaterialized(RANGED, ranged)
       .with(MATCHES, keys)
       .select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]), db.raw(`(${countStmt!.sql}) AS ??`, [...countStmt!.bindings, COUNT_COL]))
