@@ -23,7 +23,10 @@ interface ProtocolConnection {
 }
 interface PgClient {
   query(submittable: PreparedRead): void;
+  query(text: string): Promise<unknown>;
   getTypeParser(oid: number, format: 'text'): (v: string) => unknown;
+  escapeIdentifier(name: string): string;
+  connection: Pick<ProtocolConnection, 'parsedStatements'>;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -144,12 +147,30 @@ class PreparedRead {
 export async function preparedRows<T>(db: Db, name: string, text: string, values: unknown[]): Promise<T[]> {
   db.emit('query', { method: 'raw', sql: text, bindings: values, name });
   const client = await takeConnection<PgClient>(db);
-  try {
+  const run = () => {
     const kept = shapes.get(client)?.get(name);
-    return await new Promise<T[]>((resolve, reject) => {
+    return new Promise<T[]>((resolve, reject) => {
       client.query(new PreparedRead(client, name, text, values, kept?.text === text ? kept : undefined, (err, rows) => (err ? reject(err) : resolve(rows as T[]))));
     });
+  };
+  try {
+    try {
+      return await run();
+    } catch (err) {
+      if (!resultTypeChanged(err)) throw err;
+      // A migration added or dropped a column under the statement (`select t.*`): PostgreSQL
+      // refuses it on this connection until it is prepared again. Once, so a rolling deploy's
+      // old replicas keep answering.
+      await client.query(`DEALLOCATE ${client.escapeIdentifier(name)}`);
+      delete client.connection.parsedStatements[name];
+      return await run();
+    }
   } finally {
     await giveBack(db, client);
   }
+}
+
+/** PostgreSQL's refusal of a prepared statement whose result columns changed since it was prepared. */
+function resultTypeChanged(err: unknown): boolean {
+  return (err as { code?: string }).code === '0A000' && /cached plan must not change result type/.test(String((err as Error).message));
 }

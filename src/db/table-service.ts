@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { z } from 'zod';
 import { humanList } from '../infra/text';
@@ -134,11 +135,13 @@ export class TableService implements ResourceService<Row> {
   /** Every column a whole record reads: `t.*`, or by name through a join. */
   private readonly allColumns: string[];
   /**
-   * With a join, GET one's statement compiled once from the same builder as the lists: the
-   * hottest read then skips Knex's query building and runner, and PostgreSQL plans it once per
-   * connection (a prepared statement); inside a transaction it goes through the transaction.
+   * GET one's statement, compiled once from the same builder as the lists: the hottest read
+   * then skips Knex's query building and runner, and PostgreSQL plans it once per connection
+   * (a prepared statement, named after its text); inside a transaction it goes through the
+   * transaction. Without a join it selects `t.*`: a migration that adds or drops a column
+   * makes PostgreSQL refuse it once per connection, and preparedRows prepares it again.
    */
-  private readonly getOne?: { name: string; sql: string; native: string };
+  private readonly getOne: { name: string; sql: string; native: string };
   /** A row locked for a write (`select * ... where id = ? limit ? for update`), compiled once (statementRows). */
   private readonly lockOne: string;
   /** The writes' statements by operation and columns (writeRows): the SQL, and each binding's column (null: the id). */
@@ -154,10 +157,9 @@ export class TableService implements ResourceService<Row> {
     this.buildRecord = recordBuilder(cfg.model, this.columnEntries);
     this.alias = cfg.join?.alias ?? 't';
     this.allColumns = cfg.join ? [`${this.alias}.id`, ...Object.keys(cfg.columns).map((f) => this.columnOf(f)), `${this.alias}.date_created`, `${this.alias}.date_modified`] : ['t.*'];
-    if (cfg.join) {
-      const compiled = cfg.join.from(db, this.allColumns).where(`${this.alias}.id`, 0).limit(1).toSQL();
-      this.getOne = { name: `hostflow_${cfg.model}_get_one`, sql: compiled.sql, native: compiled.toNative().sql };
-    }
+    const compiled = this.readQuery(db, this.allColumns).where(`${this.alias}.id`, 0).limit(1).toSQL();
+    const native = compiled.toNative().sql;
+    this.getOne = { name: `hostflow_${cfg.model}_get_one_${crypto.createHash('sha256').update(native).digest('hex').slice(0, 8)}`, sql: compiled.sql, native };
     this.lockOne = db(cfg.table).where({ id: 0 }).forUpdate().first().toSQL().sql;
   }
 
@@ -283,7 +285,6 @@ export class TableService implements ResourceService<Row> {
     const db = opts.db ?? this.db;
     let row: Row | undefined;
     if (opts.fields) row = await this.readQuery(db, this.columnsFor(opts.fields)).where(`${this.alias}.id`, id).first();
-    else if (!this.getOne) row = await this.getRow(id, db);
     else if (db === this.db) [row] = await preparedRows<Row>(this.db, this.getOne.name, this.getOne.native, [id, 1]);
     else [row] = await statementRows(db as Trx, this.getOne.sql, [id, 1]);
     return row ? this.toRecord(row) : null;
