@@ -6,7 +6,7 @@ import path from 'node:path';
 /**
  * `npm run start:api` runs the API alone: it must not load what only a worker process runs. The
  * worker SDK brings its native core bridge, the activities bring their clients, and the AWS SDK
- * is for a process configured for S3; together about 10 MiB of the API's resident memory
+ * is for a process configured for S3; together about 13 MiB of the API's resident memory at rest
  * (README, Memory). The entry point itself is started, with a configuration it refuses at once
  * (no DATABASE_URL), after every static import has loaded; the modules it loaded are read at exit.
  */
