@@ -183,6 +183,7 @@ export const sessionListSpec: ListSpec = {
   idColumn: 'chat_sessions.id',
   dateCreatedColumn: 'chat_sessions.date_created',
   searchable: ['chat_sessions.customer_name', 'chat_sessions.customer_email', 'chat_sessions.page_url', 'chat_sessions.page_title'],
+  searchTable: 'chat_sessions',
   sortable: {
     id: 'chat_sessions.id',
     date_created: 'chat_sessions.date_created',

@@ -12,6 +12,7 @@ export const customerListSpec: ListSpec = {
   idColumn: 'c.id',
   dateCreatedColumn: 'c.date_created',
   searchable: ['u.username', 'u.email', 'u.display_name'],
+  searchTable: 'users',
   counted: { table: 'customers' },
   sortable: {
     id: 'c.id',

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { DomainError } from './domain-error';
 import { foldWhenMany, rowCountStatement } from './row-counts';
+import { commonTrigrams, documentSql, uncommonRuns } from './search-trigrams';
 
 /**
  * The SQL half of the list machinery every list endpoint shares (http/list.ts parses the
@@ -23,6 +24,12 @@ export interface ListSpec {
   dateCreatedColumn: string;
   /** SQL expressions matched with ILIKE for `search`. */
   searchable: string[];
+  /**
+   * The table the searchable columns (`alias.column`) belong to, when a trigram index covers
+   * them together: a search then leaves the table's common trigrams out of its index scan
+   * (search-trigrams.ts).
+   */
+  searchTable?: string;
   /** orderby value -> SQL column. */
   sortable: Record<string, string>;
   /**
@@ -53,6 +60,8 @@ export interface ListQuery {
   conditions: { column: string; op: 'eq' | 'in' | 'not_in'; values: (string | number | boolean)[]; caseInsensitive?: boolean }[];
   dateAfter?: Date;
   dateBefore?: Date;
+  /** The runs of `search` that the trigram index scan asks for (runList sets them: uncommonRuns); the whole term when absent. */
+  searchRuns?: string[];
   /** The other date ranges asked for (ListSpec.dateRanges), each with one edge or both. */
   ranges?: { name: string; column: string; after?: Date; before?: Date }[];
 }
@@ -86,21 +95,16 @@ export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec
     const pattern = `%${escapeLike(q.search)}%`;
     // Several columns: one trigram index over all of them (one index scan, not one per
     // column) narrows the rows; the per-column test then drops matches across a separator.
-    if (spec.searchable.length > 1) qb.whereRaw(`${searchDocument(spec.searchable)} ILIKE ?`, [...spec.searchable, pattern]);
+    // The index scan may be asked for the term's runs of uncommon trigrams only (q.searchRuns):
+    // each a substring of the term, so the per-column test below still decides the matches.
+    if (spec.searchable.length > 1) {
+      for (const p of q.searchRuns?.map((run) => `%${escapeLike(run)}%`) ?? [pattern]) qb.whereRaw(`${documentSql(spec.searchable)} ILIKE ?`, [...spec.searchable, p]);
+    }
     qb.where((w) => {
       for (const col of spec.searchable) w.orWhere(col, 'ilike', pattern);
     });
   }
   return qb;
-}
-
-/**
- * The searched columns as one text, the expression their trigram index is built on
- * (migrations/20261129000001_list_scale.ts writes the same, unqualified): each column
- * coalesced, joined by the unit separator U+001F. Bindings: the columns.
- */
-function searchDocument(columns: string[]): string {
-  return `(${columns.map(() => "coalesce(??, '')").join(' || chr(31) || ')})`;
 }
 
 /** A filtered list's `X-WP-Total` is exact up to this many rows, then the planner's estimate. */
@@ -221,6 +225,11 @@ const BAD_TEXT = /^22/;
  * first row is made. It runs on its own after a first query that found no row.
  */
 export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Promise<ListPage<T>> {
+  if (q.search !== undefined && spec.searchTable && spec.searchable.length > 1) {
+    const columns = spec.searchable.map((c) => c.slice(c.indexOf('.') + 1));
+    const runs = uncommonRuns(q.search, await commonTrigrams(db, spec.searchTable, columns));
+    if (runs) q = { ...q, searchRuns: runs };
+  }
   const cursor = q.cursor === undefined ? undefined : await openCursor(db, q.cursor, q);
   const back = cursor?.back === true;
   const desc = (q.order === 'desc') !== back;

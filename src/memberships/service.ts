@@ -14,6 +14,7 @@ export const membershipListSpec: ListSpec = {
   idColumn: 't.id',
   dateCreatedColumn: 't.date_created',
   searchable: ['t.gateway_subscription_id', 't.gateway_customer_id', 't.gateway'],
+  searchTable: 'memberships',
   counted: { table: 'memberships', by: { 't.status': 'status' } },
   sortable: {
     id: 't.id',

@@ -13,6 +13,7 @@ export const paymentListSpec: ListSpec = {
   idColumn: 't.id',
   dateCreatedColumn: 't.date_created',
   searchable: ['t.gateway_payment_id', 't.gateway'],
+  searchTable: 'payments',
   counted: { table: 'payments', by: { 't.status': 'status' } },
   sortable: {
     id: 't.id',

@@ -11,6 +11,7 @@ export const productListSpec: ListSpec = {
   idColumn: 't.id',
   dateCreatedColumn: 't.date_created',
   searchable: ['t.name', 't.slug', 't.description'],
+  searchTable: 'products',
   sortable: {
     id: 't.id',
     name: 't.name',

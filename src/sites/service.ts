@@ -11,6 +11,7 @@ export const siteListSpec: ListSpec = {
   idColumn: 't.id',
   dateCreatedColumn: 't.date_created',
   searchable: ['t.title', 't.domain', 't.description'],
+  searchTable: 'sites',
   counted: { table: 'sites', by: { 't.type': 'type' } },
   sortable: {
     id: 't.id',

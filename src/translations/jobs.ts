@@ -17,6 +17,7 @@ export const jobListSpec: ListSpec = {
   idColumn: 'translation_jobs.id',
   dateCreatedColumn: 'translation_jobs.date_created',
   searchable: ['translation_jobs.slug', 'translation_jobs.locale'],
+  searchTable: 'translation_jobs',
   sortable: {
     id: 'translation_jobs.id',
     slug: 'translation_jobs.slug',

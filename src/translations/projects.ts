@@ -14,6 +14,7 @@ export const projectListSpec: ListSpec = {
   idColumn: 'translation_projects.id',
   dateCreatedColumn: 'translation_projects.date_created',
   searchable: ['translation_projects.slug', 'translation_projects.name'],
+  searchTable: 'translation_projects',
   sortable: {
     id: 'translation_projects.id',
     slug: 'translation_projects.slug',

@@ -1,0 +1,188 @@
+import type { Knex } from 'knex';
+import { logger } from '../logger';
+
+/**
+ * Which trigrams of a table's searched text are common, so a search leaves them out of its
+ * trigram index scan (issue 14).
+ *
+ * A search is `document ILIKE '%term%'`, served by the table's GIN trigram index: PostgreSQL
+ * intersects the posting lists of the term's trigrams. A trigram that most rows contain (`see`
+ * and `eed` when every user name starts with "seed", `com` in e-mail addresses) has a posting
+ * tree of about one entry per row; GIN skips through it by descending the tree once per
+ * candidate of the rarer trigrams, so a term matching a hundred rows of a million still read
+ * 577 index pages (12 ms in `EXPLAIN ANALYZE`), where its rarer trigrams alone read 13 (0.5 ms)
+ * for the same rows. The index condition is therefore asked for the term's runs of uncommon
+ * trigrams (`%d4242%` for "seed4242"): each such run is a substring of the term, so every row
+ * matching the term matches it, and the list's per-column `ILIKE '%term%'` (applyFilters)
+ * still decides which rows match. The result is the same; only the index's work shrinks.
+ *
+ * The common trigrams are measured, not guessed: a sample of the table (at most SAMPLE_ROWS
+ * rows, `TABLESAMPLE SYSTEM`) is split into trigrams by pg_trgm's own `show_trgm`, and those
+ * found in at least COMMON_SHARE of the sampled rows are kept in `search_trigram_stats`, one
+ * row per table, which every replica reads. A process reads that row at most once a minute
+ * (READ_EVERY_MS) per table; when it is older than STALE_AFTER_MS (or missing), the first
+ * search to notice samples the table again in the background, under an advisory lock, so N
+ * replicas sample it once. Until a table has been sampled, its searches use the whole term, as
+ * before.
+ */
+
+/** A trigram in at least this share of the sampled rows is common: left out of the index scan. */
+export const COMMON_SHARE = 0.05;
+/** At most this many rows are sampled per table. */
+export const SAMPLE_ROWS = 30_000;
+/** Below this many sampled rows, nothing is called common (a small table's scans are cheap). */
+const MIN_SAMPLED = 200;
+/** A table's common trigrams are sampled again when older than this. */
+const STALE_AFTER_MS = 6 * 3600_000;
+/** A process reads a table's row of search_trigram_stats at most this often. */
+const READ_EVERY_MS = 60_000;
+/** The sampling statement's bound. */
+const SAMPLE_TIMEOUT_MS = 10_000;
+/** The fewest uncommon trigrams a term must keep for its index condition to be narrowed. */
+const MIN_KEPT = 2;
+
+export const SEARCH_TRIGRAM_STATS = 'search_trigram_stats';
+
+interface Entry {
+  common: ReadonlySet<string>;
+  readAt: number;
+  reading?: Promise<void>;
+}
+
+/** Per database handle (tests run several apps in one process), per table. */
+const entries = new WeakMap<Knex, Map<string, Entry>>();
+const sampling = new Set<string>();
+
+/** The searched text of a table, as its trigram index is built (migrations/20261129000001_list_scale.ts): each column coalesced, joined by U+001F. Bindings: the columns. */
+export function documentSql(columns: readonly string[]): string {
+  return `(${columns.map(() => "coalesce(??, '')").join(' || chr(31) || ')})`;
+}
+
+/**
+ * The common trigrams of `table`'s searched text, as last read (at most READ_EVERY_MS ago):
+ * an empty set until the table has been sampled. Starts a new sample in the background when
+ * the stored one is stale.
+ */
+export async function commonTrigrams(db: Knex, table: string, columns: readonly string[]): Promise<ReadonlySet<string>> {
+  let byTable = entries.get(db);
+  if (!byTable) entries.set(db, (byTable = new Map()));
+  let entry = byTable.get(table);
+  if (!entry) byTable.set(table, (entry = { common: new Set(), readAt: 0 }));
+  if (Date.now() - entry.readAt >= READ_EVERY_MS) {
+    const e = entry;
+    e.reading ??= readStats(db, table, columns, e).finally(() => {
+      e.reading = undefined;
+    });
+    // The first read waits (one small select by key); later ones use what is known meanwhile.
+    if (e.readAt === 0) await e.reading;
+  }
+  return entry.common;
+}
+
+async function readStats(db: Knex, table: string, columns: readonly string[], entry: Entry): Promise<void> {
+  try {
+    const row = (await db(SEARCH_TRIGRAM_STATS).where({ tbl: table }).first('trigrams', 'sampled_at')) as { trigrams: string[]; sampled_at: Date } | undefined;
+    entry.readAt = Date.now();
+    if (row) entry.common = new Set(row.trigrams);
+    if (!row || Date.now() - row.sampled_at.getTime() >= STALE_AFTER_MS) void sampleInBackground(db, table, columns, entry);
+  } catch (err) {
+    // The search goes on with the whole term; the next read tries again.
+    entry.readAt = Date.now();
+    logger.warn({ err, table }, 'could not read the common search trigrams');
+  }
+}
+
+async function sampleInBackground(db: Knex, table: string, columns: readonly string[], entry: Entry): Promise<void> {
+  if (sampling.has(table)) return;
+  sampling.add(table);
+  try {
+    const common = await sampleCommonTrigrams(db, table, columns);
+    if (common) entry.common = new Set(common);
+  } catch (err) {
+    logger.warn({ err, table }, 'could not sample the common search trigrams');
+  } finally {
+    sampling.delete(table);
+  }
+}
+
+/**
+ * Samples `table` and stores its common trigrams (search_trigram_stats), unless another
+ * process holds the table's advisory lock or sampled it since it was found stale. Resolves
+ * with the trigrams stored, or undefined when it left the work to that other process.
+ */
+export async function sampleCommonTrigrams(db: Knex, table: string, columns: readonly string[], opts: { force?: boolean } = {}): Promise<string[] | undefined> {
+  return db.transaction(async (trx) => {
+    const lock = await trx.raw<{ rows: { ok: boolean }[] }>('SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0)) AS ok', [`hostflow.search_trigrams.${table}`]);
+    if (!lock.rows[0].ok) return undefined;
+    if (!opts.force) {
+      const row = (await trx(SEARCH_TRIGRAM_STATS).where({ tbl: table }).first('sampled_at')) as { sampled_at: Date } | undefined;
+      if (row && Date.now() - row.sampled_at.getTime() < STALE_AFTER_MS) return undefined;
+    }
+    await trx.raw(`SET LOCAL statement_timeout = ${SAMPLE_TIMEOUT_MS}`);
+    const est = await trx.raw<{ rows: { n: number }[] }>('SELECT greatest(reltuples, 0)::float8 AS n FROM pg_class WHERE oid = ?::regclass', [table]);
+    const rows = est.rows[0]?.n ?? 0;
+    // SYSTEM samples whole pages: ask for a fifth more than needed, and cut at SAMPLE_ROWS.
+    const percent = rows > SAMPLE_ROWS ? Math.min(100, (120 * SAMPLE_ROWS) / rows) : 100;
+    const { rows: out } = await trx.raw<{ rows: { sampled: number; common: string[] }[] }>(
+      `WITH s AS MATERIALIZED (SELECT ${documentSql(columns)} AS doc FROM ?? TABLESAMPLE SYSTEM (?::float4) LIMIT ?::int),
+            f AS (SELECT t, count(*) AS n FROM s, unnest(show_trgm(s.doc)) AS t GROUP BY t)
+       SELECT (SELECT count(*) FROM s)::int AS sampled,
+              coalesce((SELECT array_agg(t ORDER BY t) FROM f WHERE n >= ?::float8 * (SELECT count(*) FROM s)), '{}') AS common`,
+      [...columns, table, percent, SAMPLE_ROWS, COMMON_SHARE],
+    );
+    const common = out[0].sampled >= MIN_SAMPLED ? out[0].common : [];
+    await trx(SEARCH_TRIGRAM_STATS)
+      .insert({ tbl: table, trigrams: common, sampled_rows: out[0].sampled, sampled_at: trx.fn.now() })
+      .onConflict('tbl')
+      .merge();
+    return common;
+  });
+}
+
+/** ASCII letters and digits: their case folds the same in every collation, and pg_trgm takes them as word characters in every locale. */
+const WORD = /[A-Za-z0-9]+/g;
+const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
+
+/**
+ * The substrings of `term` for a trigram index condition that leaves out `common` trigrams:
+ * each maximal run of uncommon trigrams within a word. pg_trgm takes the trigrams of each word
+ * (letters and digits, lower-cased), a word next to another character within the pattern
+ * padded with blanks (`pi_4242` gives `pi `, `424` and `242`); a run, searched as `%run%`, has
+ * no padding. Only ASCII words are split, so a run never depends on how a collation folds other
+ * characters. Undefined when no trigram of the term is common, or when fewer than MIN_KEPT
+ * uncommon ones would remain (a condition that loose could hand the heap more rows to recheck
+ * than the common trigrams cost): the whole term then, as before. Every run is a substring of
+ * the term, in its own case, so a row matching the term (ILIKE) matches every run.
+ */
+export function uncommonRuns(term: string, common: ReadonlySet<string>): string[] | undefined {
+  if (common.size === 0) return undefined;
+  const runs: string[] = [];
+  let kept = 0;
+  let dropped = 0;
+  for (const m of term.matchAll(WORD)) {
+    const word = m[0];
+    const lower = word.toLowerCase();
+    const end = m.index + word.length;
+    // Padded trigrams (the word's edges next to another character of the term): never in a run.
+    if (m.index > 0 && !LETTER_OR_DIGIT.test(term[m.index - 1])) {
+      if (common.has(`  ${lower[0]}`) || (lower.length > 1 && common.has(` ${lower.slice(0, 2)}`))) dropped++;
+    }
+    if (end < term.length && !LETTER_OR_DIGIT.test(term[end])) {
+      if (common.has(`${lower.slice(-2).padStart(2, ' ')} `)) dropped++;
+    }
+    let start = -1;
+    for (let i = 0; i + 3 <= word.length; i++) {
+      if (common.has(lower.slice(i, i + 3))) {
+        dropped++;
+        if (start >= 0) runs.push(word.slice(start, i + 2));
+        start = -1;
+      } else {
+        kept++;
+        if (start < 0) start = i;
+      }
+    }
+    if (start >= 0) runs.push(word.slice(start));
+  }
+  if (dropped === 0 || kept < MIN_KEPT) return undefined;
+  return runs;
+}

@@ -1,0 +1,222 @@
+import { sessionListSpec } from '../src/chat/sessions';
+import { customerListSpec } from '../src/customers/service';
+import { applyFilters, type ListSpec } from '../src/db/list';
+import { COMMON_SHARE, documentSql, sampleCommonTrigrams, SEARCH_TRIGRAM_STATS, uncommonRuns } from '../src/db/search-trigrams';
+import { parseListQuery } from '../src/http/list';
+import { membershipListSpec } from '../src/memberships/service';
+import { paymentListSpec } from '../src/payments/service';
+import { productListSpec } from '../src/products/service';
+import { siteListSpec } from '../src/sites/service';
+import { jobListSpec } from '../src/translations/jobs';
+import { projectListSpec } from '../src/translations/projects';
+import { BASE, createTestContext, type TestContext } from './helpers';
+
+const set = (...t: string[]) => new Set(t);
+
+describe('uncommonRuns: the runs of a term a trigram index scan is asked for', () => {
+  test('the runs between common trigrams, in the term\'s own case', () => {
+    expect(uncommonRuns('seed4242', set('see', 'eed', 'ed4'))).toEqual(['d4242']);
+    expect(uncommonRuns('SEED4242', set('see', 'eed', 'ed4'))).toEqual(['D4242']);
+    // abc bcx [cxy xyz] yzd zde def: two runs.
+    expect(uncommonRuns('abcXYZdef', set('cxy', 'xyz'))).toEqual(['abcX', 'YZdef']);
+    // Words apart: example and com are common throughout.
+    expect(uncommonRuns('seed4242@example.com', set('see', 'eed', 'ed4', 'exa', 'xam', 'amp', 'mpl', 'ple', 'le ', '  e', ' ex', 'com', '  c', ' co', 'om '))).toEqual(['d4242']);
+  });
+
+  test('a padded trigram counts: pg_trgm pads a word next to another character of the pattern', () => {
+    // "pi_4242" gives "pi " (every payment id starts so), 424 and 242.
+    expect(uncommonRuns('pi_4242', set('pi '))).toEqual(['4242']);
+    expect(uncommonRuns('x.4242', set('  4'))).toEqual(['4242']);
+    expect(uncommonRuns('4242.x', set('42 '))).toEqual(['4242']);
+    // At the term's edges the pattern has % (no padding): nothing left out.
+    expect(uncommonRuns('pi4242', set('pi '))).toBeUndefined();
+  });
+
+  test('the whole term when nothing is common, everything is, or fewer than two uncommon trigrams would remain', () => {
+    expect(uncommonRuns('seed4242', set())).toBeUndefined();
+    expect(uncommonRuns('seed4242', set('zzz'))).toBeUndefined();
+    expect(uncommonRuns('example', set('exa', 'xam', 'amp', 'mpl', 'ple'))).toBeUndefined();
+    expect(uncommonRuns('seed42', set('see', 'eed', 'ed4'))).toBeUndefined();
+    expect(uncommonRuns('ab', set('ab '))).toBeUndefined();
+  });
+
+  test('non-ASCII letters split no run of their own (a collation may fold them otherwise): the ASCII words around them do', () => {
+    expect(uncommonRuns('ñandú4242', set('and'))).toEqual(['4242']);
+    expect(uncommonRuns('Ünïcödé', set('cöd'))).toBeUndefined();
+  });
+
+  test('every run is a substring of the term, so a text containing the term contains every run (random terms)', () => {
+    const alphabet = 'aAbB01_.%@ ñ\\';
+    let seed = 7;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    for (let i = 0; i < 3000; i++) {
+      const term = Array.from({ length: 1 + rnd(14) }, () => alphabet[rnd(alphabet.length)]).join('');
+      const common = new Set(Array.from({ length: rnd(6) }, () => Array.from({ length: 3 }, () => 'ab01 '[rnd(5)]).join('')));
+      const runs = uncommonRuns(term, common);
+      for (const run of runs ?? []) {
+        expect(term.includes(run)).toBe(true);
+        expect(run).toMatch(/^[A-Za-z0-9]{3,}$/);
+      }
+    }
+  });
+});
+
+/**
+ * 3,300 users: "seedN" (N = 1..3000, e-mail seedN@example.com, display name "Seed customer
+ * N % 100") and 300 "otherN": "see", "eed" and "ed1" are in more than COMMON_SHARE of them,
+ * "d12" in 3%.
+ */
+describe('a search leaves the table\'s common trigrams out of its index scan', () => {
+  let ctx: TestContext;
+  const get = (query: Record<string, unknown>) => ctx.http.get(`${BASE}/customers`).set('Authorization', ctx.basic).query(query);
+  const columns = ['username', 'email', 'display_name'];
+
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    await ctx.db.raw(`
+      WITH u AS (
+        INSERT INTO users (username, email, password_hash, display_name)
+        SELECT CASE WHEN i <= 3000 THEN 'seed' || i ELSE 'other' || i END,
+               CASE WHEN i <= 3000 THEN 'seed' || i ELSE 'other' || i END || '@example.com', 'x',
+               CASE WHEN i <= 3000 THEN 'Seed customer ' || (i % 100) ELSE 'Other ' || i END
+          FROM generate_series(1, 3300) i
+        RETURNING id)
+      INSERT INTO customers (user_id) SELECT id FROM u ORDER BY id`);
+    await ctx.db.raw('ANALYZE users; ANALYZE customers');
+  });
+  afterAll(() => ctx.close());
+
+  /** What the naive per-column ILIKE finds, newest first. */
+  const naive = async (term: string) =>
+    (
+      await ctx
+        .db('customers as c')
+        .join('users as u', 'u.id', 'c.user_id')
+        .where((w) => {
+          const p = `%${term.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
+          for (const col of ['u.username', 'u.email', 'u.display_name']) w.orWhere(col, 'ilike', p);
+        })
+        .orderBy('c.id', 'desc')
+        .pluck('c.id')
+    ).map(Number);
+
+  /** The statement the list sent for `term`, and the ids it answered (all pages of 100). */
+  const search = async (term: string) => {
+    const sql: { sql: string; bindings: unknown[] }[] = [];
+    const listen = (q: { sql: string; bindings: unknown[] }) => void (/hf_matches|_hf_count/.test(q.sql) && sql.push(q));
+    ctx.db.on('query', listen);
+    try {
+      const ids: number[] = [];
+      let res = await get({ search: term, per_page: 100 });
+      for (;;) {
+        expect(res.status).toBe(200);
+        ids.push(...res.body.map((c: { id: number }) => c.id));
+        const next = /<([^>]+)>; rel="next"/.exec(res.headers.link ?? '')?.[1];
+        if (!next) break;
+        res = await ctx.http.get(next.replace(/^https?:\/\/[^/]+/, '')).set('Authorization', ctx.basic);
+      }
+      return { ids, total: Number(res.headers['x-wp-total']), first: sql[0] };
+    } finally {
+      ctx.db.off('query', listen);
+    }
+  };
+
+  test('the first search samples the table in the background; the sample names the common trigrams', async () => {
+    expect(await ctx.db(SEARCH_TRIGRAM_STATS).where({ tbl: 'users' }).first()).toBeUndefined();
+    // Before the sample: the whole term, and the right rows.
+    const before = await search('seed1234');
+    expect(before.ids).toEqual(await naive('seed1234'));
+    let row: { trigrams: string[]; sampled_rows: number } | undefined;
+    for (let i = 0; i < 100 && !row; i++) {
+      row = await ctx.db(SEARCH_TRIGRAM_STATS).where({ tbl: 'users' }).first();
+      if (!row) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(row).toBeDefined();
+    expect(row!.sampled_rows).toBe(3300);
+    expect(row!.trigrams).toEqual(expect.arrayContaining(['see', 'eed', 'ed1', 'exa', 'com']));
+    expect(row!.trigrams).not.toContain('d12');
+    // Each is in at least COMMON_SHARE of the rows (checked against the table itself).
+    for (const t of ['see', 'ed1', 'com']) {
+      const share = Number((await ctx.db.raw(`SELECT avg((? = ANY(show_trgm(${documentSql(columns)})))::int) AS s FROM users`, [t, ...columns])).rows[0].s);
+      expect(share).toBeGreaterThanOrEqual(COMMON_SHARE);
+    }
+  });
+
+  test.each([
+    ['seed1234', ['%d1234%']],
+    ['SEED1234', ['%D1234%']],
+    ['seed1234@example.com', ['%d1234%']],
+    ['other3123', ['%r3123%']],
+    ['example', ['%example%']],
+    ['seed12', ['%seed12%']],
+    ['no such user', ['%such%', '%user%']],
+    ['customer 42', ['%customer 42%']],
+    // The run (1234) is in seed1234's name; the term is in none: the per-column test decides.
+    ['1234 seed', ['%1234%']],
+  ])('search=%s: the rows of the naive query, the index asked for %j', async (term, patterns) => {
+    const want = await naive(term);
+    const found = await search(term);
+    expect(found.ids).toEqual(want);
+    if (want.length <= 1000) expect(found.total).toBe(want.length);
+    // The document's ILIKE conditions (the index's) are the runs; the per-column ones, the term.
+    // The statement's patterns: the document's (the index's) and, three times, the per-column term.
+    const term_ = `%${term}%`;
+    const doc = found.first.bindings.filter((b): b is string => typeof b === 'string' && b.startsWith('%') && b.endsWith('%'));
+    for (let n = 0; n < 3; n++) {
+      expect(doc.lastIndexOf(term_)).toBeGreaterThanOrEqual(0);
+      doc.splice(doc.lastIndexOf(term_), 1);
+    }
+    expect(doc).toEqual(patterns);
+  });
+
+  test('the runs are what the trigram index serves: PostgreSQL scans it for them, and reads fewer of its pages', async () => {
+    const explain = async (pattern: string) => {
+      const q = parseListQuery({ search: 'seed1234' }, customerListSpec);
+      const sql = applyFilters(ctx.db('customers as c').join('users as u', 'u.id', 'c.user_id').select('c.id'), { ...q, searchRuns: pattern === 'seed1234' ? undefined : [pattern] }, customerListSpec).toSQL().toNative();
+      return ctx.db.transaction(async (trx) => {
+        // A table this small is read faster in id order: ask for the plan of a large one.
+        await trx.raw('SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off');
+        const { rows } = await trx.raw(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql.sql.replace(/\$(\d+)/g, '?')}`, sql.bindings as never[]);
+        return JSON.stringify(rows[0]['QUERY PLAN']);
+      });
+    };
+    const pruned = await explain('d1234');
+    expect(pruned).toMatch(/"Index Name":"users_search_trgm"/);
+    expect(pruned).toMatch(/~~\* '%d1234%'/);
+    expect(pruned).not.toMatch(/Index Cond[^}]*%seed1234%/);
+    const blocks = (plan: string) => Number(/"Index Name":"users_search_trgm"[^}]*?"Shared Hit Blocks":(\d+)/.exec(plan)?.[1]);
+    expect(blocks(pruned)).toBeLessThan(blocks(await explain('seed1234')));
+  });
+
+  test('two processes finding the sample stale sample it once (an advisory lock, then the freshness check)', async () => {
+    await ctx.db(SEARCH_TRIGRAM_STATS).where({ tbl: 'users' }).update({ sampled_at: ctx.db.raw("now() - interval '1 day'") });
+    const results = await Promise.all([sampleCommonTrigrams(ctx.db, 'users', columns), sampleCommonTrigrams(ctx.db, 'users', columns)]);
+    expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+    const row = await ctx.db(SEARCH_TRIGRAM_STATS).where({ tbl: 'users' }).first();
+    expect(Date.now() - new Date(row.sampled_at).getTime()).toBeLessThan(60_000);
+  });
+
+  test('every list with a searchTable has a trigram index over exactly its searched text', async () => {
+    const specs: ListSpec[] = [customerListSpec, membershipListSpec, paymentListSpec, siteListSpec, productListSpec, sessionListSpec, projectListSpec, jobListSpec];
+    for (const spec of specs) {
+      expect(spec.searchTable).toBeDefined();
+      const table = spec.searchTable!;
+      const cols = spec.searchable.map((c) => c.slice(c.indexOf('.') + 1));
+      // The index PostgreSQL would build over documentSql, beside the one the migrations built (rolled back): the same definition.
+      let defs: { name: string; def: string }[] = [];
+      const rollback = new Error('rollback');
+      await ctx.db
+        .transaction(async (trx) => {
+          await trx.raw(`CREATE INDEX hf_probe_trgm ON ?? USING gin (${documentSql(cols)} gin_trgm_ops)`, [table, ...cols]);
+          defs = (await trx.raw("SELECT c.relname AS name, pg_get_indexdef(c.oid) AS def FROM pg_class c WHERE c.relname IN (?, 'hf_probe_trgm')", [`${table}_search_trgm`])).rows;
+          throw rollback;
+        })
+        .catch((err: unknown) => {
+          if (err !== rollback) throw err;
+        });
+      const byName = Object.fromEntries(defs.map((r) => [r.name, r.def]));
+      expect(byName[`${table}_search_trgm`]).toBeDefined();
+      expect(byName[`${table}_search_trgm`].replace(`${table}_search_trgm`, 'hf_probe_trgm')).toBe(byName.hf_probe_trgm);
+    }
+  });
+});
