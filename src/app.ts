@@ -2,10 +2,12 @@ import crypto from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { version as PACKAGE_VERSION } from './../package.json';
 import { mountChat, type ChatHandle } from './chat/routes';
+import { sessionListSpec } from './chat/sessions';
 import { WU_NAMESPACE, type Config } from './config';
 import { mountCustomers } from './customers/routes';
+import { customerListSpec } from './customers/service';
 import type { Db } from './db/knex';
-import { useCursorKey } from './db/list';
+import { searchTableOf, useCursorKey } from './db/list';
 import { mountDiscountCodes } from './discount-codes/routes';
 import { mountDomains } from './domains/routes';
 import { mountEvents } from './events/routes';
@@ -26,19 +28,25 @@ import { createObjectStorage, type ObjectStorage } from './infra/object-storage'
 import { logger, logRequest, type Logger } from './logger';
 import { lifecycleHorizonMs, MembershipLifecycles } from './memberships/lifecycle';
 import { mountMemberships } from './memberships/routes';
+import { membershipListSpec } from './memberships/service';
 import { mountDocsPage } from './openapi/docs-page';
 import { buildOpenApiDocument } from './openapi/document';
 import { indexEndpoints, routeIndex, type IndexEndpoint } from './openapi/route-args';
 import { mountPayments } from './payments/routes';
+import { paymentListSpec } from './payments/service';
 import { mountProducts } from './products/routes';
+import { productListSpec } from './products/service';
 import { mountRegister } from './register/routes';
 import { mountSettings } from './settings/routes';
 import { StoredSecret, type SettingsStore } from './settings/store';
 import { mountSites } from './sites/routes';
+import { siteListSpec } from './sites/service';
 import type { TemporalHandle } from './temporal/client';
 import { TemporalGateway } from './temporal/gateway';
 import { WorkflowIds } from './temporal/workflow-ids';
 import { mountTenants } from './tenants/routes';
+import { jobListSpec } from './translations/jobs';
+import { projectListSpec } from './translations/projects';
 import { mountTranslationDownloads, mountTranslations } from './translations/routes';
 import { mountWebhooks } from './webhooks/routes';
 
@@ -56,7 +64,14 @@ export interface AppDeps {
 }
 
 export interface AppWithRegistry extends express.Express {
-  locals: express.Express['locals'] & { registry: RouteRegistry; chat: ChatHandle; temporal: TemporalGateway; storage: ObjectStorage };
+  locals: express.Express['locals'] & {
+    registry: RouteRegistry;
+    chat: ChatHandle;
+    temporal: TemporalGateway;
+    storage: ObjectStorage;
+    /** The tables the lists search through one trigram index each (their common trigrams: src/db/search-trigrams.ts). */
+    searchTables: { table: string; columns: string[] }[];
+  };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -140,6 +155,9 @@ export function createApp(deps: AppDeps): AppWithRegistry {
   app.locals.temporal = gateway;
   const storage = deps.storage ?? createObjectStorage(config);
   app.locals.storage = storage;
+  app.locals.searchTables = [customerListSpec, membershipListSpec, paymentListSpec, siteListSpec, productListSpec, sessionListSpec, projectListSpec, jobListSpec]
+    .map(searchTableOf)
+    .filter((t) => t !== undefined);
   // List cursors are signed with a key every replica reads from the database.
   const cursorSecret = new StoredSecret(db, 'list_cursor_secret');
   useCursorKey(db, () => cursorSecret.get());

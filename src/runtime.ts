@@ -12,6 +12,7 @@ import { createApp } from './app';
 import type { Config } from './config';
 import { createDb, type Db } from './db/knex';
 import { migrateLatest } from './db/migrate';
+import { warmSearchTrigrams } from './db/search-trigrams';
 import { answerClientError } from './http/client-error';
 import { Metrics } from './http/metrics';
 import { startEmbeddedPostgres, type EmbeddedPg } from './infra/embedded-postgres';
@@ -79,6 +80,8 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
     server.once('error', reject);
     server.listen(config.PORT, config.HOST, () => resolve());
   });
+  // The searched tables' common trigrams, read (and sampled when stale) before the first search.
+  warmSearchTrigrams(db, app.locals.searchTables);
   return {
     server,
     async close() {

@@ -1,7 +1,8 @@
 import { sessionListSpec } from '../src/chat/sessions';
 import { customerListSpec } from '../src/customers/service';
-import { applyFilters, type ListSpec } from '../src/db/list';
-import { COMMON_SHARE, documentSql, sampleCommonTrigrams, SEARCH_TRIGRAM_STATS, uncommonRuns } from '../src/db/search-trigrams';
+import { createDb } from '../src/db/knex';
+import { applyFilters, searchTableOf, type ListSpec } from '../src/db/list';
+import { COMMON_SHARE, documentSql, sampleCommonTrigrams, SEARCH_TRIGRAM_STATS, uncommonRuns, warmSearchTrigrams } from '../src/db/search-trigrams';
 import { parseListQuery } from '../src/http/list';
 import { membershipListSpec } from '../src/memberships/service';
 import { paymentListSpec } from '../src/payments/service';
@@ -196,8 +197,45 @@ describe('a search leaves the table\'s common trigrams out of its index scan', (
     expect(Date.now() - new Date(row.sampled_at).getTime()).toBeLessThan(60_000);
   });
 
+  test('a sample taken when the table was much smaller is stale: taken again; a fresh one is not', async () => {
+    expect(await sampleCommonTrigrams(ctx.db, 'users', columns)).toBeUndefined();
+    // Sampled just now at 3,300 rows: fresh. Had it been sampled at 100 rows: 3,300 is not past 2 × 100 + 10,000, still fresh.
+    await ctx.db(SEARCH_TRIGRAM_STATS).where({ tbl: 'users' }).update({ table_rows: 100 });
+    expect(await sampleCommonTrigrams(ctx.db, 'users', columns)).toBeUndefined();
+    // The planner's count of the table past twice the sampled size and 10,000 more: stale.
+    await ctx.db.raw("UPDATE pg_class SET reltuples = 50000 WHERE oid = 'users'::regclass");
+    try {
+      expect(await sampleCommonTrigrams(ctx.db, 'users', columns)).toEqual(expect.arrayContaining(['see', 'eed']));
+      expect(Number((await ctx.db(SEARCH_TRIGRAM_STATS).where({ tbl: 'users' }).first()).table_rows)).toBe(50000);
+    } finally {
+      await ctx.db.raw('ANALYZE users');
+    }
+  });
+
+  test('the API reads (and samples when stale) every searched table when it starts, before any search', async () => {
+    await ctx.db(SEARCH_TRIGRAM_STATS).del();
+    // A fresh handle, as a new process (ctx.db's process cache read users a moment ago).
+    const db = createDb(ctx.dbUrl, 2);
+    try {
+      const tables = ctx.app.locals.searchTables;
+      warmSearchTrigrams(db, tables);
+      let rows: { tbl: string }[] = [];
+      for (let i = 0; i < 200 && rows.length < tables.length; i++) {
+        rows = await ctx.db(SEARCH_TRIGRAM_STATS).select('tbl');
+        if (rows.length < tables.length) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(rows.map((r) => r.tbl).sort()).toEqual(tables.map((t) => t.table).sort());
+    } finally {
+      // Let the background samples end before the handle closes.
+      await new Promise((r) => setTimeout(r, 200));
+      await db.destroy();
+    }
+  });
+
   test('every list with a searchTable has a trigram index over exactly its searched text', async () => {
     const specs: ListSpec[] = [customerListSpec, membershipListSpec, paymentListSpec, siteListSpec, productListSpec, sessionListSpec, projectListSpec, jobListSpec];
+    // The app's list of them (what start:api samples) is these.
+    expect(ctx.app.locals.searchTables).toEqual(specs.map(searchTableOf));
     for (const spec of specs) {
       expect(spec.searchTable).toBeDefined();
       const table = spec.searchTable!;

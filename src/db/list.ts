@@ -107,6 +107,12 @@ export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec
   return qb;
 }
 
+/** The table a list searches with one trigram index, and the columns (unqualified) that index covers; undefined when it has none. */
+export function searchTableOf(spec: ListSpec): { table: string; columns: string[] } | undefined {
+  if (!spec.searchTable || spec.searchable.length < 2) return undefined;
+  return { table: spec.searchTable, columns: spec.searchable.map((c) => c.slice(c.indexOf('.') + 1)) };
+}
+
 /** A filtered list's `X-WP-Total` is exact up to this many rows, then the planner's estimate. */
 export const COUNT_EXACT_UP_TO = 1000;
 
@@ -225,9 +231,9 @@ const BAD_TEXT = /^22/;
  * first row is made. It runs on its own after a first query that found no row.
  */
 export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Promise<ListPage<T>> {
-  if (q.search !== undefined && spec.searchTable && spec.searchable.length > 1) {
-    const columns = spec.searchable.map((c) => c.slice(c.indexOf('.') + 1));
-    const runs = uncommonRuns(q.search, await commonTrigrams(db, spec.searchTable, columns));
+  const searched = q.search !== undefined ? searchTableOf(spec) : undefined;
+  if (searched) {
+    const runs = uncommonRuns(q.search!, await commonTrigrams(db, searched.table, searched.columns));
     if (runs) q = { ...q, searchRuns: runs };
   }
   const cursor = q.cursor === undefined ? undefined : await openCursor(db, q.cursor, q);

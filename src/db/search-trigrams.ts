@@ -20,10 +20,11 @@ import { logger } from '../logger';
  * rows, `TABLESAMPLE SYSTEM`) is split into trigrams by pg_trgm's own `show_trgm`, and those
  * found in at least COMMON_SHARE of the sampled rows are kept in `search_trigram_stats`, one
  * row per table, which every replica reads. A process reads that row at most once a minute
- * (READ_EVERY_MS) per table; when it is older than STALE_AFTER_MS (or missing), the first
- * search to notice samples the table again in the background, under an advisory lock, so N
- * replicas sample it once. Until a table has been sampled, its searches use the whole term, as
- * before.
+ * (READ_EVERY_MS) per table, when the API starts (warmSearchTrigrams) and then on a search; when
+ * the row is missing, older than STALE_AFTER_MS, or the table has grown past twice the rows it
+ * had when sampled (GROWTH_MIN rows at least), the table is sampled again in the background,
+ * under an advisory lock, so N replicas sample it once. Until a table has been sampled, its
+ * searches use the whole term, as before.
  */
 
 /** A trigram in at least this share of the sampled rows is common: left out of the index scan. */
@@ -34,6 +35,8 @@ export const SAMPLE_ROWS = 30_000;
 const MIN_SAMPLED = 200;
 /** A table's common trigrams are sampled again when older than this. */
 const STALE_AFTER_MS = 6 * 3600_000;
+/** ... or when the table has grown past twice its rows at the sample, and by this many at least. */
+const GROWTH_MIN = 10_000;
 /** A process reads a table's row of search_trigram_stats at most this often. */
 const READ_EVERY_MS = 60_000;
 /** The sampling statement's bound. */
@@ -79,17 +82,50 @@ export async function commonTrigrams(db: Knex, table: string, columns: readonly 
   return entry.common;
 }
 
+/** The stored sample of a table (if any) beside the table's size now (the planner's row count). */
+interface Stored {
+  trigrams: string[] | null;
+  sampled_at: Date | null;
+  table_rows: number | null;
+  rows: number;
+}
+
+function readStored(db: Knex, table: string): Promise<Stored | undefined> {
+  return db
+    .raw<{ rows: Stored[] }>(
+      `SELECT s.trigrams, s.sampled_at, s.table_rows, greatest(c.reltuples, 0)::float8 AS rows
+         FROM pg_class c LEFT JOIN ${SEARCH_TRIGRAM_STATS} s ON s.tbl = ?
+        WHERE c.oid = ?::regclass`,
+      [table, table],
+    )
+    .then((r) => r.rows[0]);
+}
+
+/** Whether a table's sample should be taken again: none yet, too old, or taken when the table was much smaller. */
+function stale(stored: Stored): boolean {
+  if (!stored.sampled_at || stored.table_rows === null) return true;
+  return Date.now() - stored.sampled_at.getTime() >= STALE_AFTER_MS || stored.rows > 2 * stored.table_rows + GROWTH_MIN;
+}
+
 async function readStats(db: Knex, table: string, columns: readonly string[], entry: Entry): Promise<void> {
   try {
-    const row = (await db(SEARCH_TRIGRAM_STATS).where({ tbl: table }).first('trigrams', 'sampled_at')) as { trigrams: string[]; sampled_at: Date } | undefined;
+    const stored = await readStored(db, table);
     entry.readAt = Date.now();
-    if (row) entry.common = new Set(row.trigrams);
-    if (!row || Date.now() - row.sampled_at.getTime() >= STALE_AFTER_MS) void sampleInBackground(db, table, columns, entry);
+    if (stored?.trigrams) entry.common = new Set(stored.trigrams);
+    if (stored && stale(stored)) void sampleInBackground(db, table, columns, entry);
   } catch (err) {
     // The search goes on with the whole term; the next read tries again.
     entry.readAt = Date.now();
     logger.warn({ err, table }, 'could not read the common search trigrams');
   }
+}
+
+/**
+ * Reads each table's common trigrams (and samples, in the background, those whose sample is
+ * stale), so the first searches after the API starts find them: `start:api` calls it once.
+ */
+export function warmSearchTrigrams(db: Knex, tables: readonly { table: string; columns: readonly string[] }[]): void {
+  for (const { table, columns } of tables) void commonTrigrams(db, table, columns);
 }
 
 async function sampleInBackground(db: Knex, table: string, columns: readonly string[], entry: Entry): Promise<void> {
@@ -114,13 +150,12 @@ export async function sampleCommonTrigrams(db: Knex, table: string, columns: rea
   return db.transaction(async (trx) => {
     const lock = await trx.raw<{ rows: { ok: boolean }[] }>('SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0)) AS ok', [`hostflow.search_trigrams.${table}`]);
     if (!lock.rows[0].ok) return undefined;
-    if (!opts.force) {
-      const row = (await trx(SEARCH_TRIGRAM_STATS).where({ tbl: table }).first('sampled_at')) as { sampled_at: Date } | undefined;
-      if (row && Date.now() - row.sampled_at.getTime() < STALE_AFTER_MS) return undefined;
-    }
+    const stored = await readStored(trx, table);
+    if (!stored) throw new Error(`no table ${table}`);
+    // Another process may have sampled it since this one found it stale.
+    if (!opts.force && !stale(stored)) return undefined;
     await trx.raw(`SET LOCAL statement_timeout = ${SAMPLE_TIMEOUT_MS}`);
-    const est = await trx.raw<{ rows: { n: number }[] }>('SELECT greatest(reltuples, 0)::float8 AS n FROM pg_class WHERE oid = ?::regclass', [table]);
-    const rows = est.rows[0]?.n ?? 0;
+    const rows = stored.rows;
     // SYSTEM samples whole pages: ask for a fifth more than needed, and cut at SAMPLE_ROWS.
     const percent = rows > SAMPLE_ROWS ? Math.min(100, (120 * SAMPLE_ROWS) / rows) : 100;
     const { rows: out } = await trx.raw<{ rows: { sampled: number; common: string[] }[] }>(
@@ -132,7 +167,7 @@ export async function sampleCommonTrigrams(db: Knex, table: string, columns: rea
     );
     const common = out[0].sampled >= MIN_SAMPLED ? out[0].common : [];
     await trx(SEARCH_TRIGRAM_STATS)
-      .insert({ tbl: table, trigrams: common, sampled_rows: out[0].sampled, sampled_at: trx.fn.now() })
+      .insert({ tbl: table, trigrams: common, sampled_rows: out[0].sampled, table_rows: rows, sampled_at: trx.fn.now() })
       .onConflict('tbl')
       .merge();
     return common;
