@@ -81,7 +81,7 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
     server.listen(config.PORT, config.HOST, () => resolve());
   });
   // The searched tables' common trigrams, read (and sampled when stale) before the first search.
-  warmSearchTrigrams(db, app.locals.searchTables);
+  void warmSearchTrigrams(db, app.locals.searchTables);
   return {
     server,
     async close() {

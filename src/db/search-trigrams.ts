@@ -50,11 +50,12 @@ interface Entry {
   common: ReadonlySet<string>;
   readAt: number;
   reading?: Promise<void>;
+  /** A sample this process is taking (sampleInBackground). */
+  sampling?: Promise<void>;
 }
 
 /** Per database handle (tests run several apps in one process), per table. */
 const entries = new WeakMap<Knex, Map<string, Entry>>();
-const sampling = new Set<string>();
 
 /** The searched text of a table, as its trigram index is built (migrations/20261129000001_list_scale.ts): each column coalesced, joined by U+001F. Bindings: the columns. */
 export function documentSql(columns: readonly string[]): string {
@@ -67,6 +68,10 @@ export function documentSql(columns: readonly string[]): string {
  * the stored one is stale.
  */
 export async function commonTrigrams(db: Knex, table: string, columns: readonly string[]): Promise<ReadonlySet<string>> {
+  return (await entryOf(db, table, columns)).common;
+}
+
+async function entryOf(db: Knex, table: string, columns: readonly string[]): Promise<Entry> {
   let byTable = entries.get(db);
   if (!byTable) entries.set(db, (byTable = new Map()));
   let entry = byTable.get(table);
@@ -79,7 +84,7 @@ export async function commonTrigrams(db: Knex, table: string, columns: readonly 
     // The first read waits (one small select by key); later ones use what is known meanwhile.
     if (e.readAt === 0) await e.reading;
   }
-  return entry.common;
+  return entry;
 }
 
 /** The stored sample of a table (if any) beside the table's size now (the planner's row count). */
@@ -112,7 +117,7 @@ async function readStats(db: Knex, table: string, columns: readonly string[], en
     const stored = await readStored(db, table);
     entry.readAt = Date.now();
     if (stored?.trigrams) entry.common = new Set(stored.trigrams);
-    if (stored && stale(stored)) void sampleInBackground(db, table, columns, entry);
+    if (stored && stale(stored)) entry.sampling ??= sampleInBackground(db, table, columns, entry);
   } catch (err) {
     // The search goes on with the whole term; the next read tries again.
     entry.readAt = Date.now();
@@ -121,23 +126,25 @@ async function readStats(db: Knex, table: string, columns: readonly string[], en
 }
 
 /**
- * Reads each table's common trigrams (and samples, in the background, those whose sample is
- * stale), so the first searches after the API starts find them: `start:api` calls it once.
+ * Reads each table's common trigrams and samples those whose sample is stale, one table after
+ * the other (one connection of the pool at a time), so the first searches after the API starts
+ * find them: `start:api` calls it once, without waiting. Resolves when done; never rejects.
  */
-export function warmSearchTrigrams(db: Knex, tables: readonly { table: string; columns: readonly string[] }[]): void {
-  for (const { table, columns } of tables) void commonTrigrams(db, table, columns);
+export async function warmSearchTrigrams(db: Knex, tables: readonly { table: string; columns: readonly string[] }[]): Promise<void> {
+  for (const { table, columns } of tables) {
+    const entry = await entryOf(db, table, columns);
+    await entry.sampling;
+  }
 }
 
 async function sampleInBackground(db: Knex, table: string, columns: readonly string[], entry: Entry): Promise<void> {
-  if (sampling.has(table)) return;
-  sampling.add(table);
   try {
     const common = await sampleCommonTrigrams(db, table, columns);
     if (common) entry.common = new Set(common);
   } catch (err) {
     logger.warn({ err, table }, 'could not sample the common search trigrams');
   } finally {
-    sampling.delete(table);
+    entry.sampling = undefined;
   }
 }
 
