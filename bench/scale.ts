@@ -30,7 +30,7 @@ import express from 'express';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { customerListSpec } from '../src/customers/service';
-import { applyFilters, type ListSpec } from '../src/db/list';
+import { applyFilters, searchTableOf, type ListSpec } from '../src/db/list';
 import { parseListQuery } from '../src/http/list';
 import { setLogLevel } from '../src/logger';
 import { membershipListSpec } from '../src/memberships/service';
@@ -332,6 +332,16 @@ async function main(): Promise<void> {
 
     const api = await startApiProcess(config, log);
     cleanup.push(['api process', () => api.stop()]);
+    // The API samples the searched tables' common trigrams when it starts (src/db/search-trigrams.ts):
+    // measured after that, as a running API answers (a sample is taken again every 6 hours, by one replica).
+    const searched = RESOURCES.map((r) => searchTableOf(r.spec)?.table).filter((t) => t !== undefined);
+    for (let waited = 0; ; waited += 250) {
+      const { rows: sampled } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM search_trigram_stats WHERE tbl = ANY($1)', [searched]);
+      if (sampled[0].n === searched.length) break;
+      if (waited > 120_000) throw new Error(`the API did not sample ${searched.join(', ')} in 2 minutes`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    log(`searched tables sampled (${searched.join(', ')})`);
     const { root, headers } = hostflowTarget(config);
 
     const shapes: Shape[] = [];

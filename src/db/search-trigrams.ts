@@ -41,6 +41,8 @@ const GROWTH_MIN = 10_000;
 const READ_EVERY_MS = 60_000;
 /** The sampling statement's bound. */
 const SAMPLE_TIMEOUT_MS = 10_000;
+/** Rows per 8 KiB page assumed for a table PostgreSQL has not analyzed yet. */
+const ROWS_PER_PAGE_UNKNOWN = 20;
 /** The fewest uncommon trigrams a term must keep for its index condition to be narrowed. */
 const MIN_KEPT = 2;
 
@@ -92,13 +94,17 @@ interface Stored {
   trigrams: string[] | null;
   sampled_at: Date | null;
   table_rows: number | null;
+  /** The planner's row count (0 before the table's first ANALYZE), its pages then, and its pages now. */
   rows: number;
+  relpages: number;
+  pages: number;
 }
 
 function readStored(db: Knex, table: string): Promise<Stored | undefined> {
   return db
     .raw<{ rows: Stored[] }>(
-      `SELECT s.trigrams, s.sampled_at, s.table_rows, greatest(c.reltuples, 0)::float8 AS rows
+      `SELECT s.trigrams, s.sampled_at, s.table_rows, greatest(c.reltuples, 0)::float8 AS rows, c.relpages::float8 AS relpages,
+              (pg_relation_size(c.oid) / current_setting('block_size')::int)::float8 AS pages
          FROM pg_class c LEFT JOIN ${SEARCH_TRIGRAM_STATS} s ON s.tbl = ?
         WHERE c.oid = ?::regclass`,
       [table, table],
@@ -162,11 +168,14 @@ export async function sampleCommonTrigrams(db: Knex, table: string, columns: rea
     // Another process may have sampled it since this one found it stale.
     if (!opts.force && !stale(stored)) return undefined;
     await trx.raw(`SET LOCAL statement_timeout = ${SAMPLE_TIMEOUT_MS}`);
-    const rows = stored.rows;
-    // SYSTEM samples whole pages: ask for a fifth more than needed, and cut at SAMPLE_ROWS.
+    // The rows now: the planner's rows per page times the pages there are (a table never
+    // analyzed: ROWS_PER_PAGE_UNKNOWN, low, so it is sampled more than needed, not less).
+    const perPage = stored.rows > 0 && stored.relpages > 0 ? stored.rows / stored.relpages : ROWS_PER_PAGE_UNKNOWN;
+    const rows = Math.max(stored.rows, perPage * stored.pages);
+    // SYSTEM samples whole pages: ask for a fifth more than needed, and keep SAMPLE_ROWS of them at random (not the first ones read).
     const percent = rows > SAMPLE_ROWS ? Math.min(100, (120 * SAMPLE_ROWS) / rows) : 100;
     const { rows: out } = await trx.raw<{ rows: { sampled: number; common: string[] }[] }>(
-      `WITH s AS MATERIALIZED (SELECT ${documentSql(columns)} AS doc FROM ?? TABLESAMPLE SYSTEM (?::float4) LIMIT ?::int),
+      `WITH s AS MATERIALIZED (SELECT ${documentSql(columns)} AS doc FROM ?? TABLESAMPLE SYSTEM (?::float4) ORDER BY random() LIMIT ?::int),
             f AS (SELECT t, count(*) AS n FROM s, unnest(show_trgm(s.doc)) AS t GROUP BY t)
        SELECT (SELECT count(*) FROM s)::int AS sampled,
               coalesce((SELECT array_agg(t ORDER BY t) FROM f WHERE n >= ?::float8 * (SELECT count(*) FROM s)), '{}') AS common`,
