@@ -41,6 +41,13 @@ describe('uncommonRuns: the runs of a term a trigram index scan is asked for', (
     expect(uncommonRuns('ab', set('ab '))).toBeUndefined();
   });
 
+  test('at most four runs, the longest, in the term\'s order', () => {
+    // Words of 3 to 8 characters, each an uncommon run, between common "zzz" words.
+    const term = 'abc zzz abcd zzz abcdefgh zzz abcde zzz abcdef zzz abcdefg zzz abc';
+    expect(uncommonRuns(term, set('zzz'))).toEqual(['abcdefgh', 'abcde', 'abcdef', 'abcdefg']);
+    expect(uncommonRuns('abcd zzz abcd zzz abcd zzz abcd zzz abcd', set('zzz'))).toHaveLength(4);
+  });
+
   test('non-ASCII letters split no run of their own (a collation may fold them otherwise): the ASCII words around them do', () => {
     expect(uncommonRuns('ñandú4242', set('and'))).toEqual(['4242']);
     expect(uncommonRuns('Ünïcödé', set('cöd'))).toBeUndefined();

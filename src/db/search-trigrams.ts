@@ -43,6 +43,8 @@ const READ_EVERY_MS = 60_000;
 const SAMPLE_TIMEOUT_MS = 10_000;
 /** Rows per 8 KiB page assumed for a table PostgreSQL has not analyzed yet. */
 const ROWS_PER_PAGE_UNKNOWN = 20;
+/** The most runs a search's index condition asks for (uncommonRuns). */
+const MAX_RUNS = 4;
 /** The fewest uncommon trigrams a term must keep for its index condition to be narrowed. */
 const MIN_KEPT = 2;
 
@@ -202,8 +204,9 @@ const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
  * no padding. Only ASCII words are split, so a run never depends on how a collation folds other
  * characters. Undefined when no trigram of the term is common, or when fewer than MIN_KEPT
  * uncommon ones would remain (a condition that loose could hand the heap more rows to recheck
- * than the common trigrams cost): the whole term then, as before. Every run is a substring of
- * the term, in its own case, so a row matching the term (ILIKE) matches every run.
+ * than the common trigrams cost): the whole term then, as before. At most MAX_RUNS runs, the
+ * longest. Every run is a substring of the term, in its own case, so a row matching the term
+ * (ILIKE) matches every run.
  */
 export function uncommonRuns(term: string, common: ReadonlySet<string>): string[] | undefined {
   if (common.size === 0) return undefined;
@@ -235,5 +238,9 @@ export function uncommonRuns(term: string, common: ReadonlySet<string>): string[
     if (start >= 0) runs.push(word.slice(start));
   }
   if (dropped === 0 || kept < MIN_KEPT) return undefined;
-  return runs;
+  if (runs.length <= MAX_RUNS) return runs;
+  // A long term (up to 200 characters) could give dozens of runs, each a condition to plan: the
+  // longest MAX_RUNS (the most uncommon trigrams), in the term's order, narrow the scan enough.
+  const longest = new Set([...runs.keys()].sort((a, b) => runs[b].length - runs[a].length || a - b).slice(0, MAX_RUNS));
+  return runs.filter((_, i) => longest.has(i));
 }
