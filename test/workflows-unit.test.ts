@@ -529,8 +529,13 @@ describe('membershipLifecycle (bounded history, charge outcomes)', () => {
         try {
           for (let i = 0; i < 230; i++) {
             await handle.signal(membershipChangedSignal);
-            // One at a time: each wakes the sleep (a burst would be one wake-up).
-            await until(async () => reads > i + 1, 30_000);
+            // One at a time: each wakes the sleep (a burst would be one wake-up). A wake-up lost
+            // for good never comes; one late under a full suite's load comes within the two
+            // minutes, and is reported (in two full runs, one read missed a 30 s wait; alone, or
+            // with the cores kept busy, none took 5 s: the cause is not known).
+            const t0 = Date.now();
+            await until(async () => reads > i + 1, 120_000);
+            if (Date.now() - t0 > 5_000) process.stderr.write(`membershipLifecycle test: read ${i} came after ${Date.now() - t0} ms\n`);
           }
           const first = await env.client.workflow.getHandle(workflowId, handle.firstExecutionRunId).fetchHistory();
           const events = first.events ?? [];
