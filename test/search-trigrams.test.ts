@@ -134,6 +134,8 @@ describe('a search leaves the table\'s common trigrams out of its index scan', (
     // Before the sample: the whole term, and the right rows.
     const before = await search('seed1234');
     expect(before.ids).toEqual(await naive('seed1234'));
+    // The document's condition and the three per-column ones: the same pattern.
+    expect(before.first.bindings.filter((b) => b === '%seed1234%')).toHaveLength(4);
     let row: { trigrams: string[]; sampled_rows: number } | undefined;
     for (let i = 0; i < 100 && !row; i++) {
       row = await ctx.db(SEARCH_TRIGRAM_STATS).where({ tbl: 'users' }).first();
