@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { poolStats } from '../src/db/knex';
-import { runInTransaction } from '../src/db/transaction';
+import { runInTransaction, statementRows } from '../src/db/transaction';
 import { createTestContext, type TestContext } from './helpers';
 
 /** runInTransaction (src/db/transaction.ts): the resources' writes run in it, with knex.transaction's semantics. */
@@ -191,6 +191,99 @@ describe('runInTransaction', () => {
       await trx.transaction(async (inner) => inner('tx_probe').insert({ v: 'kept' }));
     });
     expect(await values()).toEqual(['outer', 'kept']);
+  });
+
+  describe("statementRows' last statement", () => {
+    const insert = 'insert into "tx_probe" ("v") values (?) returning *';
+    beforeAll(() => ctx.db.raw('CREATE TABLE tx_later (id int PRIMARY KEY, probe int REFERENCES tx_probe (id) DEFERRABLE INITIALLY DEFERRED)'));
+    beforeEach(() => ctx.db('tx_later').delete());
+
+    test('the only statement runs on its own: one round trip, no BEGIN nor COMMIT, committed; after it the transaction refuses statements', async () => {
+      let sql: string[] = [];
+      let rows: Record<string, unknown>[] = [];
+      let kept: Knex.Transaction | undefined;
+      const trips = await roundTrips(async () => {
+        sql = await statements(() =>
+          runInTransaction(ctx.db, async (trx) => {
+            kept = trx;
+            rows = await statementRows(trx, insert, ['alone'], { last: true });
+            expect(trx.isCompleted()).toBe(true);
+            await expect(trx.raw('SELECT 1')).rejects.toThrow(/Transaction query already complete/);
+          }),
+        );
+      });
+      expect(rows).toEqual([{ id: expect.any(Number), v: 'alone' }]);
+      expect(sql).toEqual(['insert into "tx_probe" ("v") values ($1) returning *']);
+      expect(trips).toBe(1);
+      expect(kept!.isCompleted()).toBe(true);
+      expect(await values()).toEqual(['alone']);
+      // Failing, it leaves nothing, and no transaction open.
+      await ctx.db('tx_probe').insert({ v: 'taken' });
+      await expect(runInTransaction(ctx.db, (trx) => statementRows(trx, insert, ['taken'], { last: true }))).rejects.toMatchObject({ code: '23505' });
+      expect(await values()).toEqual(['alone', 'taken']);
+      expect(poolStats(ctx.db).used).toBe(0);
+    });
+
+    test('after other statements it carries the COMMIT: the statements seen are the same, one round trip fewer', async () => {
+      const run = (last: boolean) =>
+        runInTransaction(ctx.db, async (trx) => {
+          const [first] = await statementRows(trx, insert, [`first ${last}`]);
+          const [second] = await statementRows(trx, insert, [`second ${last}`], { last });
+          return [first.v, second.v];
+        });
+      const sql: Record<string, string[]> = {};
+      const trips: Record<string, number> = {};
+      for (const last of [false, true]) {
+        trips[String(last)] = await roundTrips(async () => {
+          sql[String(last)] = await statements(async () => expect(await run(last)).toEqual([`first ${last}`, `second ${last}`]));
+        });
+      }
+      expect(sql.true).toEqual(sql.false);
+      expect(sql.true).toEqual(['BEGIN;', 'insert into "tx_probe" ("v") values ($1) returning *', 'insert into "tx_probe" ("v") values ($1) returning *', 'COMMIT;']);
+      expect(trips).toEqual({ false: 3, true: 2 });
+      expect(await values()).toEqual(['first false', 'second false', 'first true', 'second true']);
+    });
+
+    test('a last statement that fails rolls back the statements before it; a COMMIT that fails (a deferred constraint) fails the write and keeps nothing', async () => {
+      await ctx.db('tx_probe').insert({ v: 'taken' });
+      const sql = await statements(() =>
+        expect(
+          runInTransaction(ctx.db, async (trx) => {
+            await statementRows(trx, insert, ['before']);
+            await statementRows(trx, insert, ['taken'], { last: true });
+          }),
+        ).rejects.toMatchObject({ code: '23505' }),
+      );
+      expect(sql[sql.length - 1]).toBe('ROLLBACK;');
+      // The deferred reference is checked at COMMIT, which travels with the last statement.
+      await expect(
+        runInTransaction(ctx.db, async (trx) => {
+          await statementRows(trx, insert, ['kept only if committed']);
+          await statementRows(trx, 'insert into tx_later (id, probe) values (?, ?)', [1, 999999], { last: true });
+        }),
+      ).rejects.toMatchObject({ code: '23503' });
+      expect(await values()).toEqual(['taken']);
+      expect(await ctx.db('tx_later').pluck('id')).toEqual([]);
+      const open = await ctx.db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'");
+      expect(open.rows[0].n).toBe(0);
+      // The connections serve the next transactions as before.
+      for (let i = 0; i < 4; i++) await runInTransaction(ctx.db, (trx) => statementRows(trx, insert, [`next ${i}`], { last: i % 2 === 0 }));
+      expect(await values()).toEqual(['taken', 'next 0', 'next 1', 'next 2', 'next 3']);
+    });
+
+    test('inside a savepoint, or in a transaction that is not a light one, last changes nothing: the outer transaction goes on and commits', async () => {
+      await runInTransaction(ctx.db, async (trx) => {
+        await trx.transaction(async (inner) => statementRows(inner, insert, ['in savepoint'], { last: true }));
+        expect(trx.isCompleted()).toBe(false);
+        await statementRows(trx, insert, ['after savepoint']);
+      });
+      await ctx.db.transaction(async (trx) => {
+        await statementRows(trx, insert, ['knex transaction'], { last: true });
+        await statementRows(trx, insert, ['knex transaction, after']);
+      });
+      await statementRows(ctx.db, insert, ['no transaction'], { last: true });
+      expect(await values()).toEqual(['in savepoint', 'after savepoint', 'knex transaction', 'knex transaction, after', 'no transaction']);
+    });
   });
 
   test('trx has what services use: fn.now(), isTransaction, query methods, builders bound with transacting()', async () => {

@@ -170,7 +170,7 @@ export class TableService implements ResourceService<Row> {
    * number, boolean, null, a date): the SQL with its `?` and where each binding comes from.
    * A value Knex would put into the SQL itself (a raw expression a hook set) takes Knex's builder.
    */
-  private async writeRows(trx: Trx, op: 'insert' | 'update', cols: Row, id?: number): Promise<Row[]> {
+  private async writeRows(trx: Trx, op: 'insert' | 'update', cols: Row, id?: number, last = false): Promise<Row[]> {
     const build = (db: Knex | Trx, values: Row, where: unknown) =>
       op === 'insert' ? db(this.cfg.table).insert(values).returning('*') : db(this.cfg.table).where({ id: where }).update({ ...values, date_modified: db.fn.now() }).returning('*');
     const keys = Object.keys(cols);
@@ -188,7 +188,16 @@ export class TableService implements ResourceService<Row> {
       compiled = { sql, from: bindings.map((b) => markers.get(b)!) };
       if (this.writes.size < 64) this.writes.set(cacheKey, compiled);
     }
-    return statementRows(trx, compiled.sql, compiled.from.map((k) => (k === null ? id : cols[k])));
+    return statementRows(trx, compiled.sql, compiled.from.map((k) => (k === null ? id : cols[k])), { last });
+  }
+
+  /**
+   * The write is its transaction's last statement (statementRows' `last`: it carries the
+   * COMMIT) when the transaction is the write's own and nothing reads or writes after it: no
+   * hook after the write nor `changed`, no join to read the record through.
+   */
+  private writeIsLast(outer: Trx | undefined, after: unknown): boolean {
+    return !outer && !after && !this.cfg.hooks?.changed && !this.cfg.join;
   }
 
   /** The row `id`, locked until the transaction ends. */
@@ -359,7 +368,7 @@ export class TableService implements ResourceService<Row> {
         this.checkMinorUnits(cols);
         const refs = await this.checkReferences(trx, cols);
         await this.cfg.hooks?.beforeCreate?.(trx, cols, refs, write);
-        const [row] = await this.writeRows(trx, 'insert', opts.id !== undefined ? { ...cols, id: opts.id } : cols);
+        const [row] = await this.writeRows(trx, 'insert', opts.id !== undefined ? { ...cols, id: opts.id } : cols, undefined, this.writeIsLast(outer, this.cfg.hooks?.afterCreate));
         const changed = await this.cfg.hooks?.afterCreate?.(trx, row, write);
         return this.announce(trx, null, changed ?? row, await this.written(trx, changed ?? row));
       });
@@ -400,7 +409,7 @@ export class TableService implements ResourceService<Row> {
         const refs = await this.checkReferences(trx, cols);
         await this.cfg.hooks?.beforeUpdate?.(trx, current, cols, refs, write);
         if (Object.keys(cols).length === 0) return this.written(trx, current);
-        const [after] = await this.writeRows(trx, 'update', cols, id);
+        const [after] = await this.writeRows(trx, 'update', cols, id, this.writeIsLast(outer, this.cfg.hooks?.afterUpdate));
         const changed = await this.cfg.hooks?.afterUpdate?.(trx, current, after, write);
         return this.announce(trx, current, changed ?? after, await this.written(trx, changed ?? after));
       });

@@ -21,11 +21,15 @@ interface PgConnection {
   stream: { cork?(): void; uncork?(): void };
   parse(msg: { text: string; name: string; types: unknown[] }): void;
   bind(msg: { portal: string; statement: string; values: unknown[]; binary: boolean; valueMapper: (v: unknown) => unknown }): void;
-  execute(msg: { portal: string; rows: number }): void;
+  execute(msg: { portal: string; rows: number | undefined }): void;
+  sync(): void;
 }
 interface PgQuery {
+  portal: string;
   submit(connection: PgConnection): Error | null;
   handleCommandComplete(msg: unknown, connection: PgConnection): void;
+  /** After the statement's Bind and Describe: its Execute, then the Sync (pg's prepare calls it only when Bind could be written). */
+  _getRows(connection: PgConnection, rows: number | undefined): void;
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { Query } = require('pg') as { Query: new (text: string, values: unknown[], callback: (err: Error | null, res?: unknown) => void) => PgQuery & { queryMode?: string } };
@@ -64,6 +68,10 @@ interface TxState {
   begun: boolean;
   /** The next statement to reach the connection takes BEGIN along. */
   beginWithNext: boolean;
+  /** The next statement to reach the connection takes COMMIT along (statementRows' `last`). */
+  commitWithNext: boolean;
+  /** The transaction's last statement committed it (or, its only one, ran on its own): nothing is left to commit. */
+  finished: boolean;
   /** Savepoints of nested transactions, for their names. */
   depth: number;
 }
@@ -173,6 +181,11 @@ function txClient(db: Db, conn: Connection, state: TxState): TxClient {
     return base.query.call(client, c, obj);
   };
   client._query = async (c: Connection, obj: QueryObject) => {
+    if (state.commitWithNext) {
+      state.commitWithNext = false;
+      client.emit('query', { __knexUid: c.__knexUid, __knexTxId: c.__knexTxId, method: 'raw', sql: COMMIT, bindings: [] });
+      return withCommit(c, obj);
+    }
     if (!state.beginWithNext) return base._query.call(client, c, obj);
     state.beginWithNext = false;
     // A statement with pg options of its own (a name: a prepared statement) is not folded: BEGIN goes first, alone.
@@ -193,6 +206,7 @@ function txClient(db: Db, conn: Connection, state: TxState): TxClient {
 }
 
 const BEGIN = 'BEGIN;';
+const COMMIT = 'COMMIT;';
 
 /**
  * A transaction's first statement with its BEGIN in front, in one flight: BEGIN's Parse, Bind
@@ -241,6 +255,44 @@ function afterBegin(conn: Connection, obj: QueryObject): Promise<QueryObject> {
 }
 
 /**
+ * A transaction's last statement with its COMMIT behind it, in one flight: the statement's
+ * Parse, Bind, Describe and Execute, then COMMIT's Parse, Bind and Execute, and one Sync. One
+ * round trip instead of two: COMMIT alone answered nothing the write waited for. The
+ * statement goes through pg's own Query; COMMIT's CommandComplete is kept from it. When the
+ * statement fails, PostgreSQL skips COMMIT (everything up to the Sync) and the transaction
+ * block is left failed: runInTransaction rolls it back as it would any failed statement. When
+ * COMMIT fails (a deferred constraint, a serialization failure), its error is the statement's,
+ * and the transaction has ended, rolled back.
+ */
+function withCommit(conn: Connection, obj: QueryObject): Promise<QueryObject> {
+  if (!obj.sql) return Promise.reject(new Error('The query is empty'));
+  if (obj.options && Object.keys(obj.options).length > 0) return Promise.reject(new Error('runInTransaction: a last statement takes no pg options'));
+  return new Promise((resolve, reject) => {
+    const query = new Query(obj.sql, obj.bindings ?? [], (err, response) => {
+      if (err) return reject(err);
+      obj.response = response;
+      resolve(obj);
+    });
+    query.queryMode = 'extended';
+    const complete = query.handleCommandComplete;
+    let answered = 0;
+    query._getRows = function (this: PgQuery, connection: PgConnection, rows: number | undefined) {
+      connection.execute({ portal: this.portal, rows });
+      connection.parse({ text: COMMIT, name: '', types: [] });
+      connection.bind({ portal: '', statement: '', values: [], binary: false, valueMapper: prepareValue });
+      connection.execute({ portal: '', rows: 0 });
+      connection.sync();
+    };
+    query.handleCommandComplete = function (this: PgQuery, msg: unknown, connection: PgConnection) {
+      // The statement's first; COMMIT's after it.
+      if (++answered > 1) return;
+      complete.call(this, msg, connection);
+    };
+    conn.query(query);
+  });
+}
+
+/**
  * Runs `fn` in a transaction on one pooled connection: `BEGIN`, `fn(trx)`, `COMMIT`; when `fn`
  * throws (or the commit fails), `ROLLBACK` and the error. BEGIN travels with the first
  * statement (afterBegin); a `fn` that sends none sends no BEGIN, COMMIT nor ROLLBACK either.
@@ -253,7 +305,7 @@ function afterBegin(conn: Connection, obj: QueryObject): Promise<QueryObject> {
 export async function runInTransaction<T>(db: Db, fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
   const base = db.client as TxClient;
   const conn = await takeConnection<Connection>(db);
-  const state: TxState = { client: undefined as unknown as TxClient, conn, completed: false, begun: false, beginWithNext: false, depth: 0 };
+  const state: TxState = { client: undefined as unknown as TxClient, conn, completed: false, begun: false, beginWithNext: false, commitWithNext: false, finished: false, depth: 0 };
   state.client = txClient(db, conn, state);
   const trx = function (tableName?: string) {
     const qb = trx.queryBuilder();
@@ -267,12 +319,12 @@ export async function runInTransaction<T>(db: Db, fn: (trx: Knex.Transaction) =>
     let out: T;
     try {
       out = await fn(trx);
-      // A transaction that sent no statement has nothing to commit (nor had it begun).
-      if (state.begun) await send(state, 'COMMIT;', []);
+      // A transaction that sent no statement has nothing to commit (nor had it begun), nor has one whose last statement committed it.
+      if (state.begun && !state.finished) await send(state, COMMIT, []);
     } catch (err) {
       state.completed = true;
       // A connection that broke is destroyed by the pool's validation when released.
-      if (state.begun) await base.query.call(state.client, conn, { sql: 'ROLLBACK;', bindings: [] }).catch(() => undefined);
+      if (state.begun && !state.finished) await base.query.call(state.client, conn, { sql: 'ROLLBACK;', bindings: [] }).catch(() => undefined);
       throw err;
     }
     state.completed = true;
@@ -299,9 +351,32 @@ async function send(state: TxState, sql: string, bindings: unknown[]): Promise<{
  * runner (a builder compiled on every write was a tenth of a product update's CPU, issue 14);
  * in any other (a caller's knex.transaction, or the database outside a transaction), `trx.raw`.
  * The statements sent are the same.
+ *
+ * `last`: the caller sends no statement after this one in the transaction. In a transaction of
+ * runInTransaction (not inside a savepoint), the statement then carries the COMMIT (withCommit:
+ * one round trip for both), or, when it is the transaction's only statement, runs on its own,
+ * without BEGIN and COMMIT (one statement is atomic by itself: what PostgreSQL runs for
+ * BEGIN, the statement, COMMIT in one flight). Either way the transaction refuses any further
+ * statement, and what `fn` does after it cannot undo the write: it has committed. Elsewhere
+ * `last` changes nothing.
  */
-export async function statementRows(trx: Knex | Knex.Transaction, sql: string, bindings: unknown[]): Promise<Record<string, any>[]> {
+export async function statementRows(trx: Knex | Knex.Transaction, sql: string, bindings: unknown[], opts: { last?: boolean } = {}): Promise<Record<string, any>[]> {
   const state = (trx as unknown as { [STATE]?: TxState })[STATE];
-  if (state) return (await send(state, sql, bindings)).rows;
-  return (await trx.raw(sql, bindings as Knex.RawBinding[])).rows;
+  if (!state) return (await trx.raw(sql, bindings as Knex.RawBinding[])).rows;
+  if (!opts.last || state.depth > 0 || state.completed) return (await send(state, sql, bindings)).rows;
+  try {
+    if (!state.begun) {
+      // The transaction's only statement: on its own (the client's query, past the wrapper that would send BEGIN with it).
+      const base = Object.getPrototypeOf(state.client) as TxClient;
+      const obj = (await base.query.call(state.client, state.conn, { method: 'raw', sql, bindings })) as { response: { rows: Record<string, any>[] } };
+      return obj.response.rows;
+    }
+    state.commitWithNext = true;
+    const rows = (await send(state, sql, bindings)).rows;
+    state.finished = true;
+    return rows;
+  } finally {
+    state.commitWithNext = false;
+    state.completed = true;
+  }
 }
