@@ -9,9 +9,12 @@
  * dist/; copy one aside before changing the code), the first one the reference. AB_FLAGS:
  * `|`-separated node flags per build (default: start:api's). BENCH_ONLY: scenario names of
  * bench/run.ts (default the four of issue 14). AB_ROUNDS (14) rounds of AB_SECONDS (1.5) per
- * build and scenario, each after AB_WARM (0.5) seconds of warm-up. Prints, per scenario and
- * build: CPU µs per request over all rounds, the median of the per-round ratios to the first
- * build, and the rate. Writes no file.
+ * build and scenario, each after AB_WARM (0.5) seconds of warm-up. AB_CONNECTIONS: the
+ * callers of every scenario (default: the scenario's own); with 1, the latency is a request's
+ * own, round trips included, and not the queue's. Prints, per scenario and build: CPU µs per
+ * request over all rounds, the median of the per-round ratios to the first build, the rate,
+ * and the mean latency (callers / rate, in µs: autocannon's percentiles are whole
+ * milliseconds). Writes no file.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -57,7 +60,8 @@ async function main(): Promise<void> {
       targets.push({ name: 'hostflow', ...hostflowTarget(cfg), process: child, child, label: `${dist}${flags[i] && process.env.AB_FLAGS ? ` (${nodeFlags.join(' ')})` : ''}` });
     }
 
-    const selected = scenarios.filter((s) => only.includes(s.name));
+    const callers = process.env.AB_CONNECTIONS ? Number(process.env.AB_CONNECTIONS) : undefined;
+    const selected = scenarios.filter((s) => only.includes(s.name)).map((s) => (callers ? { ...s, connections: callers } : s));
     // The JIT warm: every scenario on every build first.
     for (const s of selected) for (const t of targets) await cannon(t, s, ctx, 2, true);
     const lines: string[] = [];
@@ -78,7 +82,8 @@ async function main(): Promise<void> {
       }
       for (const [i, t] of targets.entries()) {
         const ratio = median(acc[i].perRound.map((v, r) => v / acc[0].perRound[r]));
-        const line = `${s.name}: ${t.label}: ${(acc[i].cpu / acc[i].requests).toFixed(0)} CPU µs/req, ${(acc[i].requests / rounds / seconds).toFixed(0)} req/s, median per-round ratio to ${dists[0]} ${ratio.toFixed(2)}`;
+        const rate = acc[i].requests / rounds / seconds;
+        const line = `${s.name}: ${t.label}: ${(acc[i].cpu / acc[i].requests).toFixed(0)} CPU µs/req, ${rate.toFixed(0)} req/s, median per-round ratio to ${dists[0]} ${ratio.toFixed(2)}, mean latency ${((s.connections / rate) * 1e6).toFixed(0)} µs`;
         log(line);
         lines.push(line);
       }
