@@ -1,3 +1,4 @@
+import { createCustomerService } from '../src/customers/service';
 import { EVENT_SLUGS, EVENT_TYPES } from '../src/events/catalogue';
 import { recordEvent } from '../src/events/record';
 import { startEventRetention } from '../src/events/retention';
@@ -260,6 +261,35 @@ describe('events of the resources, written in the transaction of their change', 
     await send('patch', `/sites/${s.body.id}`, { archived: true });
     await send('patch', `/sites/${s.body.id}`, { archived: false });
     expect(await slugsOf('site', s.body.id)).toEqual(['site_created', 'site_published', 'site_published']);
+  });
+
+  test("a write's last event carries its transaction's COMMIT: the same statements, one round trip fewer; a write with two events commits both", async () => {
+    const customers = createCustomerService(ctx.db);
+    const id = (await send('post', '/customers', newCustomerBody())).body.id;
+    await ctx.db.raw('SELECT 1'); // an idle connection, which the write takes
+    const pool = (ctx.db.client as { pool: { free: { resource: { connection: NodeJS.EventEmitter } }[] } }).pool;
+    const conns = pool.free.map((f) => f.resource.connection);
+    const sql: string[] = [];
+    let trips = 0;
+    const count = () => trips++;
+    const listen = (q: { sql: string }) => sql.push(q.sql);
+    for (const c of conns) c.on('readyForQuery', count);
+    ctx.db.on('query', listen);
+    try {
+      await customers.update(id, { vip: true });
+    } finally {
+      ctx.db.off('query', listen);
+      for (const c of conns) c.off('readyForQuery', count);
+    }
+    expect(sql[0]).toBe('BEGIN;');
+    expect(sql.slice(-2)).toEqual([expect.stringMatching(/^insert into "events"/), 'COMMIT;']);
+    // BEGIN goes with the first statement, COMMIT with the event's insert.
+    expect(trips).toBe(sql.length - 2);
+    expect(await slugsOf('customer', id)).toEqual(['customer_created', 'customer_updated']);
+    // A payment created completed: two events in its write, the second one last.
+    const paid = await send('post', '/payments', { customer_id: id, status: 'completed', total: '3.00' });
+    expect(paid.status).toBe(200);
+    expect(await slugsOf('payment', paid.body.id)).toEqual(['payment_created', 'payment_completed']);
   });
 
   test('domains: created, and each stage change made by hand', async () => {

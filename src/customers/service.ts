@@ -134,7 +134,7 @@ export function createCustomerService(db: Db): TableService {
       customers_user_id_unique: { field: 'user_id', message: 'user_id already belongs to another customer; a user can have only one customer.' },
     },
     hooks: {
-      changed: (trx, change) => recordEvent(trx, { slug: change.before ? 'customer_updated' : 'customer_created', objectId: Number(change.record.id), payload: change.record }),
+      changed: (trx, change) => recordEvent(trx, { slug: change.before ? 'customer_updated' : 'customer_created', objectId: Number(change.record.id), payload: change.record }, { last: change.last }),
       async beforeCreate(trx, cols, _refs, { input }) {
         if (input.user_id !== undefined) {
           await assertAccount(trx, { user_id: input.user_id });

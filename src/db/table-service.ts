@@ -43,6 +43,11 @@ export interface RecordChange {
   after: Row;
   /** The record the write answers. */
   record: Row;
+  /**
+   * The write's transaction is its own and ends with this hook: the hook's last statement may
+   * carry its COMMIT (statementRows' `last`; recordEvent's). Absent or false: more may follow.
+   */
+  last?: boolean;
 }
 
 export interface TableResourceConfig {
@@ -370,7 +375,7 @@ export class TableService implements ResourceService<Row> {
         await this.cfg.hooks?.beforeCreate?.(trx, cols, refs, write);
         const [row] = await this.writeRows(trx, 'insert', opts.id !== undefined ? { ...cols, id: opts.id } : cols, undefined, this.writeIsLast(outer, this.cfg.hooks?.afterCreate));
         const changed = await this.cfg.hooks?.afterCreate?.(trx, row, write);
-        return this.announce(trx, null, changed ?? row, await this.written(trx, changed ?? row));
+        return this.announce(trx, null, changed ?? row, await this.written(trx, changed ?? row), !outer);
       });
     } catch (err) {
       throw this.mapWriteError(err);
@@ -388,11 +393,11 @@ export class TableService implements ResourceService<Row> {
   }
 
   /** The `changed` hook, given the record as answered (`present` applied first when there is one). */
-  private async announce(trx: Trx, before: Row | null, after: Row, record: Row): Promise<Row> {
+  private async announce(trx: Trx, before: Row | null, after: Row, record: Row, last: boolean): Promise<Row> {
     const hook = this.cfg.hooks?.changed;
     if (!hook) return record;
     await this.cfg.present?.([record], undefined);
-    await hook(trx, { before, after, record });
+    await hook(trx, { before, after, record, last });
     return record;
   }
 
@@ -411,7 +416,7 @@ export class TableService implements ResourceService<Row> {
         if (Object.keys(cols).length === 0) return this.written(trx, current);
         const [after] = await this.writeRows(trx, 'update', cols, id, this.writeIsLast(outer, this.cfg.hooks?.afterUpdate));
         const changed = await this.cfg.hooks?.afterUpdate?.(trx, current, after, write);
-        return this.announce(trx, current, changed ?? after, await this.written(trx, changed ?? after));
+        return this.announce(trx, current, changed ?? after, await this.written(trx, changed ?? after), !outer);
       });
     } catch (err) {
       throw this.mapWriteError(err, id);

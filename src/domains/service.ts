@@ -101,9 +101,9 @@ const RETRY_FROM: Record<string, string> = {
 
 /** domain_created; domain_stage_changed whenever its stage changes (by the API, or by its check: activities/domains.ts). */
 export async function recordDomainEvents(trx: Trx, change: RecordChange): Promise<void> {
-  const { before, after, record } = change;
-  if (!before) await recordEvent(trx, { slug: 'domain_created', objectId: Number(after.id), payload: record });
-  else if (before.stage !== after.stage) await recordEvent(trx, { slug: 'domain_stage_changed', objectId: Number(after.id), payload: record });
+  const { before, after, record, last } = change;
+  if (!before) await recordEvent(trx, { slug: 'domain_created', objectId: Number(after.id), payload: record }, { last });
+  else if (before.stage !== after.stage) await recordEvent(trx, { slug: 'domain_stage_changed', objectId: Number(after.id), payload: record }, { last });
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Db } from '../db/knex';
 import type { ListSpec } from '../db/list';
 import { moneyOut } from '../db/money';
 import { TableService, type RecordChange, type Refs, type Row, type Trx, type WriteContext } from '../db/table-service';
-import { recordEvent } from '../events/record';
+import { recordEvents } from '../events/record';
 import { invalidParams } from '../http/errors';
 import { DURATION_UNITS } from '../shared-enums';
 import { createSiteService, recordSiteEvents } from '../sites/service';
@@ -86,15 +86,16 @@ async function publishPendingSites(trx: Trx, membershipId: number, sites: TableS
  */
 export async function recordMembershipEvents(trx: Trx, change: RecordChange): Promise<void> {
   const { before, after, record } = change;
-  const event = (slug: string) => recordEvent(trx, { slug, objectId: Number(after.id), payload: record });
+  const slugs: string[] = [];
   const became = (status: string) => after.status === status && before?.status !== status;
-  if (became('active')) await event('membership_activated');
+  if (became('active')) slugs.push('membership_activated');
   const time = (v: unknown) => (v == null ? null : new Date(v as string).getTime());
   const [until, untilBefore] = [time(after.date_expiration), time(before?.date_expiration)];
-  if (before?.status === 'active' && after.status === 'active' && until !== null && untilBefore !== null && until > untilBefore) await event('membership_renewed');
-  if (became('on-hold')) await event('membership_on_hold');
-  if (became('cancelled')) await event('membership_cancelled');
-  if (became('expired')) await event('membership_expired');
+  if (before?.status === 'active' && after.status === 'active' && until !== null && untilBefore !== null && until > untilBefore) slugs.push('membership_renewed');
+  if (became('on-hold')) slugs.push('membership_on_hold');
+  if (became('cancelled')) slugs.push('membership_cancelled');
+  if (became('expired')) slugs.push('membership_expired');
+  await recordEvents(trx, slugs, Number(after.id), record, change.last);
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Db } from '../db/knex';
 import type { ListSpec } from '../db/list';
 import { Decimal, moneyOut } from '../db/money';
 import { TableService, type RecordChange, type Refs, type Row, type Trx, type WriteContext } from '../db/table-service';
-import { recordEvent } from '../events/record';
+import { recordEvents } from '../events/record';
 import { invalidParams } from '../http/errors';
 import { dueDateOf, type MembershipLifecycles } from '../memberships/lifecycle';
 import { createMembershipService } from '../memberships/service';
@@ -107,11 +107,12 @@ const REFUNDED: ReadonlySet<string> = new Set(['refunded', 'partially-refunded']
  */
 export async function recordPaymentEvents(trx: Trx, change: RecordChange): Promise<void> {
   const { before, after, record } = change;
-  const event = (slug: string) => recordEvent(trx, { slug, objectId: Number(after.id), payload: record });
-  if (!before) await event('payment_created');
-  if (after.status === 'completed' && before?.status !== 'completed') await event('payment_completed');
+  const slugs: string[] = [];
+  if (!before) slugs.push('payment_created');
+  if (after.status === 'completed' && before?.status !== 'completed') slugs.push('payment_completed');
   const refunded = new Decimal(after.refund_total ?? 0).gt(before?.refund_total ?? 0) || (REFUNDED.has(after.status) && !REFUNDED.has(before?.status));
-  if (refunded) await event('payment_refunded');
+  if (refunded) slugs.push('payment_refunded');
+  await recordEvents(trx, slugs, Number(after.id), record, change.last);
 }
 
 /** Statuses of a payment whose money was taken: a renewal payment in one of them is paid. */

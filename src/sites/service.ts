@@ -3,7 +3,7 @@ import type { Db } from '../db/knex';
 import type { ListSpec } from '../db/list';
 import { TableService, type RecordChange, type Refs, type Row, type Trx } from '../db/table-service';
 import type { DomainChecks } from '../domains/checks';
-import { recordEvent } from '../events/record';
+import { recordEvents } from '../events/record';
 import { conflict, invalidParams } from '../http/errors';
 import { SITE_TYPES } from './schema';
 
@@ -132,8 +132,8 @@ const published = (row: Row | null) => row !== null && Boolean(row.active) && Bo
 /** site_created; site_published when a site becomes published (on its creation too). */
 export async function recordSiteEvents(trx: Trx, change: RecordChange): Promise<void> {
   const { before, after, record } = change;
-  if (!before) await recordEvent(trx, { slug: 'site_created', objectId: Number(after.id), payload: record });
-  if (published(after) && !published(before)) await recordEvent(trx, { slug: 'site_published', objectId: Number(after.id), payload: record });
+  const slugs = [...(!before ? ['site_created'] : []), ...(published(after) && !published(before) ? ['site_published'] : [])];
+  await recordEvents(trx, slugs, Number(after.id), record, change.last);
 }
 
 /**
