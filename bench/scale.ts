@@ -121,7 +121,12 @@ interface Resource {
   filters: Record<string, string>;
   in: [string, string];
   notIn: [string, string];
-  search: { rare: string; common: string };
+  /**
+   * Search terms: rare (about a hundred matches), common (a third of the rows or more), and
+   * medium ones (about 1%: thousands of matches, more than the count's 1,001): `clustered` in
+   * a run of ids (a prefix of the seeded numbers), `spread` over the table.
+   */
+  search: { rare: string; common: string; clustered: string; spread?: string };
 }
 
 const MID = String(Math.floor(ROWS / 2) + 7);
@@ -136,7 +141,7 @@ export const RESOURCES: Resource[] = [
     filters: { user_id: MID, type: 'customer', email_verification: 'pending', vip: 'true', has_trialed: 'true', signup_form: 'checkout', username: `seed${MID}`, email: `seed${MID}@example.com` },
     in: ['email_verification__in', 'pending,verified'],
     notIn: ['email_verification__not_in', 'none'],
-    search: { rare: 'seed4242', common: 'example' },
+    search: { rare: 'seed4242', common: 'example', clustered: 'seed42', spread: '42@example' },
   },
   {
     plural: 'memberships',
@@ -145,7 +150,7 @@ export const RESOURCES: Resource[] = [
     filters: { status: 'on-hold', customer_id: MID, plan_id: '3', gateway: 'paypal', auto_renew: 'true', currency: 'EUR', duration_unit: 'year' },
     in: ['status__in', 'active,trialing'],
     notIn: ['status__not_in', 'active'],
-    search: { rare: 'sub_4242', common: 'paypal' },
+    search: { rare: 'sub_4242', common: 'paypal', clustered: 'sub_42' },
   },
   {
     plural: 'payments',
@@ -154,7 +159,7 @@ export const RESOURCES: Resource[] = [
     filters: { status: 'refunded', customer_id: MID, membership_id: MID, product_id: '3', gateway: 'manual', currency: 'EUR', invoice_number: MID },
     in: ['status__in', 'refunded,failed'],
     notIn: ['status__not_in', 'completed'],
-    search: { rare: 'pi_4242', common: 'stripe' },
+    search: { rare: 'pi_4242', common: 'stripe', clustered: 'pi_42' },
   },
   {
     plural: 'sites',
@@ -163,7 +168,7 @@ export const RESOURCES: Resource[] = [
     filters: { customer_id: MID, membership_id: MID, template_id: '50', type: 'site_template', domain: `site${MID}.example.com`, path: '/', active: 'false', public: 'false', archived: 'true' },
     in: ['type__in', 'site_template,pending'],
     notIn: ['type__not_in', 'customer_owned'],
-    search: { rare: 'site4242', common: 'seeded' },
+    search: { rare: 'site4242', common: 'seeded', clustered: 'site42' },
   },
 ];
 
@@ -186,6 +191,8 @@ export function shapesOf(r: Resource, db: Knex): Shape[] {
   queries.push(['date_created: the last 30 days', { 'date_created[after]': '2025-10-01' }]);
   queries.push(['date_created: a month, 18 months back', { 'date_created[after]': '2024-03-01', 'date_created[before]': '2024-03-31' }]);
   queries.push([`search=${r.search.rare} (rare)`, { search: r.search.rare }], [`search=${r.search.common} (common)`, { search: r.search.common }]);
+  queries.push([`search=${r.search.clustered} (medium, clustered)`, { search: r.search.clustered }]);
+  if (r.search.spread) queries.push([`search=${r.search.spread} (medium, spread)`, { search: r.search.spread }]);
   for (const orderby of Object.keys(r.spec.sortable)) if (orderby !== 'id') queries.push([`orderby=${orderby}&order=asc`, { orderby, order: 'asc' }]);
   return queries.map(([name, query]) => {
     const q = parseListQuery(query, r.spec);
