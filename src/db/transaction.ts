@@ -220,38 +220,56 @@ const COMMIT = 'COMMIT;';
  * failed statement.
  */
 function afterBegin(conn: Connection, obj: QueryObject): Promise<QueryObject> {
+  return inFlightWith(conn, obj, (query) => {
+    const submit = query.submit;
+    query.submit = function (this: PgQuery, connection: PgConnection) {
+      connection.stream.cork?.();
+      try {
+        writeCommand(connection, BEGIN);
+        return submit.call(this, connection);
+      } finally {
+        connection.stream.uncork?.();
+      }
+    };
+    // BEGIN's CommandComplete comes first, the statement's after it.
+    keepCommandComplete(query, 1);
+  });
+}
+
+/**
+ * The statement `obj` through pg's own Query (its rows, its errors, its types), `arrange`d to
+ * travel with a command; the text and values (not an object, which pg would copy): only
+ * statements without pg options.
+ */
+function inFlightWith(conn: Connection, obj: QueryObject, arrange: (query: PgQuery) => void): Promise<QueryObject> {
   if (!obj.sql) return Promise.reject(new Error('The query is empty'));
+  if (obj.options && Object.keys(obj.options).length > 0) return Promise.reject(new Error('runInTransaction: a statement sent with BEGIN or COMMIT takes no pg options'));
   return new Promise((resolve, reject) => {
-    // The text and values (not an object, which pg would copy): afterBegin takes only statements without pg options.
     const query = new Query(obj.sql, obj.bindings ?? [], (err, response) => {
       if (err) return reject(err);
       obj.response = response;
       resolve(obj);
     });
     query.queryMode = 'extended';
-    const submit = query.submit;
-    const complete = query.handleCommandComplete;
-    let beginAnswered = false;
-    query.submit = function (this: PgQuery, connection: PgConnection) {
-      connection.stream.cork?.();
-      try {
-        connection.parse({ text: BEGIN, name: '', types: [] });
-        connection.bind({ portal: '', statement: '', values: [], binary: false, valueMapper: prepareValue });
-        connection.execute({ portal: '', rows: 0 });
-        return submit.call(this, connection);
-      } finally {
-        connection.stream.uncork?.();
-      }
-    };
-    query.handleCommandComplete = function (this: PgQuery, msg: unknown, connection: PgConnection) {
-      if (!beginAnswered) {
-        beginAnswered = true;
-        return;
-      }
-      complete.call(this, msg, connection);
-    };
+    arrange(query);
     conn.query(query);
   });
+}
+
+/** A command without parameters (BEGIN, COMMIT) as the unnamed statement: Parse, Bind, Execute. */
+function writeCommand(connection: PgConnection, text: string): void {
+  connection.parse({ text, name: '', types: [] });
+  connection.bind({ portal: '', statement: '', values: [], binary: false, valueMapper: prepareValue });
+  connection.execute({ portal: '', rows: 0 });
+}
+
+/** The query takes only its own CommandComplete, the flight's first (`ownIndex` 0) or second (1); the command's is dropped. */
+function keepCommandComplete(query: PgQuery, ownIndex: 0 | 1): void {
+  const complete = query.handleCommandComplete;
+  let seen = 0;
+  query.handleCommandComplete = function (this: PgQuery, msg: unknown, connection: PgConnection) {
+    if (seen++ === ownIndex) complete.call(this, msg, connection);
+  };
 }
 
 /**
@@ -265,30 +283,14 @@ function afterBegin(conn: Connection, obj: QueryObject): Promise<QueryObject> {
  * and the transaction has ended, rolled back.
  */
 function withCommit(conn: Connection, obj: QueryObject): Promise<QueryObject> {
-  if (!obj.sql) return Promise.reject(new Error('The query is empty'));
-  if (obj.options && Object.keys(obj.options).length > 0) return Promise.reject(new Error('runInTransaction: a last statement takes no pg options'));
-  return new Promise((resolve, reject) => {
-    const query = new Query(obj.sql, obj.bindings ?? [], (err, response) => {
-      if (err) return reject(err);
-      obj.response = response;
-      resolve(obj);
-    });
-    query.queryMode = 'extended';
-    const complete = query.handleCommandComplete;
-    let answered = 0;
+  return inFlightWith(conn, obj, (query) => {
     query._getRows = function (this: PgQuery, connection: PgConnection, rows: number | undefined) {
       connection.execute({ portal: this.portal, rows });
-      connection.parse({ text: COMMIT, name: '', types: [] });
-      connection.bind({ portal: '', statement: '', values: [], binary: false, valueMapper: prepareValue });
-      connection.execute({ portal: '', rows: 0 });
+      writeCommand(connection, COMMIT);
       connection.sync();
     };
-    query.handleCommandComplete = function (this: PgQuery, msg: unknown, connection: PgConnection) {
-      // The statement's first; COMMIT's after it.
-      if (++answered > 1) return;
-      complete.call(this, msg, connection);
-    };
-    conn.query(query);
+    // The statement's CommandComplete comes first, COMMIT's after it.
+    keepCommandComplete(query, 0);
   });
 }
 
