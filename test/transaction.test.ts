@@ -271,6 +271,35 @@ describe('runInTransaction', () => {
       expect(await values()).toEqual(['taken', 'next 0', 'next 1', 'next 2', 'next 3']);
     });
 
+    test("if pg's Query stopped taking the COMMIT along (its internals changed), the write fails and is rolled back: never left uncommitted", async () => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { Query } = require('pg') as { Query: { prototype: Record<string, any> } };
+      const prepare = Query.prototype.prepare;
+      // As a pg whose prepare wrote Execute and Sync itself, without the hook withCommit sets.
+      Query.prototype.prepare = function (this: Record<string, any>, connection: unknown) {
+        const own = this._getRows;
+        this._getRows = Query.prototype._getRows;
+        try {
+          return prepare.call(this, connection);
+        } finally {
+          this._getRows = own;
+        }
+      };
+      try {
+        await expect(
+          runInTransaction(ctx.db, async (trx) => {
+            await statementRows(trx, insert, ['first']);
+            await statementRows(trx, insert, ['second'], { last: true });
+          }),
+        ).rejects.toThrow(/1 CommandComplete for a statement sent with BEGIN or COMMIT, not 2/);
+      } finally {
+        Query.prototype.prepare = prepare;
+      }
+      expect(await values()).toEqual([]);
+      const open = await ctx.db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'");
+      expect(open.rows[0].n).toBe(0);
+    });
+
     test('inside a savepoint, or in a transaction that is not a light one, last changes nothing: the outer transaction goes on and commits', async () => {
       await runInTransaction(ctx.db, async (trx) => {
         await trx.transaction(async (inner) => statementRows(inner, insert, ['in savepoint'], { last: true }));

@@ -232,26 +232,31 @@ function afterBegin(conn: Connection, obj: QueryObject): Promise<QueryObject> {
       }
     };
     // BEGIN's CommandComplete comes first, the statement's after it.
-    keepCommandComplete(query, 1);
+    return keepCommandComplete(query, 1);
   });
 }
 
 /**
  * The statement `obj` through pg's own Query (its rows, its errors, its types), `arrange`d to
  * travel with a command; the text and values (not an object, which pg would copy): only
- * statements without pg options.
+ * statements without pg options. `arrange` answers how many CommandComplete messages came: a
+ * statement answered without the command's (pg's internals these functions build on changed)
+ * is an error, so a transaction never goes on believing it has begun or committed when it has
+ * not (runInTransaction then rolls back).
  */
-function inFlightWith(conn: Connection, obj: QueryObject, arrange: (query: PgQuery) => void): Promise<QueryObject> {
+function inFlightWith(conn: Connection, obj: QueryObject, arrange: (query: PgQuery) => () => number): Promise<QueryObject> {
   if (!obj.sql) return Promise.reject(new Error('The query is empty'));
   if (obj.options && Object.keys(obj.options).length > 0) return Promise.reject(new Error('runInTransaction: a statement sent with BEGIN or COMMIT takes no pg options'));
   return new Promise((resolve, reject) => {
+    let completions: () => number = () => 0;
     const query = new Query(obj.sql, obj.bindings ?? [], (err, response) => {
       if (err) return reject(err);
+      if (completions() !== 2) return reject(new Error(`runInTransaction: ${completions()} CommandComplete for a statement sent with BEGIN or COMMIT, not 2 (has pg's Query changed?)`));
       obj.response = response;
       resolve(obj);
     });
     query.queryMode = 'extended';
-    arrange(query);
+    completions = arrange(query);
     conn.query(query);
   });
 }
@@ -263,13 +268,14 @@ function writeCommand(connection: PgConnection, text: string): void {
   connection.execute({ portal: '', rows: 0 });
 }
 
-/** The query takes only its own CommandComplete, the flight's first (`ownIndex` 0) or second (1); the command's is dropped. */
-function keepCommandComplete(query: PgQuery, ownIndex: 0 | 1): void {
+/** The query takes only its own CommandComplete, the flight's first (`ownIndex` 0) or second (1); the command's is dropped. Answers how many came. */
+function keepCommandComplete(query: PgQuery, ownIndex: 0 | 1): () => number {
   const complete = query.handleCommandComplete;
   let seen = 0;
   query.handleCommandComplete = function (this: PgQuery, msg: unknown, connection: PgConnection) {
     if (seen++ === ownIndex) complete.call(this, msg, connection);
   };
+  return () => seen;
 }
 
 /**
@@ -290,7 +296,7 @@ function withCommit(conn: Connection, obj: QueryObject): Promise<QueryObject> {
       connection.sync();
     };
     // The statement's CommandComplete comes first, COMMIT's after it.
-    keepCommandComplete(query, 0);
+    return keepCommandComplete(query, 0);
   });
 }
 
