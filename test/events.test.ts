@@ -3,7 +3,7 @@ import { EVENT_SLUGS, EVENT_TYPES } from '../src/events/catalogue';
 import { recordEvent } from '../src/events/record';
 import { startEventRetention } from '../src/events/retention';
 import { markRegistrationFailed } from '../src/register/store';
-import { BASE, createTestContext, newCustomerBody, startTestWorker, type TestContext } from './helpers';
+import { BASE, createTestContext, newCustomerBody, startTestWorker, statementsAndTrips, type TestContext } from './helpers';
 
 /** Issue 19 (events): the log's API (/events, /event), the catalogue (/hooks), the outbox writer and retention. */
 describe('events', () => {
@@ -266,21 +266,7 @@ describe('events of the resources, written in the transaction of their change', 
   test("a write's last event carries its transaction's COMMIT: the same statements, one round trip fewer; a write with two events commits both", async () => {
     const customers = createCustomerService(ctx.db);
     const id = (await send('post', '/customers', newCustomerBody())).body.id;
-    await ctx.db.raw('SELECT 1'); // an idle connection, which the write takes
-    const pool = (ctx.db.client as { pool: { free: { resource: { connection: NodeJS.EventEmitter } }[] } }).pool;
-    const conns = pool.free.map((f) => f.resource.connection);
-    const sql: string[] = [];
-    let trips = 0;
-    const count = () => trips++;
-    const listen = (q: { sql: string }) => sql.push(q.sql);
-    for (const c of conns) c.on('readyForQuery', count);
-    ctx.db.on('query', listen);
-    try {
-      await customers.update(id, { vip: true });
-    } finally {
-      ctx.db.off('query', listen);
-      for (const c of conns) c.off('readyForQuery', count);
-    }
+    const { sql, trips } = await statementsAndTrips(ctx.db, () => customers.update(id, { vip: true }));
     expect(sql[0]).toBe('BEGIN;');
     expect(sql.slice(-2)).toEqual([expect.stringMatching(/^insert into "events"/), 'COMMIT;']);
     // BEGIN goes with the first statement, COMMIT with the event's insert.

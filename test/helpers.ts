@@ -166,6 +166,30 @@ async function serve(app: AppWithRegistry): Promise<{ http: ReturnType<typeof re
 
 let seq = 0;
 /** A unique, valid new-customer body. */
+/**
+ * The statements `fn` sends on `db` (its query log) and its round trips to PostgreSQL (the
+ * ReadyForQuery messages on the pool's idle connections; one is made idle first, so a write
+ * takes one of them).
+ */
+export async function statementsAndTrips(db: Db, fn: () => Promise<unknown>): Promise<{ sql: string[]; trips: number }> {
+  await db.raw('SELECT 1');
+  const pool = (db.client as { pool: { free: { resource: { connection: NodeJS.EventEmitter } }[] } }).pool;
+  const conns = pool.free.map((f) => f.resource.connection);
+  const sql: string[] = [];
+  let trips = 0;
+  const tick = () => trips++;
+  const listen = (q: { sql: string }) => sql.push(q.sql);
+  for (const c of conns) c.on('readyForQuery', tick);
+  db.on('query', listen);
+  try {
+    await fn();
+  } finally {
+    db.off('query', listen);
+    for (const c of conns) c.off('readyForQuery', tick);
+  }
+  return { sql, trips };
+}
+
 export function newCustomerBody(extra: Record<string, unknown> = {}) {
   seq += 1;
   const tag = `${process.pid}${seq}${crypto.randomBytes(2).toString('hex')}`;

@@ -1,4 +1,5 @@
-import { BASE, createTestContext, type TestContext } from './helpers';
+import { createProductService } from '../src/products/service';
+import { BASE, createTestContext, statementsAndTrips, type TestContext } from './helpers';
 
 describe('products', () => {
   let ctx: TestContext;
@@ -125,6 +126,26 @@ describe('products', () => {
       expect(res.status).toBe(404);
       expect(res.body.code).toBe('wu_rest_product_invalid_id');
     }
+  });
+
+  test('a create is its one insert, without BEGIN or COMMIT; an update is two round trips, its COMMIT carried by the update; a refused one keeps nothing', async () => {
+    const products = createProductService(ctx.db);
+    const run = (fn: () => Promise<unknown>) => statementsAndTrips(ctx.db, fn);
+    let id = 0;
+    const created = await run(async () => {
+      id = Number((await products.create(body())).id);
+    });
+    expect(created).toEqual({ sql: [expect.stringMatching(/^insert into "products" .* returning \*$/)], trips: 1 });
+    const updated = await run(() => products.update(id, { name: 'Renamed in two trips' }));
+    expect(updated.sql).toEqual(['BEGIN;', expect.stringMatching(/^select \* from "products" .* for update$/), expect.stringMatching(/^update "products" set/), 'COMMIT;']);
+    expect(updated.trips).toBe(2);
+    expect((await ctx.db('products').where({ id }).first()).name).toBe('Renamed in two trips');
+    // A taken slug: the insert fails on its own, nothing is kept, no transaction is left open.
+    const before = await count();
+    await expect(products.create(body({ slug: (await ctx.db('products').where({ id }).first()).slug }))).rejects.toMatchObject({ kind: 'invalid', message: expect.stringContaining('slug') });
+    expect(await count()).toBe(before);
+    const open = await ctx.db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'");
+    expect(open.rows[0].n).toBe(0);
   });
 
   test('deleting a product a membership uses is refused with 409 and changes nothing', async () => {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { poolStats } from '../src/db/knex';
 import { runInTransaction, statementRows } from '../src/db/transaction';
-import { createTestContext, type TestContext } from './helpers';
+import { createTestContext, statementsAndTrips, type TestContext } from './helpers';
 
 /** runInTransaction (src/db/transaction.ts): the resources' writes run in it, with knex.transaction's semantics. */
 describe('runInTransaction', () => {
@@ -45,20 +45,7 @@ describe('runInTransaction', () => {
   });
 
   /** The round trips to PostgreSQL (ReadyForQuery messages) on the pool's connections while `fn` runs. */
-  const roundTrips = async (fn: () => Promise<unknown>) => {
-    await ctx.db.raw('SELECT 1'); // at least one idle connection, which the transaction takes
-    const pool = (ctx.db.client as { pool: { free: { resource: { connection: NodeJS.EventEmitter } }[] } }).pool;
-    const conns = pool.free.map((f) => f.resource.connection);
-    let n = 0;
-    const count = () => n++;
-    for (const c of conns) c.on('readyForQuery', count);
-    try {
-      await fn();
-    } finally {
-      for (const c of conns) c.off('readyForQuery', count);
-    }
-    return n;
-  };
+  const roundTrips = async (fn: () => Promise<unknown>) => (await statementsAndTrips(ctx.db, fn)).trips;
 
   test('BEGIN travels with the first statement: a one-statement transaction is two round trips (BEGIN and the statement, then COMMIT)', async () => {
     let sql: string[] = [];
