@@ -304,7 +304,8 @@ function withCommit(conn: Connection, obj: QueryObject): Promise<QueryObject> {
  * Runs `fn` in a transaction on one pooled connection: `BEGIN`, `fn(trx)`, `COMMIT`; when `fn`
  * throws (or the commit fails), `ROLLBACK` and the error. BEGIN travels with the first
  * statement (afterBegin); a `fn` that sends none sends no BEGIN, COMMIT nor ROLLBACK either.
- * `trx` is what `knex.transaction`
+ * COMMIT travels with a statement `fn` marks last (statementRows' `last`), and then is not
+ * sent again. `trx` is what `knex.transaction`
  * gives (`trx(table)`, `trx.raw`, `trx.fn`, every query method, nested transactions as
  * savepoints), but costs one small object per transaction instead of a whole Knex instance:
  * this is the resources' write path (src/db/table-service.ts), where Knex's transaction object
