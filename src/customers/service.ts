@@ -13,6 +13,7 @@ export const customerListSpec: ListSpec = {
   dateCreatedColumn: 'c.date_created',
   searchable: ['u.username', 'u.email', 'u.display_name'],
   searchTable: 'users',
+  table: 'customers',
   counted: { table: 'customers' },
   sortable: {
     id: 'c.id',

@@ -45,6 +45,12 @@ export interface ListSpec {
   counted?: { table: string; by?: Record<string, string> };
   /** Range filters besides date_created: `{name}[after]` / `{name}[before]` on this SQL column (a timestamp). */
   dateRanges?: Record<string, string>;
+  /**
+   * The table `idColumn` belongs to, the list's own (the base selects FROM it, aliased as
+   * idColumn's qualifier). Given, a search with more matches than the count's bound reads its
+   * page by walking that table's newest rows first (runList's searchOnce).
+   */
+  table?: string;
 }
 
 export interface ListQuery {
@@ -186,6 +192,15 @@ const COUNT_COL = '_hf_count';
 const MATCHES = 'hf_matches';
 const MATCH_ID = 'hf_match_id';
 const MATCH_KEY = 'hf_match_key';
+/** A search's page (searchWalk): the rows from the walk of the newest ids, else from every match in order. */
+const WALKED = 'hf_walked';
+const ORDERED = 'hf_ordered';
+const WALK = 'hf_walk';
+const PAGE = 'hf_page';
+/** Rows of the list's own table a search walks, per row it wants (the offset's and the page's), before it takes every match in order. */
+export const SEARCH_WALK_PER_ROW = 150;
+/** ... after a match among this many of them (per row wanted). */
+export const SEARCH_PROBE_PER_ROW = 15;
 /** A date range's window of ids (runList's datePage), its first id, the window from that id, and the range's sorted ids. */
 const WINDOW = 'hf_window';
 const ANCHOR = 'hf_anchor';
@@ -338,6 +353,15 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
    */
   const searchOnce = async () => {
     const offset = (q.page - 1) * q.perPage;
+    const found: Record<string, unknown>[] = await (spec.table && q.orderColumn === spec.idColumn ? searchWalk(spec.table, offset) : searchInOrder(offset));
+    // No row: no match at all (the first page), or a page past the matches, counted on its own.
+    if (found.length === 0) return [found, offset === 0 ? { total: 0, exact: true } : await countRows(db, base, q, spec, countStatement(db, base, q, spec))] as const;
+    const n = found[0][COUNT_COL] as number;
+    for (const r of found) delete r[COUNT_COL];
+    return [found, n <= COUNT_EXACT_UP_TO ? { total: n, exact: true } : await estimateRows(db, base, q, spec, n)] as const;
+  };
+  /** searchOnce's statement for any order: the first COUNT_EXACT_UP_TO + 1 matches in the list's order, the page their slice. */
+  const searchInOrder = (offset: number) => {
     const keys = applyFilters(base(), q, spec)
       .clearSelect()
       .select(db.raw('?? AS ??', [spec.idColumn, MATCH_ID]), db.raw('?? AS ??', [q.orderColumn, MATCH_KEY]))
@@ -346,19 +370,68 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
         if (q.orderColumn !== spec.idColumn) qb.orderBy(spec.idColumn, dir);
       })
       .limit(COUNT_EXACT_UP_TO + 1);
-    const found: Record<string, unknown>[] = await base()
+    return base()
       .with(MATCHES, keys)
       .select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]), db.raw('(SELECT count(*)::int FROM ??) AS ??', [MATCHES, COUNT_COL]))
       .whereIn(spec.idColumn, (slice) => void slice.select(MATCH_ID).from(MATCHES).orderBy(MATCH_KEY, dir).orderBy(MATCH_ID, dir).offset(offset).limit(want))
       .orderBy(q.orderColumn, dir)
       .modify((qb) => {
         if (q.orderColumn !== spec.idColumn) qb.orderBy(spec.idColumn, dir);
-      });
-    // No row: no match at all (the first page), or a page past the matches, counted on its own.
-    if (found.length === 0) return [found, offset === 0 ? { total: 0, exact: true } : await countRows(db, base, q, spec, countStatement(db, base, q, spec))] as const;
-    const n = found[0][COUNT_COL] as number;
-    for (const r of found) delete r[COUNT_COL];
-    return [found, n <= COUNT_EXACT_UP_TO ? { total: n, exact: true } : await estimateRows(db, base, q, spec, n)] as const;
+      }) as Promise<Record<string, unknown>[]>;
+  };
+  /**
+   * searchOnce's statements ordered by id, for a list that names its own table (ListSpec.table).
+   * Taking the first 1,001 matches in order (searchInOrder) costs, for a term in thousands of
+   * rows, either a walk of the id index until 1,001 match or every match sorted. Instead:
+   * 1. Up to COUNT_EXACT_UP_TO + 1 matches in no order (a materialized CTE), the count, and the
+   *    page as their slice. PostgreSQL stops at the bound wherever it finds them (among the
+   *    trigram index's candidates, or in the table for a common term). COUNT_EXACT_UP_TO or
+   *    fewer: they are every match, and that is the answer, in one statement as before.
+   * 2. More (the count is then the planner's estimate, so a second snapshot changes nothing it
+   *    states): a second statement. Its first CTE walks the newest SEARCH_WALK_PER_ROW rows per
+   *    row wanted of the list's own table (a LIMIT on its id index), testing each until the page
+   *    is found: a term spread over the table is found there (in 1% of the rows, page 1 is
+   *    about 2,100 rows in), and a common one within a few rows. When the walk falls short
+   *    (matches among older rows only: a term clustered in a run of ids), the second CTE sorts
+   *    every match, as searchInOrder would, up to the page only.
+   */
+  const searchWalk = async (table: string, offset: number) => {
+    const idName = spec.idColumn.slice(spec.idColumn.indexOf('.') + 1);
+    const ids = (qb: Knex.QueryBuilder) => applyFilters(qb, q, spec).clearSelect().select(db.raw('?? AS ??', [spec.idColumn, MATCH_ID]));
+    const rows = (qb: Knex.QueryBuilder, cte: string) =>
+      qb
+        .select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]))
+        .whereIn(spec.idColumn, (sub) => void sub.select(MATCH_ID).from(cte))
+        .orderBy(spec.idColumn, dir) as Promise<Record<string, unknown>[]>;
+    const matches = ids(base()).limit(COUNT_EXACT_UP_TO + 1);
+    const slice = db(MATCHES).select(MATCH_ID).orderBy(MATCH_ID, dir).limit(want).offset(offset);
+    const first = await rows(base().withMaterialized(MATCHES, matches).with(PAGE, slice).select(db.raw('(SELECT count(*)::int FROM ??) AS ??', [MATCHES, COUNT_COL])), PAGE);
+    if (first.length === 0 || (first[0][COUNT_COL] as number) <= COUNT_EXACT_UP_TO) return first;
+    // Each of the newest ids tested on its own (LATERAL, LIMIT 1: the row by its id, then its joins by theirs). A plain join would let PostgreSQL hash-join the matches of a joined table instead, in proportion to them.
+    const test = ids(base()).where(spec.idColumn, db.ref(`${WALK}.${idName}`)).limit(1).toSQL();
+    const walk = (n: number) =>
+      db
+        .select(db.raw('??.?? AS ??', [WALK, idName, MATCH_ID]))
+        .from(db(table).select(idName).orderBy(idName, dir).limit(n).as(WALK))
+        .joinRaw(`CROSS JOIN LATERAL (${test.sql}) AS ??`, [...test.bindings, 'hf_test'])
+        .orderBy(`${WALK}.${idName}`, dir);
+    // The walk only after a match among its first SEARCH_PROBE_PER_ROW rows per row wanted: with none there, the matches are likely older (a clustered term), where the walk would be spent for nothing.
+    const walked = walk(SEARCH_WALK_PER_ROW * (offset + want))
+      .whereExists(walk(SEARCH_PROBE_PER_ROW * (offset + want)).limit(1))
+      .limit(want)
+      .offset(offset);
+    const short = db.raw('(SELECT count(*) FROM ??) < ?', [WALKED, want]);
+    // `+ 0`: the matches sorted, never the id index walked again (with LIMIT 21, PostgreSQL would).
+    const ordered = ids(base()).where(short).orderByRaw(`?? + 0 ${dir}`, [spec.idColumn]).limit(want).offset(offset);
+    const keys = db
+      .select(MATCH_ID)
+      .from(WALKED)
+      .whereNot(short)
+      // Gated here too: a branch's gate is checked before its CTE starts (hf_ordered's own would launch its parallel workers first).
+      .unionAll((qb) => void qb.select(MATCH_ID).from(ORDERED).where(short), true);
+    const page = await rows(base().withMaterialized(WALKED, walked).withMaterialized(ORDERED, ordered).with(PAGE, keys), PAGE);
+    if (page.length > 0) page[0][COUNT_COL] = first[0][COUNT_COL];
+    return page;
   };
   const searchFirstPages = q.search !== undefined && !cursor && (q.page - 1) * q.perPage + want <= COUNT_EXACT_UP_TO + 1;
   const countStmt = searchFirstPages ? undefined : countStatement(db, base, q, spec);

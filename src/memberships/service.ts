@@ -15,6 +15,7 @@ export const membershipListSpec: ListSpec = {
   dateCreatedColumn: 't.date_created',
   searchable: ['t.gateway_subscription_id', 't.gateway_customer_id', 't.gateway'],
   searchTable: 'memberships',
+  table: 'memberships',
   counted: { table: 'memberships', by: { 't.status': 'status' } },
   sortable: {
     id: 't.id',

@@ -14,6 +14,7 @@ export const paymentListSpec: ListSpec = {
   dateCreatedColumn: 't.date_created',
   searchable: ['t.gateway_payment_id', 't.gateway'],
   searchTable: 'payments',
+  table: 'payments',
   counted: { table: 'payments', by: { 't.status': 'status' } },
   sortable: {
     id: 't.id',

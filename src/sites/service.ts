@@ -12,6 +12,7 @@ export const siteListSpec: ListSpec = {
   dateCreatedColumn: 't.date_created',
   searchable: ['t.title', 't.domain', 't.description'],
   searchTable: 'sites',
+  table: 'sites',
   counted: { table: 'sites', by: { 't.type': 'type' } },
   sortable: {
     id: 't.id',
