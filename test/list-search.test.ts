@@ -1,0 +1,197 @@
+import { customerListSpec } from '../src/customers/service';
+import { COUNT_EXACT_UP_TO, runList, SEARCH_PROBE_PER_ROW, SEARCH_WALK_PER_ROW } from '../src/db/list';
+import { parseListQuery } from '../src/http/list';
+import { siteListSpec } from '../src/sites/service';
+import { BASE, createTestContext, type TestContext } from './helpers';
+
+/**
+ * A search's first pages ordered by id (runList's searchWalk): up to 1,001 matches in no order
+ * for the count; past 1,000, the page from a walk of the newest rows, or from every match
+ * sorted. 6,000 customers, ids in the order of i (1..6000); user names carry the terms:
+ * - `spreadterm` in every 10th (600 of them) and `spreadmore` in every 4th (1,500): spread over
+ *   the table, so the walk finds the page within a few hundred rows;
+ * - `clusterterm` in the oldest 1,500: the newest rows hold none, so the walk is not started;
+ * - `edgeterm` in the oldest 1,100 and the newest 2: the probe finds a match, the walk falls
+ *   short, every match is sorted;
+ * - `rareterm` in 7 rows.
+ */
+describe('a search ordered by id, past 1,000 matches', () => {
+  let ctx: TestContext;
+  const N = 6000;
+  const get = (path: string, query: Record<string, unknown> = {}) => ctx.http.get(`${BASE}${path}`).set('Authorization', ctx.basic).query(query);
+  const ids = (body: { id: number }[]) => body.map((c) => c.id);
+
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    await ctx.db.raw(`
+      WITH u AS (
+        INSERT INTO users (username, email, password_hash, display_name)
+        SELECT 'member' || i
+            || CASE WHEN i % 10 = 0 THEN '-spreadterm' ELSE '' END
+            || CASE WHEN i % 4 = 0 THEN '-spreadmore' ELSE '' END
+            || CASE WHEN i <= 1500 THEN '-clusterterm' ELSE '' END
+            || CASE WHEN i <= 1100 OR i > ${N - 2} THEN '-edgeterm' ELSE '' END
+            || CASE WHEN i % 857 = 0 THEN '-rareterm' ELSE '' END,
+          'member' || i || '@example.com', 'x', 'Member ' || i
+        FROM generate_series(1, ${N}) i ORDER BY i
+        RETURNING id)
+      INSERT INTO customers (user_id, vip) SELECT id, id % 3 = 0 FROM u ORDER BY id`);
+    await ctx.db.raw('ANALYZE users; ANALYZE customers');
+  });
+  afterAll(() => ctx.close());
+
+  /** Every matching customer id, in the order asked, as one naive query finds them. */
+  const naive = async (term: string, order: 'asc' | 'desc', vip?: boolean) =>
+    (
+      await ctx
+        .db('customers as c')
+        .join('users as u', 'u.id', 'c.user_id')
+        .where((w) => void w.where('u.username', 'ilike', `%${term}%`).orWhere('u.email', 'ilike', `%${term}%`).orWhere('u.display_name', 'ilike', `%${term}%`))
+        .modify((qb) => {
+          if (vip !== undefined) qb.where('c.vip', vip);
+        })
+        .orderBy('c.id', order)
+        .pluck('c.id')
+    ).map(Number);
+
+  /** The statements runList sends for a query, each EXPLAIN ANALYZEd: how often each of its CTEs ran. */
+  async function strategy(query: Record<string, string>) {
+    const sent: { sql: string; bindings: unknown[] }[] = [];
+    const listen = (q: { sql: string; bindings: unknown[] }) => sent.push(q);
+    ctx.db.on('query', listen);
+    let page;
+    try {
+      page = await runList<{ id: string }>(
+        ctx.db,
+        () => ctx.db('customers as c').leftJoin('users as u', 'u.id', 'c.user_id').select('c.id'),
+        parseListQuery({ per_page: '10', ...query }, customerListSpec),
+        customerListSpec,
+      );
+    } finally {
+      ctx.db.off('query', listen);
+    }
+    const statements = sent.filter((q) => !q.sql.startsWith('EXPLAIN') && !/"settings"|search_trigram_stats/.test(q.sql));
+    const loops: Record<string, number> = {};
+    for (const s of statements) {
+      const plan = await ctx.db.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${s.sql.replace(/\$\d+/g, '?')}`, s.bindings as never);
+      const visit = (node: Record<string, unknown>) => {
+        const name = /^CTE (hf_\w+)$/.exec(String(node['Subplan Name'] ?? ''))?.[1];
+        if (name) loops[name] = (loops[name] ?? 0) + (node['Actual Loops'] as number);
+        for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) visit(child);
+      };
+      visit(plan.rows[0]['QUERY PLAN'][0].Plan);
+    }
+    return { page, statements: statements.length, loops };
+  }
+
+  test('the seeded terms have the shapes the cases below rely on', async () => {
+    expect((await naive('spreadterm', 'desc')).length).toBeLessThanOrEqual(COUNT_EXACT_UP_TO);
+    expect((await naive('spreadmore', 'desc')).length).toBe(N / 4);
+    const cluster = await naive('clusterterm', 'desc');
+    expect(cluster).toHaveLength(1500);
+    const all = (await ctx.db('customers').orderBy('id', 'desc').pluck('id')).map(Number);
+    // No clustered match among the newest rows the probe tests for a page of 20 (nor the walk's).
+    expect(cluster[0]).toBeLessThan(all[SEARCH_WALK_PER_ROW * 21 - 1]);
+    // Two edge matches among the newest, far fewer than a page within the walk's rows.
+    const edge = await naive('edgeterm', 'desc');
+    expect(edge.filter((id) => id >= all[SEARCH_PROBE_PER_ROW * 21 - 1])).toHaveLength(2);
+    expect(edge.filter((id) => id >= all[SEARCH_WALK_PER_ROW * 21 - 1])).toHaveLength(2);
+    expect(edge.length).toBeGreaterThan(COUNT_EXACT_UP_TO);
+  });
+
+  test('every strategy answers the rows of one naive query: pages 1 and 3, both orders, with another filter', async () => {
+    for (const term of ['spreadmore', 'clusterterm', 'edgeterm', 'spreadterm', 'rareterm']) {
+      for (const order of ['desc', 'asc'] as const) {
+        for (const vip of [undefined, true]) {
+          const expected = await naive(term, order, vip);
+          for (const page of [1, 3]) {
+            const res = await get('/customers', { search: term, order, per_page: 20, page, ...(vip === undefined ? {} : { vip }) });
+            expect(res.status).toBe(200);
+            expect(ids(res.body)).toEqual(expected.slice((page - 1) * 20, page * 20));
+            if (expected.length > COUNT_EXACT_UP_TO) {
+              expect(res.headers['x-wp-total-exact']).toBe('false');
+              expect(Number(res.headers['x-wp-total'])).toBeGreaterThan(COUNT_EXACT_UP_TO);
+            } else {
+              expect(res.headers['x-wp-total']).toBe(String(expected.length));
+              expect(res.headers['x-wp-total-exact']).toBe('true');
+            }
+          }
+        }
+      }
+    }
+  });
+
+  test('each strategy runs only the parts it needs: the bounded matches, then the walk or every match sorted', async () => {
+    // Up to 1,000 matches: one statement, the page their slice.
+    const rare = await strategy({ search: 'rareterm' });
+    expect(rare.statements).toBe(1);
+    expect(rare.loops).toEqual({ hf_matches: 1 });
+    expect(rare.page.total).toBe(7);
+    // Spread: the walk finds the page; every match is never sorted.
+    const spread = await strategy({ search: 'spreadmore' });
+    expect(spread.statements).toBe(2);
+    expect(spread.loops.hf_walked).toBe(1);
+    expect(spread.loops.hf_ordered ?? 0).toBe(0);
+    expect(spread.page.rows.map((r) => Number(r.id))).toEqual((await naive('spreadmore', 'desc')).slice(0, 10));
+    // Clustered among old rows: the probe finds no match, so the walk never tests its rows; every match sorted.
+    const cluster = await strategy({ search: 'clusterterm' });
+    expect(cluster.statements).toBe(2);
+    expect(cluster.loops.hf_ordered).toBe(1);
+    expect(cluster.page.rows.map((r) => Number(r.id))).toEqual((await naive('clusterterm', 'desc')).slice(0, 10));
+    // Edge: the probe finds one, the walk falls short, every match sorted.
+    const edge = await strategy({ search: 'edgeterm' });
+    expect(edge.loops.hf_ordered).toBe(1);
+    expect(edge.page.rows.map((r) => Number(r.id))).toEqual((await naive('edgeterm', 'desc')).slice(0, 10));
+    for (const s of [spread, cluster, edge]) {
+      expect(s.page.exact).toBe(false);
+      expect(s.page.total).toBeGreaterThan(COUNT_EXACT_UP_TO);
+    }
+  });
+
+  test('the walk tests no more of the newest rows than it needs, and none past the probe\'s when the probe finds no match', async () => {
+    // The scans of the newest ids (the probe's and the walk's): how many rows each read, and whether it ran.
+    const scans = async (term: string) => {
+      const sent: { sql: string; bindings: unknown[] }[] = [];
+      const listen = (q: { sql: string; bindings: unknown[] }) => sent.push(q);
+      ctx.db.on('query', listen);
+      try {
+        await runList(ctx.db, () => ctx.db('customers as c').leftJoin('users as u', 'u.id', 'c.user_id').select('c.id'), parseListQuery({ search: term, per_page: '10' }, customerListSpec), customerListSpec);
+      } finally {
+        ctx.db.off('query', listen);
+      }
+      const walkStatement = sent.find((q) => q.sql.includes('hf_walked'))!;
+      const plan = await ctx.db.raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${walkStatement.sql.replace(/\$\d+/g, '?')}`, walkStatement.bindings as never);
+      const found: { rows: number; loops: number }[] = [];
+      const visit = (node: Record<string, unknown>) => {
+        // The newest ids, read off the list table's primary key (not aliased: the list's own alias is `c`).
+        if (/^customers(_\d+)?$/.test(String(node['Alias'])) && /Index/.test(String(node['Node Type']))) found.push({ rows: node['Actual Rows'] as number, loops: node['Actual Loops'] as number });
+        for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) visit(child);
+      };
+      visit(plan.rows[0]['QUERY PLAN'][0].Plan);
+      return found;
+    };
+    // Every 4th row matches: page 1 (10 rows, 11 wanted) within the newest 44, the probe's first match within 4.
+    const spread = await scans('spreadmore');
+    expect(spread).toHaveLength(2);
+    expect(Math.max(...spread.map((s) => s.rows))).toBeLessThanOrEqual(44);
+    expect(Math.max(...spread.map((s) => s.rows))).toBeGreaterThanOrEqual(11);
+    // Clustered among old rows: the probe reads its rows (SEARCH_PROBE_PER_ROW per row wanted) and finds none; the walk does not start.
+    const cluster = await scans('clusterterm');
+    expect(cluster.map((s) => s.rows).sort((a, b) => a - b)).toEqual([0, SEARCH_PROBE_PER_ROW * 11]);
+    expect(cluster.some((s) => s.loops === 0)).toBe(true);
+  });
+
+  test('a list with no table of its own named searches as before, every match in order; a hostile term changes nothing', async () => {
+    expect(customerListSpec.table).toBe('customers');
+    expect(siteListSpec.table).toBe('sites');
+    const { table: _table, ...noTable } = customerListSpec;
+    const page = await runList<{ id: string }>(ctx.db, () => ctx.db('customers as c').leftJoin('users as u', 'u.id', 'c.user_id').select('c.id'), parseListQuery({ search: 'spreadmore', per_page: '10' }, noTable), noTable);
+    expect(page.rows.map((r) => Number(r.id))).toEqual((await naive('spreadmore', 'desc')).slice(0, 10));
+    // LIKE's own characters and SQL quotes are text to find, not patterns.
+    for (const term of ["%' OR 1=1 --", '_', '\\', 'ünïcödé', 'x'.repeat(200)]) {
+      const res = await get('/customers', { search: term, per_page: 10 });
+      expect(res.status).toBe(200);
+      expect(ids(res.body)).toEqual((await naive(term.replace(/[\\%_]/g, (c) => `\\${c}`), 'desc')).slice(0, 10));
+    }
+  });
+});
