@@ -1,5 +1,6 @@
 import { customerListSpec } from '../src/customers/service';
 import { COUNT_EXACT_UP_TO, runList, SEARCH_PROBE_PER_ROW, SEARCH_WALK_PER_ROW } from '../src/db/list';
+import { SEARCH_TRIGRAM_STATS } from '../src/db/search-trigrams';
 import { parseListQuery } from '../src/http/list';
 import { siteListSpec } from '../src/sites/service';
 import { BASE, createTestContext, type TestContext } from './helpers';
@@ -37,6 +38,8 @@ describe('a search ordered by id, past 1,000 matches', () => {
         RETURNING id)
       INSERT INTO customers (user_id, vip) SELECT id, id % 3 = 0 FROM u ORDER BY id`);
     await ctx.db.raw('ANALYZE users; ANALYZE customers');
+    // The users' sample (search-trigrams.ts), as one taken now would store it had only "member" been common: in every row.
+    await ctx.db(SEARCH_TRIGRAM_STATS).insert({ tbl: 'users', trigrams: ['  m', ' me', 'mem', 'emb', 'mbe', 'ber', 'er '], sampled_rows: N, table_rows: N, sampled_at: ctx.db.fn.now() });
   });
   afterAll(() => ctx.close());
 
@@ -179,6 +182,19 @@ describe('a search ordered by id, past 1,000 matches', () => {
     const cluster = await scans('clusterterm');
     expect(cluster.map((s) => s.rows).sort((a, b) => a - b)).toEqual([0, SEARCH_PROBE_PER_ROW * 11]);
     expect(cluster.some((s) => s.loops === 0)).toBe(true);
+  });
+
+  test('a term whose every trigram is common in the sample takes the first 1,001 matches in order, in one statement (the walk of the id index finds them)', async () => {
+    const common = await strategy({ search: 'member' });
+    expect(common.statements).toBe(1);
+    expect(common.loops).toEqual({ hf_matches: 1 });
+    expect(common.page.rows.map((r) => Number(r.id))).toEqual((await naive('member', 'desc')).slice(0, 10));
+    expect(common.page.exact).toBe(false);
+    // The same list, a term with a trigram the sample does not name: the bounded matches in no order, then the walk.
+    const spread = await strategy({ search: 'member1' });
+    expect(spread.statements).toBe(2);
+    expect(spread.loops.hf_walked).toBe(1);
+    expect(spread.page.rows.map((r) => Number(r.id))).toEqual((await naive('member1', 'desc')).slice(0, 10));
   });
 
   test('a list with no table of its own named searches as before, every match in order; a hostile term changes nothing', async () => {

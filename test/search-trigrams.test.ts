@@ -2,7 +2,7 @@ import { sessionListSpec } from '../src/chat/sessions';
 import { customerListSpec } from '../src/customers/service';
 import { createDb } from '../src/db/knex';
 import { applyFilters, searchTableOf, type ListSpec } from '../src/db/list';
-import { COMMON_SHARE, documentSql, sampleCommonTrigrams, SEARCH_TRIGRAM_STATS, uncommonRuns, warmSearchTrigrams } from '../src/db/search-trigrams';
+import { allTrigramsCommon, COMMON_SHARE, documentSql, sampleCommonTrigrams, SEARCH_TRIGRAM_STATS, uncommonRuns, warmSearchTrigrams } from '../src/db/search-trigrams';
 import { parseListQuery } from '../src/http/list';
 import { membershipListSpec } from '../src/memberships/service';
 import { paymentListSpec } from '../src/payments/service';
@@ -65,6 +65,57 @@ describe('uncommonRuns: the runs of a term a trigram index scan is asked for', (
         expect(term.includes(run)).toBe(true);
         expect(run).toMatch(/^[A-Za-z0-9]{3,}$/);
       }
+    }
+  });
+});
+
+describe('allTrigramsCommon: a term whose every trigram is common in the table', () => {
+  test('its words\' own trigrams and, next to another character of the term, their padded edges', () => {
+    expect(allTrigramsCommon('example', set('exa', 'xam', 'amp', 'mpl', 'ple'))).toBe(true);
+    expect(allTrigramsCommon('EXAMPLE', set('exa', 'xam', 'amp', 'mpl', 'ple'))).toBe(true);
+    expect(allTrigramsCommon('seed42', set('see', 'eed', 'ed4'))).toBe(false);
+    // "42@example": "42 " (the word 42 before @) is not common, though every trigram of example is.
+    const example = ['  e', ' ex', 'exa', 'xam', 'amp', 'mpl', 'ple'];
+    expect(allTrigramsCommon('42@example', set(...example))).toBe(false);
+    expect(allTrigramsCommon('42@example', set(...example, '42 '))).toBe(true);
+    // "a.b": " a " and "  b" only (one-letter words, padded on their inner side only).
+    expect(allTrigramsCommon('a.b', set('  b'))).toBe(false);
+    expect(allTrigramsCommon('a.b', set(' a ', '  b'))).toBe(true);
+  });
+
+  test('false with no sample, for a term with no trigram, and with a character outside ASCII', () => {
+    expect(allTrigramsCommon('example', set())).toBe(false);
+    expect(allTrigramsCommon('ab', set('zzz'))).toBe(false);
+    expect(allTrigramsCommon('%%', set('zzz'))).toBe(false);
+    expect(allTrigramsCommon('exampleé', set('exa', 'xam', 'amp', 'mpl', 'ple'))).toBe(false);
+  });
+
+  test('given every trigram PostgreSQL takes from the term as text, true exactly when its pattern has one (random terms)', async () => {
+    const ctx = await createTestContext();
+    try {
+      const alphabet = 'aAb01_.@ ';
+      // mulberry32: reproducible, and its low bits vary (an LCG's modulo a small n repeats).
+      let seed = 11;
+      const rnd = (n: number) => {
+        seed = (seed + 0x6d2b79f5) | 0;
+        let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+        x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+        return ((x ^ (x >>> 14)) >>> 0) % n;
+      };
+      const terms = Array.from({ length: 300 }, () => Array.from({ length: 1 + rnd(8) }, () => alphabet[rnd(alphabet.length)]).join(''));
+      // pg_trgm's trigrams of each term as a text (its words padded on both sides): a superset of those of the pattern `%term%`.
+      const { rows } = await ctx.db.raw(`SELECT t, show_trgm(t) AS trgm FROM unnest(?::text[]) t`, [terms]);
+      expect(rows).toHaveLength(300);
+      let withTrigrams = 0;
+      for (const { t, trgm } of rows as { t: string; trgm: string[] }[]) {
+        // The pattern has a trigram when a word has three characters, or a neighbour inside the term (a padded edge).
+        const has = [...t.matchAll(/[A-Za-z0-9]+/g)].some((m) => m[0].length >= 3 || m.index > 0 || m.index + m[0].length < t.length);
+        if (has) withTrigrams++;
+        expect(allTrigramsCommon(t, new Set(trgm))).toBe(has);
+      }
+      expect(withTrigrams).toBeGreaterThan(100);
+    } finally {
+      await ctx.close();
     }
   });
 });

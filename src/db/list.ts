@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { DomainError } from './domain-error';
 import { foldWhenMany, rowCountStatement } from './row-counts';
-import { commonTrigrams, documentSql, uncommonRuns } from './search-trigrams';
+import { allTrigramsCommon, commonTrigrams, documentSql, uncommonRuns } from './search-trigrams';
 
 /**
  * The SQL half of the list machinery every list endpoint shares (http/list.ts parses the
@@ -247,9 +247,13 @@ const BAD_TEXT = /^22/;
  */
 export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Promise<ListPage<T>> {
   const searched = q.search !== undefined ? searchTableOf(spec) : undefined;
+  /** Every trigram of the search term common in its table: found fastest walking the list's order (searchInOrder). */
+  let commonTerm = false;
   if (searched) {
-    const runs = uncommonRuns(q.search!, await commonTrigrams(db, searched.table, searched.columns));
+    const common = await commonTrigrams(db, searched.table, searched.columns);
+    const runs = uncommonRuns(q.search!, common);
     if (runs) q = { ...q, searchRuns: runs };
+    commonTerm = allTrigramsCommon(q.search!, common);
   }
   const cursor = q.cursor === undefined ? undefined : await openCursor(db, q.cursor, q);
   const back = cursor?.back === true;
@@ -353,7 +357,7 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
    */
   const searchOnce = async () => {
     const offset = (q.page - 1) * q.perPage;
-    const found: Record<string, unknown>[] = await (spec.table && q.orderColumn === spec.idColumn ? searchWalk(spec.table, offset) : searchInOrder(offset));
+    const found: Record<string, unknown>[] = await (spec.table && q.orderColumn === spec.idColumn && !commonTerm ? searchWalk(spec.table, offset) : searchInOrder(offset));
     // No row: no match at all (the first page), or a page past the matches, counted on its own.
     if (found.length === 0) return [found, offset === 0 ? { total: 0, exact: true } : await countRows(db, base, q, spec, countStatement(db, base, q, spec))] as const;
     const n = found[0][COUNT_COL] as number;

@@ -197,6 +197,30 @@ const WORD = /[A-Za-z0-9]+/g;
 const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 
 /**
+ * Whether every trigram pg_trgm takes from `%term%` is common in the table (its words' own and,
+ * next to another character of the term, their padded edges): such a term is likely common
+ * itself, and a list walks its order to find it (runList). False when the table has no sample,
+ * for a term with no trigram, and for one with a character outside ASCII (its words are not
+ * split here: see uncommonRuns).
+ */
+export function allTrigramsCommon(term: string, common: ReadonlySet<string>): boolean {
+  if (common.size === 0 || /[^\x00-\x7f]/.test(term)) return false;
+  let seen = 0;
+  for (const m of term.matchAll(WORD)) {
+    const lower = m[0].toLowerCase();
+    const trigrams: string[] = [];
+    if (m.index > 0) trigrams.push(`  ${lower[0]}`, ...(lower.length > 1 ? [` ${lower.slice(0, 2)}`] : []));
+    if (m.index + lower.length < term.length) trigrams.push(`${lower.slice(-2).padStart(2, ' ')} `);
+    for (let i = 0; i + 3 <= lower.length; i++) trigrams.push(lower.slice(i, i + 3));
+    for (const t of trigrams) {
+      if (!common.has(t)) return false;
+      seen++;
+    }
+  }
+  return seen > 0;
+}
+
+/**
  * The substrings of `term` for a trigram index condition that leaves out `common` trigrams:
  * each maximal run of uncommon trigrams within a word. pg_trgm takes the trigrams of each word
  * (letters and digits, lower-cased), a word next to another character within the pattern
