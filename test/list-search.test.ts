@@ -184,6 +184,49 @@ describe('a search ordered by id, past 1,000 matches', () => {
     expect(cluster.some((s) => s.loops === 0)).toBe(true);
   });
 
+  test('following Link through a search\'s pages (a cursor): every match once, in order, then back through rel="prev", for each strategy', async () => {
+    const follow = (url: string) => ctx.http.get(url.replace(/^https?:\/\/[^/]+/, '')).set('Authorization', ctx.basic);
+    const linkOf = (link: string | undefined, rel: 'next' | 'prev') => new RegExp(`<([^>]+)>; rel="${rel}"`).exec(link ?? '')?.[1];
+    for (const [term, order] of [['spreadmore', 'desc'], ['clusterterm', 'desc'], ['edgeterm', 'desc'], ['rareterm', 'desc'], ['spreadmore', 'asc'], ['edgeterm', 'asc']] as const) {
+      const expected = await naive(term, order);
+      const pages: number[][] = [];
+      let res = await get('/customers', { search: term, order, per_page: 100 });
+      for (;;) {
+        expect(res.status).toBe(200);
+        pages.push(ids(res.body));
+        const next = linkOf(res.headers.link, 'next');
+        if (!next) break;
+        res = await follow(next);
+        // The total on every page: exact up to 1,000 matches, else past them, an estimate.
+        if (expected.length > COUNT_EXACT_UP_TO) expect(res.headers['x-wp-total-exact']).toBe('false');
+        else expect(res.headers['x-wp-total']).toBe(String(expected.length));
+      }
+      expect(pages.flat()).toEqual(expected);
+      for (let i = pages.length - 2; i >= 0; i--) {
+        res = await follow(linkOf(res.headers.link, 'prev')!);
+        expect(ids(res.body)).toEqual(pages[i]);
+      }
+    }
+  });
+
+  test('a page after a cursor: the walk from the cursor for a spread term; for a term in 1,000 rows or fewer, its matches after the cursor, with no walk', async () => {
+    const cursorOf = async (term: string) => {
+      const first = await runList<{ id: string }>(ctx.db, () => ctx.db('customers as c').leftJoin('users as u', 'u.id', 'c.user_id').select('c.id'), parseListQuery({ search: term, per_page: '10' }, customerListSpec), customerListSpec);
+      return first.next!;
+    };
+    const spread = await strategy({ search: 'spreadmore', cursor: await cursorOf('spreadmore') });
+    expect(spread.statements).toBe(1);
+    expect(spread.loops.hf_walked).toBe(1);
+    expect(spread.loops.hf_ordered ?? 0).toBe(0);
+    expect(spread.page.rows.map((r) => Number(r.id))).toEqual((await naive('spreadmore', 'desc')).slice(10, 20));
+    expect(spread.page.exact).toBe(false);
+    const few = await strategy({ search: 'spreadterm', cursor: await cursorOf('spreadterm') });
+    expect(few.statements).toBe(1);
+    expect(few.loops.hf_ordered).toBe(1);
+    expect(few.page.rows.map((r) => Number(r.id))).toEqual((await naive('spreadterm', 'desc')).slice(10, 20));
+    expect(few.page.total).toBe((await naive('spreadterm', 'desc')).length);
+  });
+
   test('a term whose every trigram is common in the sample takes the first 1,001 matches in order, in one statement (the walk of the id index finds them)', async () => {
     const common = await strategy({ search: 'member' });
     expect(common.statements).toBe(1);

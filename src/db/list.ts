@@ -197,6 +197,7 @@ const WALKED = 'hf_walked';
 const ORDERED = 'hf_ordered';
 const WALK = 'hf_walk';
 const PAGE = 'hf_page';
+const COUNT_CTE = 'hf_count';
 /** Rows of the list's own table a search walks, per row it wants (the offset's and the page's), before it takes every match in order. */
 export const SEARCH_WALK_PER_ROW = 150;
 /** ... after a match among this many of them (per row wanted). */
@@ -255,6 +256,8 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
     if (runs) q = { ...q, searchRuns: runs };
     commonTerm = allTrigramsCommon(q.search!, common);
   }
+  /** A search ordered by id whose page may be walked to (searchWalk, walkedOrSorted): the list's own table. */
+  const walkTable = q.search !== undefined && q.orderColumn === spec.idColumn && !commonTerm ? spec.table : undefined;
   const cursor = q.cursor === undefined ? undefined : await openCursor(db, q.cursor, q);
   const back = cursor?.back === true;
   const desc = (q.order === 'desc') !== back;
@@ -343,6 +346,11 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
     const parts = cursor ? keysetParts(q.orderColumn, spec.idColumn, desc, cursor.value, cursor.id) : [undefined];
     // Ordered by id, a cursor's keyset is one part.
     if (byDate) return takeCount(await datePage(parts[0]));
+    // A search ordered by id, after a cursor: the walk from it past COUNT_EXACT_UP_TO matches, else the matches after it sorted (walkedOrSorted); the count computed once, first, in a CTE the walk's gate and the rows read.
+    if (walkTable && cursor) {
+      const counted = db.raw(`SELECT (${countStmt!.sql}) AS n`, countStmt!.bindings);
+      return takeCount(await pageRows(walkedOrSorted(walkTable, 0, cursor.id, counted).select(db.raw('(SELECT n FROM ??) AS ??', [COUNT_CTE, COUNT_COL])), PAGE));
+    }
     for (const [i, part] of parts.entries()) {
       rows.push(...(i === 0 ? takeCount(await pageQuery(want - rows.length, part, countStmt)) : await pageQuery(want - rows.length, part)));
       if (rows.length >= want) break;
@@ -357,7 +365,7 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
    */
   const searchOnce = async () => {
     const offset = (q.page - 1) * q.perPage;
-    const found: Record<string, unknown>[] = await (spec.table && q.orderColumn === spec.idColumn && !commonTerm ? searchWalk(spec.table, offset) : searchInOrder(offset));
+    const found: Record<string, unknown>[] = await (walkTable ? searchWalk(walkTable, offset) : searchInOrder(offset));
     // No row: no match at all (the first page), or a page past the matches, counted on its own.
     if (found.length === 0) return [found, offset === 0 ? { total: 0, exact: true } : await countRows(db, base, q, spec, countStatement(db, base, q, spec))] as const;
     const n = found[0][COUNT_COL] as number;
@@ -400,42 +408,61 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
    *    every match, as searchInOrder would, up to the page only.
    */
   const searchWalk = async (table: string, offset: number) => {
-    const idName = spec.idColumn.slice(spec.idColumn.indexOf('.') + 1);
-    const ids = (qb: Knex.QueryBuilder) => applyFilters(qb, q, spec).clearSelect().select(db.raw('?? AS ??', [spec.idColumn, MATCH_ID]));
-    const rows = (qb: Knex.QueryBuilder, cte: string) =>
-      qb
-        .select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]))
-        .whereIn(spec.idColumn, (sub) => void sub.select(MATCH_ID).from(cte))
-        .orderBy(spec.idColumn, dir) as Promise<Record<string, unknown>[]>;
-    const matches = ids(base()).limit(COUNT_EXACT_UP_TO + 1);
+    const matches = matchIds(base()).limit(COUNT_EXACT_UP_TO + 1);
     const slice = db(MATCHES).select(MATCH_ID).orderBy(MATCH_ID, dir).limit(want).offset(offset);
-    const first = await rows(base().withMaterialized(MATCHES, matches).with(PAGE, slice).select(db.raw('(SELECT count(*)::int FROM ??) AS ??', [MATCHES, COUNT_COL])), PAGE);
+    const first = await pageRows(base().withMaterialized(MATCHES, matches).with(PAGE, slice).select(db.raw('(SELECT count(*)::int FROM ??) AS ??', [MATCHES, COUNT_COL])), PAGE);
     if (first.length === 0 || (first[0][COUNT_COL] as number) <= COUNT_EXACT_UP_TO) return first;
+    const page = await pageRows(walkedOrSorted(table, offset), PAGE);
+    if (page.length > 0) page[0][COUNT_COL] = first[0][COUNT_COL];
+    return page;
+  };
+  /** A search's matches, their ids (as MATCH_ID). */
+  const matchIds = (qb: Knex.QueryBuilder) => applyFilters(qb, q, spec).clearSelect().select(db.raw('?? AS ??', [spec.idColumn, MATCH_ID]));
+  /** The rows of `qb` (the list's base) whose ids a CTE holds, with their sort keys, in the page's order. */
+  const pageRows = (qb: Knex.QueryBuilder, cte: string) =>
+    qb
+      .select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]))
+      .whereIn(spec.idColumn, (sub) => void sub.select(MATCH_ID).from(cte))
+      .orderBy(spec.idColumn, dir) as Promise<Record<string, unknown>[]>;
+  /**
+   * A search's page ordered by id, past COUNT_EXACT_UP_TO matches (searchWalk), or after a
+   * cursor's id (`after`, readPage): the list's base with two materialized CTEs, hf_walked (the
+   * walk of the newest rows, from the cursor when there is one, after a probe) and hf_ordered
+   * (every match sorted, only when the walk fell short), and hf_page, the ids of whichever found
+   * the page. `counted`: the count statement, put first (hf_count, its column `n`); the walk
+   * then runs only past COUNT_EXACT_UP_TO matches (fewer are sorted, in proportion to them).
+   */
+  const walkedOrSorted = (table: string, offset: number, after?: string, counted?: Knex.Raw) => {
+    const idName = spec.idColumn.slice(spec.idColumn.indexOf('.') + 1);
+    const beyond = (qb: Knex.QueryBuilder, col: string) => (after === undefined ? qb : qb.where(col, desc ? '<' : '>', after));
     // Each of the newest ids tested on its own (LATERAL, LIMIT 1: the row by its id, then its joins by theirs). A plain join would let PostgreSQL hash-join the matches of a joined table instead, in proportion to them.
-    const test = ids(base()).where(spec.idColumn, db.ref(`${WALK}.${idName}`)).limit(1).toSQL();
+    const test = matchIds(base()).where(spec.idColumn, db.ref(`${WALK}.${idName}`)).limit(1).toSQL();
     const walk = (n: number) =>
       db
         .select(db.raw('??.?? AS ??', [WALK, idName, MATCH_ID]))
-        .from(db(table).select(idName).orderBy(idName, dir).limit(n).as(WALK))
+        .from(beyond(db(table).select(idName), idName).orderBy(idName, dir).limit(n).as(WALK))
         .joinRaw(`CROSS JOIN LATERAL (${test.sql}) AS ??`, [...test.bindings, 'hf_test'])
         .orderBy(`${WALK}.${idName}`, dir);
     // The walk only after a match among its first SEARCH_PROBE_PER_ROW rows per row wanted: with none there, the matches are likely older (a clustered term), where the walk would be spent for nothing.
     const walked = walk(SEARCH_WALK_PER_ROW * (offset + want))
+      .modify((qb) => {
+        if (counted) qb.where(db.raw('(SELECT (n->>0)::int FROM ??) > ?', [COUNT_CTE, COUNT_EXACT_UP_TO]));
+      })
       .whereExists(walk(SEARCH_PROBE_PER_ROW * (offset + want)).limit(1))
       .limit(want)
       .offset(offset);
     const short = db.raw('(SELECT count(*) FROM ??) < ?', [WALKED, want]);
     // `+ 0`: the matches sorted, never the id index walked again (with LIMIT 21, PostgreSQL would).
-    const ordered = ids(base()).where(short).orderByRaw(`?? + 0 ${dir}`, [spec.idColumn]).limit(want).offset(offset);
+    const ordered = beyond(matchIds(base()), spec.idColumn).where(short).orderByRaw(`?? + 0 ${dir}`, [spec.idColumn]).limit(want).offset(offset);
     const keys = db
       .select(MATCH_ID)
       .from(WALKED)
       .whereNot(short)
       // Gated here too: a branch's gate is checked before its CTE starts (hf_ordered's own would launch its parallel workers first).
       .unionAll((qb) => void qb.select(MATCH_ID).from(ORDERED).where(short), true);
-    const page = await rows(base().withMaterialized(WALKED, walked).withMaterialized(ORDERED, ordered).with(PAGE, keys), PAGE);
-    if (page.length > 0) page[0][COUNT_COL] = first[0][COUNT_COL];
-    return page;
+    const statement = base();
+    if (counted) statement.withMaterialized(COUNT_CTE, counted);
+    return statement.withMaterialized(WALKED, walked).withMaterialized(ORDERED, ordered).with(PAGE, keys);
   };
   const searchFirstPages = q.search !== undefined && !cursor && (q.page - 1) * q.perPage + want <= COUNT_EXACT_UP_TO + 1;
   const countStmt = searchFirstPages ? undefined : countStatement(db, base, q, spec);
