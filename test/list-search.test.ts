@@ -1,5 +1,5 @@
 import { customerListSpec } from '../src/customers/service';
-import { COUNT_EXACT_UP_TO, runList, SEARCH_PROBE_PER_ROW, SEARCH_WALK_PER_ROW } from '../src/db/list';
+import { COUNT_EXACT_UP_TO, runList, SEARCH_PROBE_PER_ROW, SEARCH_WALK_MAX, SEARCH_WALK_PER_ROW } from '../src/db/list';
 import { SEARCH_TRIGRAM_STATS } from '../src/db/search-trigrams';
 import { parseListQuery } from '../src/http/list';
 import { siteListSpec } from '../src/sites/service';
@@ -182,6 +182,25 @@ describe('a search ordered by id, past 1,000 matches', () => {
     const cluster = await scans('clusterterm');
     expect(cluster.map((s) => s.rows).sort((a, b) => a - b)).toEqual([0, SEARCH_PROBE_PER_ROW * 11]);
     expect(cluster.some((s) => s.loops === 0)).toBe(true);
+  });
+
+  test('a deep page=N walks at most SEARCH_WALK_MAX rows (its probe a tenth of them), and answers the naive query\'s rows', async () => {
+    const sent: { sql: string; bindings: unknown[] }[] = [];
+    const listen = (q: { sql: string; bindings: unknown[] }) => sent.push(q);
+    ctx.db.on('query', listen);
+    let res;
+    try {
+      res = await get('/customers', { search: 'spreadmore', per_page: 100, page: 9 });
+    } finally {
+      ctx.db.off('query', listen);
+    }
+    expect(res.status).toBe(200);
+    expect(ids(res.body)).toEqual((await naive('spreadmore', 'desc')).slice(800, 900));
+    // 150 rows per row wanted would be 135,150; 15 per row, 13,515.
+    const walk = sent.find((q) => q.sql.includes('hf_walked'))!;
+    expect(walk.bindings).toContain(SEARCH_WALK_MAX);
+    expect(walk.bindings).toContain(SEARCH_WALK_MAX / 10);
+    expect(walk.bindings).not.toContain(SEARCH_WALK_PER_ROW * 901);
   });
 
   test('following Link through a search\'s pages (a cursor): every match once, in order, then back through rel="prev", for each strategy', async () => {

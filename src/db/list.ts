@@ -202,6 +202,8 @@ const COUNT_CTE = 'hf_count';
 export const SEARCH_WALK_PER_ROW = 150;
 /** ... after a match among this many of them (per row wanted). */
 export const SEARCH_PROBE_PER_ROW = 15;
+/** The most rows a walk (and a tenth of it, its probe) tests, however deep its `page=N`: about 60 ms of work at most. */
+export const SEARCH_WALK_MAX = 20_000;
 /** A date range's window of ids (runList's datePage), its first id, the window from that id, and the range's sorted ids. */
 const WINDOW = 'hf_window';
 const ANCHOR = 'hf_anchor';
@@ -400,12 +402,14 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
    *    trigram index's candidates, or in the table for a common term). COUNT_EXACT_UP_TO or
    *    fewer: they are every match, and that is the answer, in one statement as before.
    * 2. More (the count is then the planner's estimate, so a second snapshot changes nothing it
-   *    states): a second statement. Its first CTE walks the newest SEARCH_WALK_PER_ROW rows per
-   *    row wanted of the list's own table (a LIMIT on its id index), testing each until the page
-   *    is found: a term spread over the table is found there (in 1% of the rows, page 1 is
-   *    about 2,100 rows in), and a common one within a few rows. When the walk falls short
-   *    (matches among older rows only: a term clustered in a run of ids), the second CTE sorts
-   *    every match, as searchInOrder would, up to the page only.
+   *    states): a second statement (walkedOrSorted). Its first CTE walks the newest
+   *    SEARCH_WALK_PER_ROW rows per row wanted (SEARCH_WALK_MAX at most) of the list's own table
+   *    (a LIMIT on its id index), after a probe, testing each until the page is found: a term
+   *    spread over the table is found there (in 1% of the rows, page 1 is about 2,100 rows in).
+   *    When the walk falls short (matches among older rows only: a term clustered in a run of
+   *    ids), the second CTE sorts every match, as searchInOrder would, up to the page only.
+   * A term whose every trigram is common takes searchInOrder instead (runList): PostgreSQL's
+   * walk of the id index finds its first 1,001 matches within a few thousand rows.
    */
   const searchWalk = async (table: string, offset: number) => {
     const matches = matchIds(base()).limit(COUNT_EXACT_UP_TO + 1);
@@ -444,11 +448,11 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
         .joinRaw(`CROSS JOIN LATERAL (${test.sql}) AS ??`, [...test.bindings, 'hf_test'])
         .orderBy(`${WALK}.${idName}`, dir);
     // The walk only after a match among its first SEARCH_PROBE_PER_ROW rows per row wanted: with none there, the matches are likely older (a clustered term), where the walk would be spent for nothing.
-    const walked = walk(SEARCH_WALK_PER_ROW * (offset + want))
+    const walked = walk(Math.min(SEARCH_WALK_PER_ROW * (offset + want), SEARCH_WALK_MAX))
       .modify((qb) => {
         if (counted) qb.where(db.raw('(SELECT (n->>0)::int FROM ??) > ?', [COUNT_CTE, COUNT_EXACT_UP_TO]));
       })
-      .whereExists(walk(SEARCH_PROBE_PER_ROW * (offset + want)).limit(1))
+      .whereExists(walk(Math.min(SEARCH_PROBE_PER_ROW * (offset + want), SEARCH_WALK_MAX / 10)).limit(1))
       .limit(want)
       .offset(offset);
     const short = db.raw('(SELECT count(*) FROM ??) < ?', [WALKED, want]);
