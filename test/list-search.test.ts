@@ -2,6 +2,8 @@ import { customerListSpec } from '../src/customers/service';
 import { COUNT_EXACT_UP_TO, runList, SEARCH_PROBE_PER_ROW, SEARCH_WALK_MAX, SEARCH_WALK_PER_ROW } from '../src/db/list';
 import { SEARCH_TRIGRAM_STATS } from '../src/db/search-trigrams';
 import { parseListQuery } from '../src/http/list';
+import { membershipListSpec } from '../src/memberships/service';
+import { paymentListSpec } from '../src/payments/service';
 import { siteListSpec } from '../src/sites/service';
 import { BASE, createTestContext, type TestContext } from './helpers';
 
@@ -257,6 +259,24 @@ describe('a search ordered by id, past 1,000 matches', () => {
     expect(spread.statements).toBe(2);
     expect(spread.loops.hf_walked).toBe(1);
     expect(spread.page.rows.map((r) => Number(r.id))).toEqual((await naive('member1', 'desc')).slice(0, 10));
+  });
+
+  test('every list naming its own table (ListSpec.table) reads from it, aliased as its idColumn\'s qualifier: the rows the walk tests are the list\'s', async () => {
+    const specs = { customers: customerListSpec, memberships: membershipListSpec, payments: paymentListSpec, sites: siteListSpec };
+    for (const [path, spec] of Object.entries(specs)) {
+      expect(spec.table).toBe(path);
+      const sent: string[] = [];
+      const listen = (q: { sql: string }) => sent.push(q.sql);
+      ctx.db.on('query', listen);
+      try {
+        expect((await get(`/${path}`, { search: 'anything' })).status).toBe(200);
+      } finally {
+        ctx.db.off('query', listen);
+      }
+      const alias = spec.idColumn.slice(0, spec.idColumn.indexOf('.'));
+      const list = sent.find((q) => q.includes('hf_matches'))!;
+      expect(list).toContain(`from "${spec.table}" as "${alias}"`);
+    }
   });
 
   test('a list with no table of its own named searches as before, every match in order; a hostile term changes nothing', async () => {

@@ -47,8 +47,9 @@ export interface ListSpec {
   dateRanges?: Record<string, string>;
   /**
    * The table `idColumn` belongs to, the list's own (the base selects FROM it, aliased as
-   * idColumn's qualifier). Given, a search with more matches than the count's bound reads its
-   * page by walking that table's newest rows first (runList's searchOnce).
+   * idColumn's qualifier). Given, a search ordered by id counts its matches in no order, and
+   * past the count's bound reads its page by walking that table's newest rows, or those after
+   * a cursor (runList's searchWalk and walkedOrSorted).
    */
   table?: string;
 }
