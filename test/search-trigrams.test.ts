@@ -20,31 +20,41 @@ describe('uncommonRuns: the runs of a term a trigram index scan is asked for', (
     expect(uncommonRuns('SEED4242', set('see', 'eed', 'ed4'))).toEqual(['D4242']);
     // abc bcx [cxy xyz] yzd zde def: two runs.
     expect(uncommonRuns('abcXYZdef', set('cxy', 'xyz'))).toEqual(['abcX', 'YZdef']);
-    // Words apart: example and com are common throughout.
-    expect(uncommonRuns('seed4242@example.com', set('see', 'eed', 'ed4', 'exa', 'xam', 'amp', 'mpl', 'ple', 'le ', '  e', ' ex', 'com', '  c', ' co', 'om '))).toEqual(['d4242']);
+    // Words apart: example and com are common throughout; "42 " (seed4242 before @) is not, so the run takes the @ with it.
+    expect(uncommonRuns('seed4242@example.com', set('see', 'eed', 'ed4', 'exa', 'xam', 'amp', 'mpl', 'ple', 'le ', '  e', ' ex', 'com', '  c', ' co', 'om '))).toEqual(['d4242@']);
+    expect(uncommonRuns('seed4242@example.com', set('see', 'eed', 'ed4', '42 ', 'exa', 'xam', 'amp', 'mpl', 'ple', 'le ', '  e', ' ex', 'com', '  c', ' co', 'om '))).toEqual(['d4242']);
   });
 
-  test('a padded trigram counts: pg_trgm pads a word next to another character of the pattern', () => {
-    // "pi_4242" gives "pi " (every payment id starts so), 424 and 242.
-    expect(uncommonRuns('pi_4242', set('pi '))).toEqual(['4242']);
+  test('a padded trigram counts: pg_trgm pads a word next to another character of the pattern; a run takes an uncommon padded edge with its character', () => {
+    // "pi_4242" gives "pi " (every payment id starts so), "  4", " 42", 424 and 242: the run takes the _ and the left padding with it.
+    expect(uncommonRuns('pi_4242', set('pi '))).toEqual(['_4242']);
+    // "  4" common: the run starts at the word (with the ".", "  4" would come back), so " 42" is left out too.
     expect(uncommonRuns('x.4242', set('  4'))).toEqual(['4242']);
-    expect(uncommonRuns('4242.x', set('42 '))).toEqual(['4242']);
+    // "42 " common: the run ends at the word; "x" after "." gives "  x" alone, a run of its own.
+    expect(uncommonRuns('4242.x', set('42 '))).toEqual(['4242', '.x']);
+    // A word of two characters whose padded edge is its only uncommon trigram: the run is the word and the character.
+    expect(uncommonRuns('42@example', set('  e', ' ex', 'exa', 'xam', 'amp', 'mpl', 'ple'))).toEqual(['42@']);
+    // Next to a character outside ASCII (half of an emoji's UTF-16 pair here), the run stays within the word.
+    expect(uncommonRuns('a\u{1F600}b42', set('  b'))).toEqual(['b42']);
     // At the term's edges the pattern has % (no padding): nothing left out.
     expect(uncommonRuns('pi4242', set('pi '))).toBeUndefined();
   });
 
-  test('the whole term when nothing is common, everything is, or fewer than two uncommon trigrams would remain', () => {
+  test('the whole term when nothing is common, everything is, or no uncommon one would remain', () => {
     expect(uncommonRuns('seed4242', set())).toBeUndefined();
     expect(uncommonRuns('seed4242', set('zzz'))).toBeUndefined();
     expect(uncommonRuns('example', set('exa', 'xam', 'amp', 'mpl', 'ple'))).toBeUndefined();
-    expect(uncommonRuns('seed42', set('see', 'eed', 'ed4'))).toBeUndefined();
+    // One uncommon trigram is enough.
+    expect(uncommonRuns('seed42', set('see', 'eed', 'ed4'))).toEqual(['d42']);
+    // " 42" cannot be asked for without "  4" (common), and 42 has no trigram of its own.
+    expect(uncommonRuns('sub_42', set('sub', 'ub ', '  4'))).toBeUndefined();
     expect(uncommonRuns('ab', set('ab '))).toBeUndefined();
   });
 
   test('at most four runs, the longest, in the term\'s order', () => {
-    // Words of 3 to 8 characters, each an uncommon run, between common "zzz" words.
+    // Words of 3 to 8 characters, each an uncommon run with its padded edges (the blanks around it), between common "zzz" words.
     const term = 'abc zzz abcd zzz abcdefgh zzz abcde zzz abcdef zzz abcdefg zzz abc';
-    expect(uncommonRuns(term, set('zzz'))).toEqual(['abcdefgh', 'abcde', 'abcdef', 'abcdefg']);
+    expect(uncommonRuns(term, set('zzz', '  z', ' zz', 'zz '))).toEqual([' abcdefgh ', ' abcde ', ' abcdef ', ' abcdefg ']);
     expect(uncommonRuns('abcd zzz abcd zzz abcd zzz abcd zzz abcd', set('zzz'))).toHaveLength(4);
   });
 
@@ -63,7 +73,8 @@ describe('uncommonRuns: the runs of a term a trigram index scan is asked for', (
       const runs = uncommonRuns(term, common);
       for (const run of runs ?? []) {
         expect(term.includes(run)).toBe(true);
-        expect(run).toMatch(/^[A-Za-z0-9]{3,}$/);
+        // A word's letters and digits, with at most one ASCII character on each side.
+        expect(run).toMatch(/^[^A-Za-z0-9\u0080-\uffff]?[A-Za-z0-9]+[^A-Za-z0-9\u0080-\uffff]?$/);
       }
     }
   });
@@ -78,9 +89,9 @@ describe('allTrigramsCommon: a term whose every trigram is common in the table',
     const example = ['  e', ' ex', 'exa', 'xam', 'amp', 'mpl', 'ple'];
     expect(allTrigramsCommon('42@example', set(...example))).toBe(false);
     expect(allTrigramsCommon('42@example', set(...example, '42 '))).toBe(true);
-    // "a.b": " a " and "  b" only (one-letter words, padded on their inner side only).
-    expect(allTrigramsCommon('a.b', set('  b'))).toBe(false);
-    expect(allTrigramsCommon('a.b', set(' a ', '  b'))).toBe(true);
+    // "a.b": "  b" only (a one-letter word: "a " after a, too short; "  b" before b).
+    expect(allTrigramsCommon('a.b', set(' a '))).toBe(false);
+    expect(allTrigramsCommon('a.b', set('  b'))).toBe(true);
   });
 
   test('false with no sample, for a term with no trigram, and with a character outside ASCII', () => {
@@ -108,8 +119,8 @@ describe('allTrigramsCommon: a term whose every trigram is common in the table',
       expect(rows).toHaveLength(300);
       let withTrigrams = 0;
       for (const { t, trgm } of rows as { t: string; trgm: string[] }[]) {
-        // The pattern has a trigram when a word has three characters, or a neighbour inside the term (a padded edge).
-        const has = [...t.matchAll(/[A-Za-z0-9]+/g)].some((m) => m[0].length >= 3 || m.index > 0 || m.index + m[0].length < t.length);
+        // The pattern has a trigram when a word, padded with two blanks before it and one after it where another character of the term is next to it, has three characters.
+        const has = [...t.matchAll(/[A-Za-z0-9]+/g)].some((m) => m[0].length + (m.index > 0 ? 2 : 0) + (m.index + m[0].length < t.length ? 1 : 0) >= 3);
         if (has) withTrigrams++;
         expect(allTrigramsCommon(t, new Set(trgm))).toBe(has);
       }
@@ -206,14 +217,17 @@ describe('a search leaves the table\'s common trigrams out of its index scan', (
   test.each([
     ['seed1234', ['%d1234%']],
     ['SEED1234', ['%D1234%']],
-    ['seed1234@example.com', ['%d1234%']],
+    // "34 " (the name's end before @) is uncommon too: the run takes the @.
+    ['seed1234@example.com', ['%d1234@%']],
     ['other3123', ['%r3123%']],
     ['example', ['%example%']],
-    ['seed12', ['%seed12%']],
-    ['no such user', ['%such%', '%user%']],
+    // One uncommon trigram (d12) is enough.
+    ['seed12', ['%d12%']],
+    // Each word with its padded edges (no user has them): "no " , "  s" ... "ch ", "  u" ...
+    ['no such user', ['%no %', '%such %', '% user%']],
     ['customer 42', ['%customer 42%']],
     // The run (1234) is in seed1234's name; the term is in none: the per-column test decides.
-    ['1234 seed', ['%1234%']],
+    ['1234 seed', ['%1234 %']],
   ])('search=%s: the rows of the naive query, the index asked for %j', async (term, patterns) => {
     const want = await naive(term);
     const found = await search(term);

@@ -46,7 +46,7 @@ const ROWS_PER_PAGE_UNKNOWN = 20;
 /** The most runs a search's index condition asks for (uncommonRuns). */
 const MAX_RUNS = 4;
 /** The fewest uncommon trigrams a term must keep for its index condition to be narrowed. */
-const MIN_KEPT = 2;
+const MIN_KEPT = 1;
 
 export const SEARCH_TRIGRAM_STATS = 'search_trigram_stats';
 
@@ -196,6 +196,29 @@ export async function sampleCommonTrigrams(db: Knex, table: string, columns: rea
 const WORD = /[A-Za-z0-9]+/g;
 const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 
+/** An ASCII character: a run may take one next to a word (uncommonRuns), never half of a pair of UTF-16 units. */
+const ASCII = /^[\x00-\x7f]$/;
+
+/**
+ * One ASCII word of `s` as pg_trgm pads it within the pattern `%s%`: lower-cased, with two
+ * blanks before it when another character of `s` (not a letter or digit) precedes it, one after
+ * it when such a character follows. At the pattern's ends (the `%`) it has none.
+ */
+function paddedWords(s: string): { start: number; end: number; left: boolean; right: boolean; padded: string }[] {
+  return [...s.matchAll(WORD)].map((m) => {
+    const start = m.index;
+    const end = start + m[0].length;
+    const left = start > 0 && !LETTER_OR_DIGIT.test(s[start - 1]);
+    const right = end < s.length && !LETTER_OR_DIGIT.test(s[end]);
+    return { start, end, left, right, padded: `${left ? '  ' : ''}${m[0].toLowerCase()}${right ? ' ' : ''}` };
+  });
+}
+
+/** The trigrams of a padded word. */
+function trigramsOf(padded: string): string[] {
+  return Array.from({ length: Math.max(0, padded.length - 2) }, (_, i) => padded.slice(i, i + 3));
+}
+
 /**
  * Whether every trigram pg_trgm takes from `%term%` is common in the table (its words' own and,
  * next to another character of the term, their padded edges): such a term is likely common
@@ -205,61 +228,57 @@ const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
  */
 export function allTrigramsCommon(term: string, common: ReadonlySet<string>): boolean {
   if (common.size === 0 || /[^\x00-\x7f]/.test(term)) return false;
-  let seen = 0;
-  for (const m of term.matchAll(WORD)) {
-    const lower = m[0].toLowerCase();
-    const trigrams: string[] = [];
-    if (m.index > 0) trigrams.push(`  ${lower[0]}`, ...(lower.length > 1 ? [` ${lower.slice(0, 2)}`] : []));
-    if (m.index + lower.length < term.length) trigrams.push(`${lower.slice(-2).padStart(2, ' ')} `);
-    for (let i = 0; i + 3 <= lower.length; i++) trigrams.push(lower.slice(i, i + 3));
-    for (const t of trigrams) {
-      if (!common.has(t)) return false;
-      seen++;
-    }
-  }
-  return seen > 0;
+  const trigrams = paddedWords(term).flatMap((w) => trigramsOf(w.padded));
+  return trigrams.length > 0 && trigrams.every((t) => common.has(t));
 }
 
 /**
  * The substrings of `term` for a trigram index condition that leaves out `common` trigrams:
- * each maximal run of uncommon trigrams within a word. pg_trgm takes the trigrams of each word
- * (letters and digits, lower-cased), a word next to another character within the pattern
- * padded with blanks (`pi_4242` gives `pi `, `424` and `242`); a run, searched as `%run%`, has
- * no padding. Only ASCII words are split, so a run never depends on how a collation folds other
- * characters. Undefined when no trigram of the term is common, or when fewer than MIN_KEPT
- * uncommon ones would remain (a condition that loose could hand the heap more rows to recheck
- * than the common trigrams cost): the whole term then, as before. At most MAX_RUNS runs, the
- * longest. Every run is a substring of the term, in its own case, so a row matching the term
- * (ILIKE) matches every run.
+ * each maximal run of uncommon trigrams within a word, as pg_trgm pads it (paddedWords:
+ * `pi_4242` gives `pi `, `  4`, ` 42`, `424` and `242`). A run that takes a padded edge takes
+ * the character next to the word with it (`42@` from `42@example`: `%42@%` gives `42 ` alone),
+ * when that character is ASCII; one that would start on the second blank of the left padding
+ * starts at the word instead (with the character, the common `  4` would come back). Only ASCII
+ * words are split, so a run never depends on how a collation folds other characters. Undefined
+ * when no trigram of the term is common, or when none uncommon would remain: the whole term
+ * then, as before. One uncommon trigram is enough: its candidates cost the heap about a
+ * microsecond each, where intersecting them with the common trigrams' posting lists cost GIN
+ * several (at a million users, `42 customer`, 10,000 candidates and no match: 13 ms asked for
+ * `%42 %`, 48 ms whole). At most MAX_RUNS runs, the longest. Every run is a substring of the
+ * term, in its own case, so a row matching the term (ILIKE) matches every run.
  */
 export function uncommonRuns(term: string, common: ReadonlySet<string>): string[] | undefined {
   if (common.size === 0) return undefined;
   const runs: string[] = [];
   let kept = 0;
   let dropped = 0;
-  for (const m of term.matchAll(WORD)) {
-    const word = m[0];
-    const lower = word.toLowerCase();
-    const end = m.index + word.length;
-    // Padded trigrams (the word's edges next to another character of the term): never in a run.
-    if (m.index > 0 && !LETTER_OR_DIGIT.test(term[m.index - 1])) {
-      if (common.has(`  ${lower[0]}`) || (lower.length > 1 && common.has(` ${lower.slice(0, 2)}`))) dropped++;
-    }
-    if (end < term.length && !LETTER_OR_DIGIT.test(term[end])) {
-      if (common.has(`${lower.slice(-2).padStart(2, ' ')} `)) dropped++;
-    }
-    let start = -1;
-    for (let i = 0; i + 3 <= word.length; i++) {
-      if (common.has(lower.slice(i, i + 3))) {
+  for (const w of paddedWords(term)) {
+    const lp = w.left ? 2 : 0;
+    // The padded edges a run may take: those next to an ASCII character.
+    const leftOk = w.left && ASCII.test(term[w.start - 1]);
+    const rightOk = w.right && ASCII.test(term[w.end]);
+    /** Where in the term padded position p is (a blank: the character next to the word). */
+    const at = (p: number) => (p < lp ? w.start - 1 : p - lp < w.end - w.start ? w.start + p - lp : w.end);
+    const trigrams = trigramsOf(w.padded);
+    let from = -1;
+    const close = (to: number) => {
+      let a = from;
+      from = -1;
+      if (lp && a < 2 && !leftOk) a = 2;
+      else if (lp && a === 1) a = 2;
+      let b = to;
+      if (w.right && b === trigrams.length && !rightOk) b--;
+      if (a >= b) return;
+      runs.push(term.slice(at(a), at(b + 1) + 1));
+      kept += b - a;
+    };
+    for (const [i, t] of trigrams.entries()) {
+      if (common.has(t)) {
         dropped++;
-        if (start >= 0) runs.push(word.slice(start, i + 2));
-        start = -1;
-      } else {
-        kept++;
-        if (start < 0) start = i;
-      }
+        if (from >= 0) close(i);
+      } else if (from < 0) from = i;
     }
-    if (start >= 0) runs.push(word.slice(start));
+    if (from >= 0) close(trigrams.length);
   }
   if (dropped === 0 || kept < MIN_KEPT) return undefined;
   if (runs.length <= MAX_RUNS) return runs;
