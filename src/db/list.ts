@@ -84,8 +84,12 @@ function whereLower(qb: Knex.QueryBuilder, c: ListQuery['conditions'][number]): 
   qb.whereRaw(c.op === 'eq' ? `lower(??) = ${values}` : `lower(??) ${c.op === 'in' ? 'IN' : 'NOT IN'} (${values})`, [c.column, ...c.values]);
 }
 
-/** WHERE conditions of a parsed list query (shared by the page query and the count). */
-export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec): Knex.QueryBuilder {
+/**
+ * WHERE conditions of a parsed list query (shared by the page query and the count).
+ * `byIndex: false` leaves out a search's condition on the trigram index's document: for rows
+ * taken one by one by their ids, where it would only cost its planning and its test.
+ */
+export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec, byIndex = true): Knex.QueryBuilder {
   for (const c of q.conditions) {
     if (c.caseInsensitive) whereLower(qb, c);
     else if (c.op === 'eq') qb.where(c.column, c.values[0]);
@@ -104,7 +108,7 @@ export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec
     // column) narrows the rows; the per-column test then drops matches across a separator.
     // The index scan may be asked for the term's runs of uncommon trigrams only (q.searchRuns):
     // each a substring of the term, so the per-column test below still decides the matches.
-    if (spec.searchable.length > 1) {
+    if (spec.searchable.length > 1 && byIndex) {
       for (const p of q.searchRuns?.map((run) => `%${escapeLike(run)}%`) ?? [pattern]) qb.whereRaw(`${documentSql(spec.searchable)} ILIKE ?`, [...spec.searchable, p]);
     }
     qb.where((w) => {
@@ -441,7 +445,7 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
     const idName = spec.idColumn.slice(spec.idColumn.indexOf('.') + 1);
     const beyond = (qb: Knex.QueryBuilder, col: string) => (after === undefined ? qb : qb.where(col, desc ? '<' : '>', after));
     // Each of the newest ids tested on its own (LATERAL, LIMIT 1: the row by its id, then its joins by theirs). A plain join would let PostgreSQL hash-join the matches of a joined table instead, in proportion to them.
-    const test = matchIds(base()).where(spec.idColumn, db.ref(`${WALK}.${idName}`)).limit(1).toSQL();
+    const test = applyFilters(base(), q, spec, false).clearSelect().select(db.raw('?? AS ??', [spec.idColumn, MATCH_ID])).where(spec.idColumn, db.ref(`${WALK}.${idName}`)).limit(1).toSQL();
     const walk = (n: number) =>
       db
         .select(db.raw('??.?? AS ??', [WALK, idName, MATCH_ID]))
