@@ -425,8 +425,8 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
     if (page.length > 0) page[0][COUNT_COL] = first[0][COUNT_COL];
     return page;
   };
-  /** A search's matches, their ids (as MATCH_ID). */
-  const matchIds = (qb: Knex.QueryBuilder) => applyFilters(qb, q, spec).clearSelect().select(db.raw('?? AS ??', [spec.idColumn, MATCH_ID]));
+  /** A search's matches, their ids (as MATCH_ID); `byIndex`: see applyFilters. */
+  const matchIds = (qb: Knex.QueryBuilder, byIndex = true) => applyFilters(qb, q, spec, byIndex).clearSelect().select(db.raw('?? AS ??', [spec.idColumn, MATCH_ID]));
   /** The rows of `qb` (the list's base) whose ids a CTE holds, with their sort keys, in the page's order. */
   const pageRows = (qb: Knex.QueryBuilder, cte: string) =>
     qb
@@ -445,7 +445,7 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
     const idName = spec.idColumn.slice(spec.idColumn.indexOf('.') + 1);
     const beyond = (qb: Knex.QueryBuilder, col: string) => (after === undefined ? qb : qb.where(col, desc ? '<' : '>', after));
     // Each of the newest ids tested on its own (LATERAL, LIMIT 1: the row by its id, then its joins by theirs). A plain join would let PostgreSQL hash-join the matches of a joined table instead, in proportion to them.
-    const test = applyFilters(base(), q, spec, false).clearSelect().select(db.raw('?? AS ??', [spec.idColumn, MATCH_ID])).where(spec.idColumn, db.ref(`${WALK}.${idName}`)).limit(1).toSQL();
+    const test = matchIds(base(), false).where(spec.idColumn, db.ref(`${WALK}.${idName}`)).limit(1).toSQL();
     const walk = (n: number) =>
       db
         .select(db.raw('??.?? AS ??', [WALK, idName, MATCH_ID]))
