@@ -25,9 +25,10 @@ export interface ListSpec {
   /** SQL expressions matched with ILIKE for `search`. */
   searchable: string[];
   /**
-   * The table the searchable columns (`alias.column`) belong to, when a trigram index covers
-   * them together: a search then leaves the table's common trigrams out of its index scan
-   * (search-trigrams.ts).
+   * The table the searchable columns (`alias.column`) belong to, when it keeps them together
+   * in its `search_doc` column, under a trigram index (migrations/20261207000010_search_documents.ts):
+   * a search then tests that column alone, and leaves the table's common trigrams out of its
+   * index scan (search-trigrams.ts).
    */
   searchTable?: string;
   /** orderby value -> SQL column. */
@@ -84,10 +85,14 @@ function whereLower(qb: Knex.QueryBuilder, c: ListQuery['conditions'][number]): 
   qb.whereRaw(c.op === 'eq' ? `lower(??) = ${values}` : `lower(??) ${c.op === 'in' ? 'IN' : 'NOT IN'} (${values})`, [c.column, ...c.values]);
 }
 
+/** U+001F, which joins a searched table's columns in its `search_doc`. */
+const DOC_SEPARATOR = '\u001f';
+
 /**
  * WHERE conditions of a parsed list query (shared by the page query and the count).
- * `byIndex: false` leaves out a search's condition on the trigram index's document: for rows
- * taken one by one by their ids, where it would only cost its planning and its test.
+ * `byIndex: false` leaves out a search's conditions that only narrow the trigram index scan
+ * (the term's runs): for rows taken one by one by their ids, where they would only cost their
+ * planning and their test.
  */
 export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec, byIndex = true): Knex.QueryBuilder {
   for (const c of q.conditions) {
@@ -104,10 +109,26 @@ export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec
   }
   if (q.search && spec.searchable.length > 0) {
     const pattern = `%${escapeLike(q.search)}%`;
-    // Several columns: one trigram index over all of them (one index scan, not one per
-    // column) narrows the rows; the per-column test then drops matches across a separator.
-    // The index scan may be asked for the term's runs of uncommon trigrams only (q.searchRuns):
-    // each a substring of the term, so the per-column test below still decides the matches.
+    const doc = searchDocOf(spec);
+    if (doc) {
+      // The table's search_doc (migrations/20261207000010_search_documents.ts): its searched
+      // columns joined by U+001F, lowercased, kept by a trigger, under a trigram index. `LIKE`
+      // on it with the pattern lowercased is each column's `ILIKE` (PostgreSQL's ILIKE lowers
+      // both sides the same way), and a term without U+001F matches within one column. The
+      // index scan may be asked for the term's runs of uncommon trigrams (q.searchRuns), each
+      // a substring of the term; the whole term still decides the matches, then through
+      // `coalesce`, which PostgreSQL cannot serve from the index: else it would ask the index
+      // for the whole term's trigrams too, the common ones the runs leave out.
+      const runs = byIndex ? (q.searchRuns ?? []) : [];
+      for (const run of runs) qb.whereRaw('?? LIKE lower(?)', [doc, `%${escapeLike(run)}%`]);
+      qb.whereRaw(runs.length > 0 || !byIndex ? "coalesce(??, '') LIKE lower(?)" : '?? LIKE lower(?)', [doc, pattern]);
+      if (!q.search.includes(DOC_SEPARATOR)) return qb;
+      // A term with the separator could match across two columns: each column decides.
+      return qb.where((w) => {
+        for (const col of spec.searchable) w.orWhere(col, 'ilike', pattern);
+      });
+    }
+    // Several columns of a table without a search_doc: their document, then each column (which drops matches across a separator).
     if (spec.searchable.length > 1 && byIndex) {
       for (const p of q.searchRuns?.map((run) => `%${escapeLike(run)}%`) ?? [pattern]) qb.whereRaw(`${documentSql(spec.searchable)} ILIKE ?`, [...spec.searchable, p]);
     }
@@ -116,6 +137,13 @@ export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec
     });
   }
   return qb;
+}
+
+/** The `search_doc` column (qualified as the list's searched columns are) of a list whose table keeps one; undefined otherwise. */
+function searchDocOf(spec: ListSpec): string | undefined {
+  if (!spec.searchTable || spec.searchable.length < 2) return undefined;
+  const first = spec.searchable[0];
+  return `${first.slice(0, first.indexOf('.'))}.search_doc`;
 }
 
 /** The table a list searches with one trigram index, and the columns (unqualified) that index covers; undefined when it has none. */

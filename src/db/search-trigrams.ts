@@ -5,7 +5,8 @@ import { logger } from '../logger';
  * Which trigrams of a table's searched text are common, so a search leaves them out of its
  * trigram index scan (issue 14).
  *
- * A search is `document ILIKE '%term%'`, served by the table's GIN trigram index: PostgreSQL
+ * A search is `search_doc LIKE lower('%term%')` (the table's searched columns, joined and
+ * lowercased in a column a trigger keeps), served by its GIN trigram index: PostgreSQL
  * intersects the posting lists of the term's trigrams. A trigram that most rows contain (`see`
  * and `eed` when every user name starts with "seed", `com` in e-mail addresses) has a posting
  * tree of about one entry per row; GIN skips through it by descending the tree once per
@@ -13,8 +14,8 @@ import { logger } from '../logger';
  * 577 index pages (12 ms in `EXPLAIN ANALYZE`), where its rarer trigrams alone read 13 (0.5 ms)
  * for the same rows. The index condition is therefore asked for the term's runs of uncommon
  * trigrams (`%d4242%` for "seed4242"): each such run is a substring of the term, so every row
- * matching the term matches it, and the list's per-column `ILIKE '%term%'` (applyFilters)
- * still decides which rows match. The result is the same; only the index's work shrinks.
+ * matching the term matches it, and the whole term (applyFilters) still decides which rows
+ * match. The result is the same; only the index's work shrinks.
  *
  * The common trigrams are measured, not guessed: a sample of the table (at most SAMPLE_ROWS
  * rows, `TABLESAMPLE SYSTEM`) is split into trigrams by pg_trgm's own `show_trgm`, and those
@@ -61,7 +62,7 @@ interface Entry {
 /** Per database handle (tests run several apps in one process), per table. */
 const entries = new WeakMap<Knex, Map<string, Entry>>();
 
-/** The searched text of a table, as its trigram index is built (migrations/20261129000001_list_scale.ts): each column coalesced, joined by U+001F. Bindings: the columns. */
+/** The searched text of a table (its `search_doc` before lowercasing, which pg_trgm's trigrams ignore: migrations/20261207000010_search_documents.ts): each column coalesced, joined by U+001F. Bindings: the columns. */
 export function documentSql(columns: readonly string[]): string {
   return `(${columns.map(() => "coalesce(??, '')").join(' || chr(31) || ')})`;
 }
