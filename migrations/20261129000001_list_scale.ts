@@ -34,7 +34,7 @@ const INDEXED: Record<string, string[]> = {
  * by U+001F), one index scan per search instead of one per column. It replaces the
  * per-column ones.
  */
-const SEARCHED: Record<string, string[]> = {
+export const SEARCHED: Record<string, string[]> = {
   users: ['username', 'email', 'display_name'],
   memberships: ['gateway_subscription_id', 'gateway_customer_id', 'gateway'],
   payments: ['gateway_payment_id', 'gateway'],
