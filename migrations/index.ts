@@ -32,6 +32,7 @@ import * as m20261205000010 from './20261205000010_webhook_deliveries_event_idx'
 import * as m20261205000020 from './20261205000020_membership_lifecycle_deferral';
 import * as m20261206000010 from './20261206000010_search_trigram_stats';
 import * as m20261207000010 from './20261207000010_search_documents';
+import * as m20261207000020 from './20261207000020_customer_search_documents';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -71,6 +72,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261205000020_membership_lifecycle_deferral': m20261205000020,
   '20261206000010_search_trigram_stats': m20261206000010,
   '20261207000010_search_documents': m20261207000010,
+  '20261207000020_customer_search_documents': m20261207000020,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -197,9 +197,9 @@ describe('a search leaves the table\'s common trigrams out of its index scan', (
     // Before the sample: the whole term, and the right rows.
     const before = await search('seed1234');
     expect(before.ids).toEqual(await naive('seed1234'));
-    // One condition, on the table's search_doc.
+    // One condition, on the customer's copy of its user's search_doc.
     expect(before.first.bindings.filter((b) => b === '%seed1234%')).toHaveLength(1);
-    expect(before.first.sql).toMatch(/"u"\."search_doc" LIKE lower\(\$\d+\)/);
+    expect(before.first.sql).toMatch(/"c"\."search_doc" LIKE lower\(\$\d+\)/);
     let row: { trigrams: string[]; sampled_rows: number } | undefined;
     for (let i = 0; i < 100 && !row; i++) {
       row = await ctx.db(SEARCH_TRIGRAM_STATS).where({ tbl: 'users' }).first();
@@ -242,7 +242,7 @@ describe('a search leaves the table\'s common trigrams out of its index scan', (
     expect(doc.at(-1)).toBe(term_);
     const runs = doc.slice(0, -1);
     expect(runs.length > 0 ? runs : [term_]).toEqual(patterns);
-    expect(found.first.sql).toMatch(runs.length > 0 ? /coalesce\("u"\."search_doc", ''\) LIKE lower\(\$\d+\)/ : /"u"\."search_doc" LIKE lower\(\$\d+\)/);
+    expect(found.first.sql).toMatch(runs.length > 0 ? /coalesce\("c"\."search_doc", ''\) LIKE lower\(\$\d+\)/ : /"c"\."search_doc" LIKE lower\(\$\d+\)/);
     expect(found.first.sql).not.toMatch(/ilike/i);
   });
 
@@ -258,12 +258,12 @@ describe('a search leaves the table\'s common trigrams out of its index scan', (
       });
     };
     const pruned = await explain('d1234');
-    expect(pruned).toMatch(/"Index Name":"users_search_doc_trgm"/);
+    expect(pruned).toMatch(/"Index Name":"customers_search_doc_trgm"/);
     expect(pruned).toMatch(/"Index Cond":"\(search_doc ~~ '%d1234%'::text\)"/);
     // The whole term still decides, as a filter the index is not asked for.
     expect(pruned).toMatch(/"Filter":"\(COALESCE\(search_doc, ''::text\) ~~ '%seed1234%'::text\)"/);
     expect(pruned).not.toMatch(/Index Cond[^}]*%seed1234%/);
-    const blocks = (plan: string) => Number(/"Index Name":"users_search_doc_trgm"[^}]*?"Shared Hit Blocks":(\d+)/.exec(plan)?.[1]);
+    const blocks = (plan: string) => Number(/"Index Name":"customers_search_doc_trgm"[^}]*?"Shared Hit Blocks":(\d+)/.exec(plan)?.[1]);
     expect(blocks(pruned)).toBeLessThan(blocks(await explain('seed1234')));
   });
 
@@ -313,6 +313,33 @@ describe('a search leaves the table\'s common trigrams out of its index scan', (
     }
   });
 
+  test("a customer created while its user's text changes in another transaction gets the committed text (the trigger waits for that user)", async () => {
+    const [{ id }] = await ctx.db('users').insert({ username: 'race_trigger', email: 'race@example.com', password_hash: 'x', display_name: 'Before' }).returning('id');
+    const renaming = await ctx.db.transaction();
+    let customerId: number | undefined;
+    try {
+      await renaming('users').where({ id }).update({ display_name: 'After' });
+      // The insert waits on the user's row until the rename commits.
+      let inserted = false;
+      const insert = ctx.db('customers')
+        .insert({ user_id: id })
+        .returning('id')
+        .then(([row]) => {
+          inserted = true;
+          customerId = Number(row.id);
+        });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(inserted).toBe(false);
+      await renaming.commit();
+      await insert;
+      expect((await ctx.db('customers').where({ id: customerId }).first('search_doc')).search_doc).toBe('race_trigger\u001frace@example.com\u001fafter');
+    } finally {
+      if (!renaming.isCompleted()) await renaming.rollback();
+      if (customerId !== undefined) await ctx.db('customers').where({ id: customerId }).delete();
+      await ctx.db('users').where({ id }).delete();
+    }
+  });
+
   test('every list with a searchTable keeps its searched text in search_doc, under a trigram index', async () => {
     const specs: ListSpec[] = [customerListSpec, membershipListSpec, paymentListSpec, siteListSpec, productListSpec, sessionListSpec, projectListSpec, jobListSpec];
     // The app's list of them (what start:api samples) is these.
@@ -332,12 +359,21 @@ describe('a search leaves the table\'s common trigrams out of its index scan', (
       expect(stale.rows[0].n).toBe(0);
       if (table === 'users') expect(stale.rows[0].total).toBeGreaterThanOrEqual(3300);
     }
+    // Customers search their own copy of their user's (customerListSpec.searchDoc), under an index of its own.
+    expect(customerListSpec.searchDoc).toBe('c.search_doc');
+    const { rows } = await ctx.db.raw("SELECT pg_get_indexdef('customers_search_doc_trgm'::regclass) AS def");
+    expect(rows[0].def).toBe('CREATE INDEX customers_search_doc_trgm ON public.customers USING gin (search_doc gin_trgm_ops)');
+    const copies = await ctx.db.raw('SELECT count(*)::int AS total, count(*) FILTER (WHERE c.search_doc IS DISTINCT FROM u.search_doc)::int AS stale FROM customers c JOIN users u ON u.id = c.user_id');
+    expect(copies.rows[0]).toEqual({ total: expect.any(Number), stale: 0 });
+    expect(copies.rows[0].total).toBeGreaterThanOrEqual(3300);
   });
 
-  test('the trigger keeps search_doc on an insert, an update of each column and a direct write; a search is case-insensitive beyond ASCII', async () => {
+  test('the triggers keep search_doc (the user\'s, and its customer\'s copy) on an insert, an update of each column, a change of user and a direct write; a search is case-insensitive beyond ASCII', async () => {
+    // The user's search_doc, checked against its columns; and its customers' copies, against it.
     const docOf = async (id: number) => {
       const row = await ctx.db('users').where({ id }).first('search_doc', ctx.db.raw(`lower(${documentSql(columns)}) AS want`, columns));
       expect(row.search_doc).toBe(row.want);
+      expect(await ctx.db('customers').where({ user_id: id }).pluck('search_doc')).toEqual((await ctx.db('customers').where({ user_id: id })).map(() => row.search_doc));
       return row.search_doc as string;
     };
     const [{ id }] = await ctx.db('users').insert({ username: 'ÉCOLE_Trigger', email: 'Trig@Example.COM', password_hash: 'x', display_name: '' }).returning('id');
@@ -349,8 +385,17 @@ describe('a search leaves the table\'s common trigrams out of its index scan', (
       await ctx.db('users').where({ id }).update({ username: 'Lycée_Trigger' });
       await ctx.db('users').where({ id }).update({ email: 'Other@Example.COM' });
       expect(await docOf(id)).toBe('lycée_trigger\u001fother@example.com\u001fünïcode ñame');
-      // A write of search_doc itself is computed again.
+      // A write of search_doc itself is computed again, the user's and the customer's copy.
       await ctx.db('users').where({ id }).update({ search_doc: 'tampered' });
+      expect(await docOf(id)).toBe('lycée_trigger\u001fother@example.com\u001fünïcode ñame');
+      await ctx.db('customers').where({ id: customer.id }).update({ search_doc: 'tampered' });
+      expect(await docOf(id)).toBe('lycée_trigger\u001fother@example.com\u001fünïcode ñame');
+      // A customer moved to another user takes that user's text.
+      const [{ id: other }] = await ctx.db('users').insert({ username: 'Moved_Trigger', email: 'moved@example.com', password_hash: 'x', display_name: 'M' }).returning('id');
+      await ctx.db('customers').where({ id: customer.id }).update({ user_id: other });
+      expect((await ctx.db('customers').where({ id: customer.id }).first('search_doc')).search_doc).toBe('moved_trigger\u001fmoved@example.com\u001fm');
+      await ctx.db('customers').where({ id: customer.id }).update({ user_id: id });
+      await ctx.db('users').where({ id: other }).delete();
       expect(await docOf(id)).toBe('lycée_trigger\u001fother@example.com\u001fünïcode ñame');
       // Any case, either way, as ILIKE on each column finds it.
       for (const term of ['LYCÉE_TRIG', 'lycée_trig', 'ÜNÏCODE ñame', 'ñ']) {

@@ -13,6 +13,8 @@ export const customerListSpec: ListSpec = {
   dateCreatedColumn: 'c.date_created',
   searchable: ['u.username', 'u.email', 'u.display_name'],
   searchTable: 'users',
+  // Its own copy of the user's search_doc: a search reads customers alone, without the join.
+  searchDoc: 'c.search_doc',
   table: 'customers',
   counted: { table: 'customers' },
   sortable: {

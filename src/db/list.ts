@@ -31,6 +31,12 @@ export interface ListSpec {
    * index scan (search-trigrams.ts).
    */
   searchTable?: string;
+  /**
+   * The qualified column that holds the searched text, lowercased, when it is not the search
+   * table's own `search_doc` (customers keep a copy of their user's:
+   * migrations/20261207000020_customer_search_documents.ts).
+   */
+  searchDoc?: string;
   /** orderby value -> SQL column. */
   sortable: Record<string, string>;
   /**
@@ -139,9 +145,10 @@ export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec
   return qb;
 }
 
-/** The `search_doc` column (qualified as the list's searched columns are) of a list whose table keeps one; undefined otherwise. */
-function searchDocOf(spec: ListSpec): string | undefined {
+/** The `search_doc` column (qualified as the list's searched columns are, unless `searchDoc` names it) of a list whose table keeps one; undefined otherwise. */
+export function searchDocOf(spec: ListSpec): string | undefined {
   if (!spec.searchTable || spec.searchable.length < 2) return undefined;
+  if (spec.searchDoc) return spec.searchDoc;
   const first = spec.searchable[0];
   return `${first.slice(0, first.indexOf('.'))}.search_doc`;
 }
@@ -228,6 +235,7 @@ const MATCH_KEY = 'hf_match_key';
 /** A search's page (searchWalk): the rows from the walk of the newest ids, else from every match in order. */
 const WALKED = 'hf_walked';
 const ORDERED = 'hf_ordered';
+const SORTED = 'hf_sorted';
 const WALK = 'hf_walk';
 const PAGE = 'hf_page';
 const COUNT_CTE = 'hf_count';
@@ -490,7 +498,11 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
       .offset(offset);
     const short = db.raw('(SELECT count(*) FROM ??) < ?', [WALKED, want]);
     // `+ 0`: the matches sorted, never the id index walked again (with LIMIT 21, PostgreSQL would).
-    const ordered = beyond(matchIds(base()), spec.idColumn).where(short).orderByRaw(`?? + 0 ${dir}`, [spec.idColumn]).limit(want).offset(offset);
+    // Gated outside the sort's subquery: inside, the gate kept PostgreSQL from leaving out a
+    // left join the sort does not read (customers' users, whose text the customer's own
+    // search_doc holds), and every match was joined.
+    const sorted = beyond(matchIds(base()), spec.idColumn).orderByRaw(`?? + 0 ${dir}`, [spec.idColumn]).limit(want).offset(offset);
+    const ordered = db.select(MATCH_ID).from(sorted.as(SORTED)).where(short);
     const keys = db
       .select(MATCH_ID)
       .from(WALKED)
