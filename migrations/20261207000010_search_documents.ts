@@ -44,20 +44,27 @@ $fn$`);
         `CREATE TRIGGER ${table}_search_doc BEFORE INSERT OR UPDATE OF ${[...columns, 'search_doc'].join(', ')} ON ${table} FOR EACH ROW EXECUTE FUNCTION hostflow_search_doc_${table}()`,
       );
     });
-    // The rows written before the trigger, a chunk of ids at a time (the trigger computes the value).
-    const { rows } = await knex.raw<{ rows: { lo: string | null; hi: string | null }[] }>(`SELECT min(id) AS lo, max(id) AS hi FROM ${table} WHERE search_doc IS NULL`);
-    const lo = rows[0].lo === null ? null : Number(rows[0].lo);
-    const hi = rows[0].hi === null ? null : Number(rows[0].hi);
-    if (lo !== null && hi !== null) {
-      for (let from = lo; from <= hi; from += FILL_CHUNK) {
-        await knex.raw(`UPDATE ${table} SET search_doc = ${documentOf(columns)} WHERE id >= ? AND id < ? AND search_doc IS NULL`, [from, from + FILL_CHUNK]);
-      }
-    }
+    // The rows written before the trigger (the trigger computes the value).
+    const filled = await fillSearchDocs(knex, table, documentOf(columns));
     await knex.raw(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${table}_search_doc_trgm ON ${table} USING gin (search_doc gin_trgm_ops)`);
     await knex.raw(`DROP INDEX CONCURRENTLY IF EXISTS ${table}_search_trgm`);
     // Statistics of the new column, for the planner's estimate of a search; and, after a fill, the dead rows it left.
-    await knex.raw(lo === null ? `ANALYZE ${table}` : `VACUUM ANALYZE ${table}`);
+    await knex.raw(filled ? `VACUUM ANALYZE ${table}` : `ANALYZE ${table}`);
   }
+}
+
+/**
+ * Sets `search_doc` to `value` (SQL) in `table`'s rows that have none, FILL_CHUNK ids at a time,
+ * each chunk its own transaction (the migration runs outside one). Whether there were any.
+ */
+export async function fillSearchDocs(knex: Knex, table: string, value: string): Promise<boolean> {
+  const { rows } = await knex.raw<{ rows: { lo: string | null; hi: string | null }[] }>(`SELECT min(id) AS lo, max(id) AS hi FROM ${table} WHERE search_doc IS NULL`);
+  if (rows[0].lo === null || rows[0].hi === null) return false;
+  const [lo, hi] = [Number(rows[0].lo), Number(rows[0].hi)];
+  for (let from = lo; from <= hi; from += FILL_CHUNK) {
+    await knex.raw(`UPDATE ${table} SET search_doc = ${value} WHERE id >= ? AND id < ? AND search_doc IS NULL`, [from, from + FILL_CHUNK]);
+  }
+  return true;
 }
 
 export async function down(knex: Knex): Promise<void> {

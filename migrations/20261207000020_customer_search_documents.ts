@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { fillSearchDocs } from './20261207000010_search_documents';
 
 /**
  * A customer's searched text is its user's (user name, e-mail, display name): `customers`
@@ -18,8 +19,6 @@ import type { Knex } from 'knex';
  * ids, the index built CONCURRENTLY): outside a transaction, each step can run again.
  */
 export const config = { transaction: false };
-
-const FILL_CHUNK = 50_000;
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw('ALTER TABLE customers ADD COLUMN IF NOT EXISTS search_doc text');
@@ -43,17 +42,10 @@ $fn$`);
       'CREATE TRIGGER users_customers_search_doc AFTER UPDATE ON users FOR EACH ROW WHEN (OLD.search_doc IS DISTINCT FROM NEW.search_doc) EXECUTE FUNCTION hostflow_search_doc_user_customers()',
     );
   });
-  // The customers there before the triggers, a chunk of ids at a time (the trigger reads the user's text).
-  const { rows } = await knex.raw<{ rows: { lo: string | null; hi: string | null }[] }>('SELECT min(id) AS lo, max(id) AS hi FROM customers WHERE search_doc IS NULL');
-  const lo = rows[0].lo === null ? null : Number(rows[0].lo);
-  const hi = rows[0].hi === null ? null : Number(rows[0].hi);
-  if (lo !== null && hi !== null) {
-    for (let from = lo; from <= hi; from += FILL_CHUNK) {
-      await knex.raw("UPDATE customers SET search_doc = '' WHERE id >= ? AND id < ? AND search_doc IS NULL", [from, from + FILL_CHUNK]);
-    }
-  }
+  // The customers there before the triggers (the trigger reads the user's text in place of this '').
+  const filled = await fillSearchDocs(knex, 'customers', "''");
   await knex.raw('CREATE INDEX CONCURRENTLY IF NOT EXISTS customers_search_doc_trgm ON customers USING gin (search_doc gin_trgm_ops)');
-  await knex.raw(lo === null ? 'ANALYZE customers' : 'VACUUM ANALYZE customers');
+  await knex.raw(filled ? 'VACUUM ANALYZE customers' : 'ANALYZE customers');
 }
 
 export async function down(knex: Knex): Promise<void> {
