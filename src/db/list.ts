@@ -146,7 +146,7 @@ export function applyFilters(qb: Knex.QueryBuilder, q: ListQuery, spec: ListSpec
 }
 
 /** The `search_doc` column (qualified as the list's searched columns are, unless `searchDoc` names it) of a list whose table keeps one; undefined otherwise. */
-export function searchDocOf(spec: ListSpec): string | undefined {
+function searchDocOf(spec: ListSpec): string | undefined {
   if (!spec.searchTable || spec.searchable.length < 2) return undefined;
   if (spec.searchDoc) return spec.searchDoc;
   const first = spec.searchable[0];
