@@ -15,7 +15,8 @@ import { SEARCHED } from './20261129000001_list_scale';
  * Built without holding writes off for long: the column is added without a default (no
  * rewrite), the trigger keeps every row written from then on, the rows already there are filled
  * in chunks of ids (each its own transaction), and the index is built CONCURRENTLY; so this
- * migration runs outside a transaction, and each step can run again. The replaced index is
+ * migration runs outside a transaction, and each step can run again (an index build cut short
+ * is built again: createIndexConcurrently). The replaced index is
  * dropped last: a replica of the code before, still running during a rolling deploy, searches
  * without it until it is replaced.
  */
@@ -46,11 +47,24 @@ $fn$`);
     });
     // The rows written before the trigger (the trigger computes the value).
     const filled = await fillSearchDocs(knex, table, documentOf(columns));
-    await knex.raw(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${table}_search_doc_trgm ON ${table} USING gin (search_doc gin_trgm_ops)`);
+    await createIndexConcurrently(knex, `${table}_search_doc_trgm`, `${table} USING gin (search_doc gin_trgm_ops)`);
     await knex.raw(`DROP INDEX CONCURRENTLY IF EXISTS ${table}_search_trgm`);
     // Statistics of the new column, for the planner's estimate of a search; and, after a fill, the dead rows it left.
     await knex.raw(filled ? `VACUUM ANALYZE ${table}` : `ANALYZE ${table}`);
   }
+}
+
+/**
+ * `CREATE INDEX CONCURRENTLY name ON definition`, unless a valid index of that name exists. A
+ * build cut short (the process killed during a deploy, a lost connection) leaves an invalid
+ * index of that name, which `IF NOT EXISTS` would keep and no query can use: it is dropped
+ * and built again.
+ */
+export async function createIndexConcurrently(knex: Knex, name: string, definition: string): Promise<void> {
+  const { rows } = await knex.raw<{ rows: { valid: boolean }[] }>('SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass(?)', [name]);
+  if (rows[0]?.valid) return;
+  if (rows[0]) await knex.raw(`DROP INDEX CONCURRENTLY IF EXISTS ${name}`);
+  await knex.raw(`CREATE INDEX CONCURRENTLY ${name} ON ${definition}`);
 }
 
 /**

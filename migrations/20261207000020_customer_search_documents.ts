@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { fillSearchDocs } from './20261207000010_search_documents';
+import { createIndexConcurrently, fillSearchDocs } from './20261207000010_search_documents';
 
 /**
  * A customer's searched text is its user's (user name, e-mail, display name): `customers`
@@ -44,7 +44,7 @@ $fn$`);
   });
   // The customers there before the triggers (the trigger reads the user's text in place of this '').
   const filled = await fillSearchDocs(knex, 'customers', "''");
-  await knex.raw('CREATE INDEX CONCURRENTLY IF NOT EXISTS customers_search_doc_trgm ON customers USING gin (search_doc gin_trgm_ops)');
+  await createIndexConcurrently(knex, 'customers_search_doc_trgm', 'customers USING gin (search_doc gin_trgm_ops)');
   await knex.raw(filled ? 'VACUUM ANALYZE customers' : 'ANALYZE customers');
 }
 

@@ -1,6 +1,8 @@
 import crypto from 'node:crypto';
 import pg from 'pg';
 import { migrationSource } from '../migrations';
+import * as searchDocuments from '../migrations/20261207000010_search_documents';
+import * as customerSearchDocuments from '../migrations/20261207000020_customer_search_documents';
 import { createDb, type Db } from '../src/db/knex';
 import { migrateLatest } from '../src/db/migrate';
 
@@ -40,6 +42,25 @@ describe('migrations from several processes', () => {
     expect(rows[0].n).toBe(all.length);
     expect(await migrateLatest(open())).toEqual([]);
   }, 120_000);
+
+  test('an index build cut short (left invalid) is built again when the search_doc migrations run again', async () => {
+    const db = open();
+    await migrateLatest(db);
+    const valid = async (index: string) => (await db.raw('SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = to_regclass(?)', [index])).rows[0]?.valid;
+    for (const index of ['users_search_doc_trgm', 'customers_search_doc_trgm']) {
+      // What a CREATE INDEX CONCURRENTLY interrupted leaves behind: the index, marked invalid.
+      await db.raw('UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass(?)', [index]);
+      expect(await valid(index)).toBe(false);
+    }
+    await searchDocuments.up(db);
+    await customerSearchDocuments.up(db);
+    for (const index of ['users_search_doc_trgm', 'customers_search_doc_trgm']) expect(await valid(index)).toBe(true);
+    // A valid one is kept as it is.
+    const oid = async () => (await db.raw("SELECT to_regclass('users_search_doc_trgm')::oid AS oid")).rows[0].oid;
+    const before = await oid();
+    await searchDocuments.up(db);
+    expect(await oid()).toBe(before);
+  });
 
   test('the knex lock row left held (by a crash or a hand-run knex migrate) ends the wait with how to free it', async () => {
     const db = open();
