@@ -46,7 +46,7 @@ export const SEARCHED: Record<string, string[]> = {
 };
 const REPLACED_TRIGRAM_INDEXES = ['users_username_trgm', 'users_email_trgm', 'users_display_name_trgm', 'sites_title_trgm', 'sites_domain_trgm', 'products_name_trgm'];
 
-const searchDocument = (columns: string[]) => `(${columns.map((c) => `coalesce(${c}, '')`).join(' || chr(31) || ')})`;
+export const searchDocument = (columns: string[]) => `(${columns.map((c) => `coalesce(${c}, '')`).join(' || chr(31) || ')})`;
 
 /** Counted tables -> the columns whose values are counted too (the filters kept exact). */
 export const COUNTED: Record<string, string[]> = {

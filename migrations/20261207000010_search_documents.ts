@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { SEARCHED } from './20261129000001_list_scale';
+import { SEARCHED, searchDocument } from './20261129000001_list_scale';
 
 /**
  * Each searched table keeps its searched text in a column, `search_doc`: its searched columns,
@@ -28,7 +28,8 @@ export const SEARCH_DOCUMENTS: Readonly<Record<string, string[]>> = SEARCHED;
 /** Ids filled per statement: about a second's work each on a table of a million rows. */
 const FILL_CHUNK = 50_000;
 
-const documentOf = (columns: string[], row = '') => `lower(${columns.map((c) => `coalesce(${row}${c}, '')`).join(' || chr(31) || ')})`;
+/** The expression list_scale indexed, over `row`'s columns (`NEW.` in the trigger), lowercased. */
+const documentOf = (columns: string[], row = '') => `lower${searchDocument(columns.map((c) => `${row}${c}`))}`;
 
 export async function up(knex: Knex): Promise<void> {
   for (const [table, columns] of Object.entries(SEARCH_DOCUMENTS)) {
@@ -83,8 +84,7 @@ export async function fillSearchDocs(knex: Knex, table: string, value: string): 
 
 export async function down(knex: Knex): Promise<void> {
   for (const [table, columns] of Object.entries(SEARCH_DOCUMENTS)) {
-    const expression = `(${columns.map((c) => `coalesce(${c}, '')`).join(' || chr(31) || ')})`;
-    await knex.raw(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${table}_search_trgm ON ${table} USING gin (${expression} gin_trgm_ops)`);
+    await knex.raw(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${table}_search_trgm ON ${table} USING gin (${searchDocument(columns)} gin_trgm_ops)`);
     await knex.raw(`DROP INDEX CONCURRENTLY IF EXISTS ${table}_search_doc_trgm`);
     await knex.raw(`DROP TRIGGER IF EXISTS ${table}_search_doc ON ${table}`);
     await knex.raw(`DROP FUNCTION IF EXISTS hostflow_search_doc_${table}()`);
