@@ -33,6 +33,7 @@ import * as m20261205000020 from './20261205000020_membership_lifecycle_deferral
 import * as m20261206000010 from './20261206000010_search_trigram_stats';
 import * as m20261207000010 from './20261207000010_search_documents';
 import * as m20261207000020 from './20261207000020_customer_search_documents';
+import * as m20261208000010 from './20261208000010_id_bounds';
 
 /**
  * Every migration, in order. Listed in code (not read from a folder) so the same list works
@@ -73,6 +74,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '20261206000010_search_trigram_stats': m20261206000010,
   '20261207000010_search_documents': m20261207000010,
   '20261207000020_customer_search_documents': m20261207000020,
+  '20261208000010_id_bounds': m20261208000010,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

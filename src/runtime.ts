@@ -10,6 +10,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { createApp } from './app';
 import type { Config } from './config';
+import { startIdBoundsFolding } from './db/id-bounds';
 import { createDb, type Db } from './db/knex';
 import { migrateLatest } from './db/migrate';
 import { warmSearchTrigrams } from './db/search-trigrams';
@@ -82,9 +83,12 @@ export async function startHttp(config: Config, db: Db, settings: SettingsStore,
   });
   // The searched tables' common trigrams, read (and sampled when stale) before the first search.
   void warmSearchTrigrams(db, app.locals.searchTables);
+  // The hours' id bounds that date ranges start their pages from, folded now and then.
+  const stopFolding = startIdBoundsFolding(db);
   return {
     server,
     async close() {
+      stopFolding();
       await app.locals.chat.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

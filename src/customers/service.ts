@@ -16,6 +16,7 @@ export const customerListSpec: ListSpec = {
   // Its own copy of the user's search_doc: a search reads customers alone, without the join.
   searchDoc: 'c.search_doc',
   table: 'customers',
+  idBounds: 'customers',
   counted: { table: 'customers' },
   sortable: {
     id: 'c.id',

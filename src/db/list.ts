@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { DomainError } from './domain-error';
+import { hourOf, hourStart, hoursBound } from './id-bounds';
 import { foldWhenMany, rowCountStatement } from './row-counts';
 import { allTrigramsCommon, commonTrigrams, documentSql, uncommonRuns } from './search-trigrams';
 
@@ -59,6 +60,12 @@ export interface ListSpec {
    * a cursor (runList's searchWalk and walkedOrSorted).
    */
   table?: string;
+  /**
+   * The table whose `id_bounds` rows bound its ids by the hour of `dateCreatedColumn`
+   * (migrations/20261208000010_id_bounds.ts): a date range ordered by id then finds where its
+   * page starts from them (runList's datePage) instead of from every index entry of the range.
+   */
+  idBounds?: string;
 }
 
 export interface ListQuery {
@@ -339,6 +346,29 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
    * the range). Each branch is gated by conditions PostgreSQL checks once, before running it,
    * and only as far as needed. The page's rows are then read by id, with the count.
    */
+  /**
+   * datePage's first id of the range in the page's order, for a table with `id_bounds`: not
+   * the range's greatest (or least) id, which is an aggregate over its index entries, but a
+   * bound of it at the cost of an hour of them. Descending: the greatest `max_id` of the range's
+   * hours before the one `before` falls in, or the greatest id of the range's rows in that last,
+   * partial hour (`edge`: the exact aggregate, over that hour's rows alone), whichever is
+   * greater. Ascending, the same from the other end. Every row of the range is then on this
+   * side of it (its hour's rows bound its id), and so is the page: the second window from it
+   * holds the page whenever the range's first rows are within the window of it, as they are
+   * from the range's own first id (a bound wider than that only sends the page to its last
+   * strategy, the range's sorted ids).
+   */
+  const boundedAnchor = (table: string, edge: () => Knex.QueryBuilder) => {
+    const col = spec.dateCreatedColumn;
+    if (desc) {
+      const last = hourOf(q.dateBefore!);
+      const whole = hoursBound(db, table, 'max', q.dateAfter && hourOf(q.dateAfter), last - 1);
+      return db.select(db.raw('greatest(?, ?) AS ??', [whole, edge().where(col, '>=', hourStart(last)), ANCHOR_ID]));
+    }
+    const first = hourOf(q.dateAfter!);
+    const whole = hoursBound(db, table, 'min', first + 1, q.dateBefore && hourOf(q.dateBefore));
+    return db.select(db.raw('least(?, ?) AS ??', [whole, edge().where(col, '<', hourStart(first + 1)), ANCHOR_ID]));
+  };
   const datePage = (part?: (qb: Knex.QueryBuilder) => void) => {
     const window = String(DATE_WINDOW_PER_ROW * want);
     // Only a range bounded on the side the page starts from (`before` read newest first, `after` oldest first) has a first id away from the list's: without that bound, the second window would be the first again, and its two CTEs cost the statement's planning about half a millisecond.
@@ -357,7 +387,8 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
       .offset(offset);
     const enough = (cte: string, cmp: '>=' | '<') => db.raw(`(SELECT count(*) FROM ??) ${cmp} ?`, [cte, want]);
     // `+ 0`: computed from the range's index, not read off the id index (which PostgreSQL would walk from the list's end).
-    const anchor = ids().clearSelect().select(db.raw(`${desc ? 'max' : 'min'}(?? + 0) AS ??`, [spec.idColumn, ANCHOR_ID]));
+    const firstId = (qb: Knex.QueryBuilder) => qb.clearSelect().select(db.raw(`${desc ? 'max' : 'min'}(?? + 0) AS ??`, [spec.idColumn, ANCHOR_ID]));
+    const anchor = spec.idBounds && anchoring ? boundedAnchor(spec.idBounds, () => firstId(ids())) : firstId(ids());
     const anchorId = db.raw('(SELECT ?? FROM ??)', [ANCHOR_ID, ANCHOR]);
     const anchored = ids()
       .where(spec.idColumn, desc ? '<=' : '>=', anchorId)

@@ -16,6 +16,7 @@ export const membershipListSpec: ListSpec = {
   searchable: ['t.gateway_subscription_id', 't.gateway_customer_id', 't.gateway'],
   searchTable: 'memberships',
   table: 'memberships',
+  idBounds: 'memberships',
   counted: { table: 'memberships', by: { 't.status': 'status' } },
   sortable: {
     id: 't.id',

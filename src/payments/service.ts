@@ -15,6 +15,7 @@ export const paymentListSpec: ListSpec = {
   searchable: ['t.gateway_payment_id', 't.gateway'],
   searchTable: 'payments',
   table: 'payments',
+  idBounds: 'payments',
   counted: { table: 'payments', by: { 't.status': 'status' } },
   sortable: {
     id: 't.id',

@@ -13,6 +13,7 @@ export const siteListSpec: ListSpec = {
   searchable: ['t.title', 't.domain', 't.description'],
   searchTable: 'sites',
   table: 'sites',
+  idBounds: 'sites',
   counted: { table: 'sites', by: { 't.type': 'type' } },
   sortable: {
     id: 't.id',
