@@ -164,15 +164,16 @@ describe('id_bounds: where a date range ordered by id starts', () => {
   });
 
   test('a range whose ids follow its dates: its page from the bounds, reading an hour of the range at most', async () => {
-    // Each range over 300 ids (the window, 5 a page) from the list's first id in its order, so the window falls short.
+    // Two ranges over 300 ids (the window, 5 a page) from the list's first id in their order, where the first window would fall short.
     // Descending, hours 33 to 100 (ids 200 to 600): its last hour is in it at its first instant only (id 600).
     // Ascending, hours 100 to 166 (ids 600 to 1,000): its first hour whole (ids 600 to 605).
-    const ranges = { desc: [at(200), at(600)], asc: [at(600), at(1000)] };
-    for (const order of ['desc', 'asc'] as const) {
-      const [after, before] = ranges[order];
+    // And one of the newest rows, where it would not.
+    const ranges = [['desc', at(200), at(600)], ['asc', at(600), at(1000)], ['desc', at(1000), at(1195)]] as const;
+    for (const [order, after, before] of ranges) {
       const { ids, ctes } = await statementOf(order, after, before);
       expect(ids).toEqual((await naive(order, after, before)).slice(0, 5));
-      // The second window, from the bound; the range's sorted ids never.
+      // The window from the bound, alone (no first window from the list's first id); the range's sorted ids never.
+      expect(ctes.has('hf_window')).toBe(false);
       expect(ctes.get('hf_anchor')?.loops).toBe(1);
       expect(ctes.get('hf_ranged')?.loops).toBe(0);
       // Its first id: the whole hours' bounds, and the range's rows of its partial hour alone (one here, at most six).

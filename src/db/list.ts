@@ -398,18 +398,33 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
       .offset(offset);
     const ranged = ids().orderByRaw(`?? + 0 ${dir}`, [spec.idColumn]).limit(want).offset(offset);
     // Each part a CTE of its own: a CTE is run only as far as it is read, and PostgreSQL plans each apart (inside the UNION, the ranged part's sort lost its LIMIT).
-    const keys = db.select(MATCH_ID).from(WINDOW).where(enough(WINDOW, '>='));
-    const statement = base().withMaterialized(WINDOW, windowed);
-    if (anchoring) {
-      keys.unionAll((qb) => void qb.select(MATCH_ID).from(ANCHORED).where(enough(WINDOW, '<')).where(enough(ANCHORED, '>=')), true);
-      statement.withMaterialized(ANCHOR, anchor).withMaterialized(ANCHORED, anchored);
+    // From the hours' id bounds, without a cursor, the second window is tried alone: the bound is
+    // the range's first id or past it, and no further than the list's own first id unless the
+    // table's newest rows were deleted, so where the first window would hold the page, this one
+    // does (and reading the first cost the old ranges' statements a walk of its ids for nothing).
+    const fromBounds = spec.idBounds !== undefined && anchoring && !cursor;
+    const statement = base();
+    const tried: string[] = [];
+    if (!fromBounds) {
+      statement.withMaterialized(WINDOW, windowed);
+      tried.push(WINDOW);
     }
-    keys.unionAll((qb) => {
-      qb.select(MATCH_ID).from(RANGED).where(enough(WINDOW, '<'));
-      if (anchoring) qb.where(enough(ANCHORED, '<'));
-    }, true);
+    if (anchoring) {
+      statement.withMaterialized(ANCHOR, anchor).withMaterialized(ANCHORED, anchored);
+      tried.push(ANCHORED);
+    }
+    statement.withMaterialized(RANGED, ranged);
+    // Each in turn, when those before it fell short: a window when it holds the page, else the range's sorted ids.
+    const parts = [...tried, RANGED];
+    const branch = (qb: Knex.QueryBuilder, i: number) => {
+      qb.select(MATCH_ID).from(parts[i]);
+      for (const shorter of parts.slice(0, i)) qb.where(enough(shorter, '<'));
+      if (i < parts.length - 1) qb.where(enough(parts[i], '>='));
+    };
+    const keys = db.queryBuilder();
+    branch(keys, 0);
+    for (let i = 1; i < parts.length; i++) keys.unionAll((qb) => void branch(qb, i), true);
     return statement
-      .withMaterialized(RANGED, ranged)
       .with(MATCHES, keys)
       .select(db.raw('??::text AS ??', [q.orderColumn, SORT_KEY]), db.raw('??::text AS ??', [spec.idColumn, SORT_ID]), db.raw(`(${countStmt!.sql}) AS ??`, [...countStmt!.bindings, COUNT_COL]))
       .whereIn(spec.idColumn, (sub) => void sub.select(MATCH_ID).from(MATCHES))
