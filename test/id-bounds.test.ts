@@ -1,6 +1,6 @@
 import { HOUR_OF, ID_BOUNDED } from '../migrations/20261208000010_id_bounds';
 import { customerListSpec } from '../src/customers/service';
-import { foldIdBounds, hourOf } from '../src/db/id-bounds';
+import { foldIdBounds, hourOf, startIdBoundsFolding } from '../src/db/id-bounds';
 import { runList, type ListSpec } from '../src/db/list';
 import { parseListQuery } from '../src/http/list';
 import { membershipListSpec } from '../src/memberships/service';
@@ -161,6 +161,31 @@ describe('id_bounds: where a date range ordered by id starts', () => {
     expect(n).toBe(hours);
     expect(await foldIdBounds(ctx.db)).toBe(0);
     expect(await unbounded('customers')).toEqual([]);
+  });
+
+  test('the fold timer (startIdBoundsFolding, which startHttp runs) folds, and stops when told', async () => {
+    const hour = hourOf(new Date('2032-02-02T02:02:00Z'));
+    const rowsOfHour = async () => Number((await ctx.db('id_bounds').where({ tbl: 'customers', bucket: hour }).count({ n: '*' }))[0].n);
+    const insertOne = async (i: number) => {
+      await ctx.db.raw(`INSERT INTO users (username, email, password_hash) VALUES (?, ?, 'x')`, [`boundtimer${i}`, `boundtimer${i}@example.com`]);
+      await ctx.db.raw(`INSERT INTO customers (user_id, date_created) SELECT id, '2032-02-02T02:02:00Z' FROM users WHERE username = ?`, [`boundtimer${i}`]);
+    };
+    await insertOne(0);
+    await insertOne(1);
+    expect(await rowsOfHour()).toBe(2);
+    const stop = startIdBoundsFolding(ctx.db, 20);
+    try {
+      for (let waited = 0; (await rowsOfHour()) > 1; waited += 20) {
+        if (waited > 5000) throw new Error('no fold within 5 s');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      stop();
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    await insertOne(2);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await rowsOfHour()).toBe(2);
   });
 
   test('a range whose ids follow its dates: its page from the bounds, reading an hour of the range at most', async () => {
