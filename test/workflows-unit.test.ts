@@ -527,14 +527,37 @@ describe('membershipLifecycle (bounded history, charge outcomes)', () => {
         const workflowId = wid('lifecycle');
         const handle = await env.client.workflow.start(membershipLifecycle, { taskQueue, workflowId, args: [{ membershipId: 1 }] });
         try {
+          // Signals the server took and never handed to the worker (see below): at most two.
+          let undelivered = 0;
           for (let i = 0; i < 230; i++) {
             await handle.signal(membershipChangedSignal);
-            // One at a time: each wakes the sleep (a burst would be one wake-up). A wake-up lost
-            // for good never comes; one late under a full suite's load comes within the two
-            // minutes, and is reported (in two full runs, one read missed a 30 s wait; alone, or
-            // with the cores kept busy, none took 5 s: the cause is not known).
+            // One at a time: each wakes the sleep (a burst would be one wake-up). A read late
+            // under a full suite's load is reported. In about one full run of four, one read
+            // never came, even in two minutes (alone, or with the cores kept busy, none took 5 s).
             const t0 = Date.now();
-            await until(async () => reads > i + 1, 120_000);
+            const woke = () => until(async () => reads > i + 1, 120_000 - (Date.now() - t0));
+            try {
+              await until(async () => reads > i + 1, 15_000);
+            } catch {
+              // Which side has it: a workflow task started after the signal means the worker had
+              // it, and the read is the workflow's to make (wait on, and fail if it never comes).
+              // Otherwise the server still holds it (a signal that comes while a workflow task is
+              // open is written to the history when that task completes) or never handed it over
+              // (the time-skipping test server, not the workflow): it is sent again, which at
+              // worst wakes the workflow once more.
+              const events = (await env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+              const signalled = events.map((e) => Boolean(e.workflowExecutionSignaledEventAttributes)).lastIndexOf(true);
+              const handedOver = signalled >= 0 && events.slice(signalled + 1).some((e) => e.workflowTaskStartedEventAttributes);
+              const where = signalled >= 0 ? `its last signal is event ${signalled + 1} of ${events.length}` : `none of its ${events.length} events is a signal`;
+              process.stderr.write(
+                `membershipLifecycle test: read ${i} not within 15 s; in the run's history ${where}${handedOver ? ', and a workflow task started after it' : signalled >= 0 ? ', and no workflow task started after it: sent again' : ': sent again'}\n`,
+              );
+              if (!handedOver) {
+                expect(++undelivered).toBeLessThanOrEqual(2);
+                await handle.signal(membershipChangedSignal);
+              }
+              await woke();
+            }
             if (Date.now() - t0 > 5_000) process.stderr.write(`membershipLifecycle test: read ${i} came after ${Date.now() - t0} ms\n`);
           }
           const first = await env.client.workflow.getHandle(workflowId, handle.firstExecutionRunId).fetchHistory();
