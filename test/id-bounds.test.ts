@@ -7,6 +7,7 @@ import { membershipListSpec } from '../src/memberships/service';
 import { paymentListSpec } from '../src/payments/service';
 import { siteListSpec } from '../src/sites/service';
 import { BASE, createTestContext, type TestContext } from './helpers';
+import { pagesBothWays } from './link-pages';
 
 /**
  * `id_bounds` (migrations/20261208000010_id_bounds.ts): the hours' bounds of the ids created in
@@ -17,8 +18,6 @@ describe('id_bounds: where a date range ordered by id starts', () => {
   let ctx: TestContext;
   const N = 1200;
   const get = (query: Record<string, unknown>) => ctx.http.get(`${BASE}/customers`).set('Authorization', ctx.basic).query(query);
-  const follow = (url: string) => ctx.http.get(url.replace(/^https?:\/\/[^/]+/, '')).set('Authorization', ctx.basic);
-  const linkOf = (link: string | undefined, rel: 'next' | 'prev') => new RegExp(`<([^>]+)>; rel="${rel}"`).exec(link ?? '')?.[1];
   const at = (id: number) => new Date(Date.UTC(2020, 0, 1) + id * 600_000).toISOString();
 
   /** Every row of `table` whose hour's rows do not bound its id (none, when the bounds hold). */
@@ -39,24 +38,11 @@ describe('id_bounds: where a date range ordered by id starts', () => {
     return (await qb.pluck('id')).map(Number);
   };
 
-  /** Every page through rel="next", then back through rel="prev", and page 3 by `page=N`: each as the naive query has it. */
+  /** Every page through rel="next", then back through rel="prev" (pagesBothWays), and page 3 by `page=N`: each as the naive query has it. */
   const pagesAgree = async (order: 'asc' | 'desc', after?: string, before?: string) => {
     const expected = await naive(order, after, before);
     const range = { ...(after && { 'date_created[after]': after }), ...(before && { 'date_created[before]': before }) };
-    const pages: number[][] = [];
-    let res = await get({ per_page: 5, order, ...range });
-    for (;;) {
-      expect(res.status).toBe(200);
-      pages.push(res.body.map((c: { id: number }) => c.id));
-      const next = linkOf(res.headers.link, 'next');
-      if (!next) break;
-      res = await follow(next);
-    }
-    expect(pages.flat()).toEqual(expected);
-    for (let i = pages.length - 2; i >= 0; i--) {
-      res = await follow(linkOf(res.headers.link, 'prev')!);
-      expect(res.body.map((c: { id: number }) => c.id)).toEqual(pages[i]);
-    }
+    expect((await pagesBothWays(ctx, await get({ per_page: 5, order, ...range }))).flat()).toEqual(expected);
     const third = await get({ per_page: 5, page: 3, order, ...range });
     expect(third.body.map((c: { id: number }) => c.id)).toEqual(expected.slice(10, 15));
   };
