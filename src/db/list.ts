@@ -332,21 +332,6 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
     return found;
   };
   /**
-   * A date range ordered by id, in ONE statement. PostgreSQL, knowing nothing of how ids
-   * follow dates, would walk the id index from the newest row and skip every row newer than
-   * the range. So, in a CTE, a bounded window of ids first: from where the page starts (the
-   * cursor, else the list's first id) over DATE_WINDOW_PER_ROW ids a row. When the page is all
-   * there (a recent range, or a page after a cursor in a range whose dates follow its ids) the
-   * window's rows are the page: none of the range's rows outside the window can come first.
-   * When it falls short (an older range, bounded on the side the page starts from), the
-   * range's first id in the page's order (`max(id + 0)` descending: an aggregate over the
-   * range's index, no sort) anchors a second window of the same width, read off the id index:
-   * in a range whose dates follow its ids, the page is there, for half the cost of sorting the
-   * range's ids. Only when that falls short too are the range's ids sorted (in proportion to
-   * the range). Each branch is gated by conditions PostgreSQL checks once, before running it,
-   * and only as far as needed. The page's rows are then read by id, with the count.
-   */
-  /**
    * datePage's first id of the range in the page's order, for a table with `id_bounds`: not
    * the range's greatest (or least) id, which is an aggregate over its index entries, but a
    * bound of it at the cost of an hour of them. Descending: the greatest `max_id` of the range's
@@ -369,6 +354,24 @@ export async function runList<T>(db: Knex, base: () => Knex.QueryBuilder, q: Lis
     const whole = hoursBound(db, table, 'min', first + 1, q.dateBefore && hourOf(q.dateBefore));
     return db.select(db.raw('least(?, ?) AS ??', [whole, edge().where(col, '<', hourStart(first + 1)), ANCHOR_ID]));
   };
+  /**
+   * A date range ordered by id, in ONE statement. PostgreSQL, knowing nothing of how ids
+   * follow dates, would walk the id index from the newest row and skip every row newer than
+   * the range. So, in a CTE, a bounded window of ids first: from where the page starts (the
+   * cursor, else the list's first id) over DATE_WINDOW_PER_ROW ids a row. When the page is all
+   * there (a recent range, or a page after a cursor in a range whose dates follow its ids) the
+   * window's rows are the page: none of the range's rows outside the window can come first.
+   * When it falls short (an older range, bounded on the side the page starts from), the
+   * range's first id in the page's order anchors a second window of the same width, read off
+   * the id index: in a range whose dates follow its ids, the page is there. That first id is
+   * found from the hours' id bounds for a table that keeps them (boundedAnchor: an hour of the
+   * range's index entries at most; the second window is then tried alone without a cursor),
+   * else as `max(id + 0)` descending (an aggregate over the range's index, no sort: half the
+   * cost of sorting the range's ids). Only when that falls short too are the range's ids
+   * sorted (in proportion to the range). Each branch is gated by conditions PostgreSQL checks
+   * once, before running it, and only as far as needed. The page's rows are then read by id,
+   * with the count.
+   */
   const datePage = (part?: (qb: Knex.QueryBuilder) => void) => {
     const window = String(DATE_WINDOW_PER_ROW * want);
     // Only a range bounded on the side the page starts from (`before` read newest first, `after` oldest first) has a first id away from the list's: without that bound, the second window would be the first again, and its two CTEs cost the statement's planning about half a millisecond.
