@@ -15,13 +15,21 @@
  * request over all rounds, the median of the per-round ratios to the first build, the rate,
  * and the mean latency (callers / rate, in µs: autocannon's percentiles are whole
  * milliseconds). Writes no file.
+ *
+ * AB_SHAPES: list shapes at scale instead (a regular expression on bench:scale's "resource
+ * shape", e.g. `date_created|search`): the database is seeded as `npm run bench:scale` seeds it
+ * (BENCH_ROWS per resource, a million by default), the builds sample the searched tables as
+ * they start, and each shape is a scenario of 8 callers (AB_CONNECTIONS), with its p50 and p99
+ * (means over the rounds) printed beside the CPU. The deep page through Link and GET one at
+ * random ids are not among them.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort } from '../src/infra/temporal-server';
 import { nodeFlagsOf, ROOT, serviceEnv, startNode, type Child } from './processes';
-import { benchLog, cannon, hostflowTarget, runCleanup, scenarios, seed, startBenchEnv, type Step, type Target } from './run';
+import { benchLog, cannon, hostflowTarget, runCleanup, scenarios, seed, startBenchEnv, type BenchContext, type Scenario, type Step, type Target } from './run';
+import { RESOURCES, searchesSampled, seed as seedScale, shapesOf } from './scale';
 
 /** User + system CPU of a process so far, in microseconds (Linux /proc; USER_HZ 100). */
 function cpuUs(pid: number): number {
@@ -44,12 +52,20 @@ async function main(): Promise<void> {
     const seconds = Number(process.env.AB_SECONDS ?? 1.5);
     const warm = Number(process.env.AB_WARM ?? 0.5);
 
-    const { config } = await startBenchEnv({ cleanup, log, tag: `ab${process.pid.toString(36)}${Date.now().toString(36)}` });
+    const atScale = process.env.AB_SHAPES ? new RegExp(process.env.AB_SHAPES) : undefined;
+
+    const { config, db } = await startBenchEnv({ cleanup, log, tag: `ab${process.pid.toString(36)}${Date.now().toString(36)}` });
     const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: 2 });
     cleanup.push(['pg pool', () => pool.end()]);
-    const customerIds = await seed(pool, 10_000);
-    const { rows: products } = await pool.query<{ id: number }>('select id from products order by id');
-    const ctx = { customerIds, productIds: products.map((p) => Number(p.id)) };
+    let ctx: BenchContext = { customerIds: [], productIds: [] };
+    if (atScale) {
+      log('seeding as bench:scale does');
+      await seedScale(pool, log);
+    } else {
+      const customerIds = await seed(pool, 10_000);
+      const { rows: products } = await pool.query<{ id: number }>('select id from products order by id');
+      ctx = { customerIds, productIds: products.map((p) => Number(p.id)) };
+    }
 
     const targets: (Target & { label: string; child: Child })[] = [];
     for (const [i, dist] of dists.entries()) {
@@ -61,12 +77,19 @@ async function main(): Promise<void> {
     }
 
     const callers = process.env.AB_CONNECTIONS ? Number(process.env.AB_CONNECTIONS) : undefined;
-    const selected = scenarios.filter((s) => only.includes(s.name)).map((s) => (callers ? { ...s, connections: callers } : s));
+    let selected: Scenario[];
+    if (atScale) {
+      await searchesSampled(pool, log);
+      selected = RESOURCES.flatMap((r) => shapesOf(r, db))
+        .filter((s) => atScale.test(`${s.resource} ${s.name}`))
+        .map((s) => ({ name: `${s.resource} ${s.name}`, method: 'GET' as const, path: () => s.url, connections: callers ?? 8, duration: seconds }));
+      if (selected.length === 0) throw new Error(`AB_SHAPES: no shape of bench:scale matches ${atScale}`);
+    } else selected = scenarios.filter((s) => only.includes(s.name)).map((s) => (callers ? { ...s, connections: callers } : s));
     // The JIT warm: every scenario on every build first.
     for (const s of selected) for (const t of targets) await cannon(t, s, ctx, 2, true);
     const lines: string[] = [];
     for (const s of selected) {
-      const acc = targets.map(() => ({ cpu: 0, requests: 0, perRound: [] as number[] }));
+      const acc = targets.map(() => ({ cpu: 0, requests: 0, perRound: [] as number[], p50: 0, p99: 0 }));
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? targets.map((_, i) => i) : targets.map((_, i) => targets.length - 1 - i);
         for (const i of order) {
@@ -78,12 +101,14 @@ async function main(): Promise<void> {
           acc[i].cpu += used;
           acc[i].requests += m.requests;
           acc[i].perRound.push(used / m.requests);
+          acc[i].p50 += m.p50 / rounds;
+          acc[i].p99 += m.p99 / rounds;
         }
       }
       for (const [i, t] of targets.entries()) {
         const ratio = median(acc[i].perRound.map((v, r) => v / acc[0].perRound[r]));
         const rate = acc[i].requests / rounds / seconds;
-        const line = `${s.name}: ${t.label}: ${(acc[i].cpu / acc[i].requests).toFixed(0)} CPU µs/req, ${rate.toFixed(0)} req/s, median per-round ratio to ${dists[0]} ${ratio.toFixed(2)}, mean latency ${((s.connections / rate) * 1e6).toFixed(0)} µs`;
+        const line = `${s.name}: ${t.label}: ${(acc[i].cpu / acc[i].requests).toFixed(0)} CPU µs/req, ${rate.toFixed(0)} req/s, median per-round ratio to ${dists[0]} ${ratio.toFixed(2)}, mean latency ${((s.connections / rate) * 1e6).toFixed(0)} µs${atScale ? `, p50 ${acc[i].p50.toFixed(1)} / p99 ${acc[i].p99.toFixed(1)} ms` : ''}`;
         log(line);
         lines.push(line);
       }

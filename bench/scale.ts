@@ -204,6 +204,22 @@ export function shapesOf(r: Resource, db: Knex): Shape[] {
   });
 }
 
+/**
+ * Until the API has sampled the searched tables' common trigrams, which it does when it starts
+ * (src/db/search-trigrams.ts): searches are measured after that, as a running API answers them
+ * (a sample is taken again every 6 hours, by one replica).
+ */
+export async function searchesSampled(pool: pg.Pool, log: Log): Promise<void> {
+  const searched = RESOURCES.map((r) => searchTableOf(r.spec)?.table).filter((t) => t !== undefined);
+  for (let waited = 0; ; waited += 250) {
+    const { rows: sampled } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM search_trigram_stats WHERE tbl = ANY($1)', [searched]);
+    if (sampled[0].n === searched.length) break;
+    if (waited > 120_000) throw new Error(`the API did not sample ${searched.join(', ')} in 2 minutes`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  log(`searched tables sampled (${searched.join(', ')})`);
+}
+
 // ---- the bare server ------------------------------------------------------------------------
 
 /** Requests a server is still answering (a load run's last ones outlive it: a naive count(*) takes seconds). */
@@ -339,16 +355,7 @@ async function main(): Promise<void> {
 
     const api = await startApiProcess(config, log);
     cleanup.push(['api process', () => api.stop()]);
-    // The API samples the searched tables' common trigrams when it starts (src/db/search-trigrams.ts):
-    // measured after that, as a running API answers (a sample is taken again every 6 hours, by one replica).
-    const searched = RESOURCES.map((r) => searchTableOf(r.spec)?.table).filter((t) => t !== undefined);
-    for (let waited = 0; ; waited += 250) {
-      const { rows: sampled } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM search_trigram_stats WHERE tbl = ANY($1)', [searched]);
-      if (sampled[0].n === searched.length) break;
-      if (waited > 120_000) throw new Error(`the API did not sample ${searched.join(', ')} in 2 minutes`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    log(`searched tables sampled (${searched.join(', ')})`);
+    await searchesSampled(pool, log);
     const { root, headers } = hostflowTarget(config);
 
     const shapes: Shape[] = [];
