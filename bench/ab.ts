@@ -29,7 +29,7 @@ import pg from 'pg';
 import { freePort } from '../src/infra/temporal-server';
 import { nodeFlagsOf, ROOT, serviceEnv, startNode, type Child } from './processes';
 import { benchLog, cannon, hostflowTarget, runCleanup, scenarios, seed, startBenchEnv, type BenchContext, type Scenario, type Step, type Target } from './run';
-import { RESOURCES, searchesSampled, seed as seedScale, shapesOf } from './scale';
+import { CONNECTIONS, RESOURCES, searchesSampled, seed as seedScale, shapesOf } from './scale';
 
 /** User + system CPU of a process so far, in microseconds (Linux /proc; USER_HZ 100). */
 function cpuUs(pid: number): number {
@@ -82,7 +82,7 @@ async function main(): Promise<void> {
       await searchesSampled(pool, log);
       selected = RESOURCES.flatMap((r) => shapesOf(r, db))
         .filter((s) => atScale.test(`${s.resource} ${s.name}`))
-        .map((s) => ({ name: `${s.resource} ${s.name}`, method: 'GET' as const, path: () => s.url, connections: callers ?? 8, duration: seconds }));
+        .map((s) => ({ name: `${s.resource} ${s.name}`, method: 'GET' as const, path: () => s.url, connections: callers ?? CONNECTIONS, duration: seconds }));
       if (selected.length === 0) throw new Error(`AB_SHAPES: no shape of bench:scale matches ${atScale}`);
     } else selected = scenarios.filter((s) => only.includes(s.name)).map((s) => (callers ? { ...s, connections: callers } : s));
     // The JIT warm: every scenario on every build first.

@@ -44,7 +44,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 /** BENCH_SHAPES: a regular expression on "resource shape"; only those are measured, and no file is written. */
 const ONLY = process.env.BENCH_SHAPES ? new RegExp(process.env.BENCH_SHAPES) : undefined;
 const WARMUP_SECONDS = 0.5;
-const CONNECTIONS = 8;
+/** Callers of every shape (bench:ab's AB_SHAPES takes the same). */
+export const CONNECTIONS = 8;
 const SEED_CHUNK = 250_000;
 const RUN_TAG = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 const README = path.join(ROOT, 'README.md');
