@@ -7,9 +7,10 @@
  *
  * AB_DISTS: comma-separated build folders (each what `tsc -p tsconfig.build.json` writes to
  * dist/; copy one aside before changing the code), the first one the reference. AB_FLAGS:
- * `|`-separated node flags per build (default: start:api's). BENCH_ONLY: scenario names of
- * bench/run.ts (default the four of issue 14). AB_ROUNDS (14) rounds of AB_SECONDS (1.5) per
- * build and scenario, each after AB_WARM (0.5) seconds of warm-up. AB_CONNECTIONS: the
+ * `|`-separated node flags per build (default: start:api's). AB_ENV: `|`-separated environment
+ * per build, each space-separated NAME=value pairs (e.g. `DB_POOL_MAX=10|DB_POOL_MAX=3`).
+ * BENCH_ONLY: scenario names of bench/run.ts (default the four of issue 14). AB_ROUNDS (14)
+ * rounds of AB_SECONDS (1.5) per build and scenario, each after AB_WARM (0.5) seconds of warm-up. AB_CONNECTIONS: the
  * callers of every scenario (default: the scenario's own); with 1, the latency is a request's
  * own, round trips included, and not the queue's. Prints, per scenario and build: CPU µs per
  * request over all rounds, the median of the per-round ratios to the first build, the rate,
@@ -47,6 +48,12 @@ async function main(): Promise<void> {
     const dists = (process.env.AB_DISTS ?? '').split(',').filter(Boolean);
     if (dists.length < 2) throw new Error('AB_DISTS: at least two build folders, comma-separated (e.g. .tmp/dist-main,dist)');
     const flags = process.env.AB_FLAGS ? process.env.AB_FLAGS.split('|').map((f) => f.split(' ').filter(Boolean)) : [nodeFlagsOf('start:api')];
+    const envs = (process.env.AB_ENV ?? '').split('|').map((e) => {
+      const pairs = e.split(' ').filter(Boolean);
+      const bad = pairs.find((kv) => !/^[A-Z_][A-Z0-9_]*=/.test(kv));
+      if (bad) throw new Error(`AB_ENV: ${bad} is not NAME=value`);
+      return Object.fromEntries(pairs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])) as Record<string, string>;
+    });
     const only = (process.env.BENCH_ONLY ?? 'GET one customer,create product,update product,update customer').split(',').map((s) => s.trim());
     const rounds = Number(process.env.AB_ROUNDS ?? 14);
     const seconds = Number(process.env.AB_SECONDS ?? 1.5);
@@ -71,9 +78,12 @@ async function main(): Promise<void> {
     for (const [i, dist] of dists.entries()) {
       const cfg = { ...config, PORT: await freePort() };
       const nodeFlags = flags[i] ?? flags[0];
-      const child = await startNode(path.resolve(ROOT, dist, 'src/api.js'), nodeFlags, serviceEnv(cfg), /API listening/, log);
+      const env = envs[i] ?? {};
+      const child = await startNode(path.resolve(ROOT, dist, 'src/api.js'), nodeFlags, serviceEnv(cfg, env), /API listening/, log);
       cleanup.push([`api ${dist}`, () => child.stop()]);
-      targets.push({ name: 'hostflow', ...hostflowTarget(cfg), process: child, child, label: `${dist}${flags[i] && process.env.AB_FLAGS ? ` (${nodeFlags.join(' ')})` : ''}` });
+      const envLabel = Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ');
+      const label = [flags[i] && process.env.AB_FLAGS ? nodeFlags.join(' ') : '', envLabel].filter(Boolean).join(', ');
+      targets.push({ name: 'hostflow', ...hostflowTarget(cfg), process: child, child, label: `${dist}${label ? ` (${label})` : ''}` });
     }
 
     const callers = process.env.AB_CONNECTIONS ? Number(process.env.AB_CONNECTIONS) : undefined;
