@@ -224,6 +224,34 @@ describe('customers', () => {
     expect(await verifyPassword('new-password', user.password_hash)).toBe(true);
   });
 
+  test("a change of the account alone moves the customer's date_modified, in one statement on customers, and records the event", async () => {
+    const created = (await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody())).body;
+    const modifiedAt = async () => (await ctx.db.raw('select date_modified::text as t from customers where id = ?', [created.id])).rows[0].t as string;
+    const before = await modifiedAt();
+    const statements: string[] = [];
+    const onQuery = (q: { sql: string }) => statements.push(q.sql);
+    ctx.db.on('query', onQuery);
+    let res;
+    try {
+      res = await ctx.http.patch(`${BASE}/customers/${created.id}`).set(auth()).send({ display_name: 'Only the account' });
+    } finally {
+      ctx.db.off('query', onQuery);
+    }
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ display_name: 'Only the account', vip: created.vip });
+    const after = await modifiedAt();
+    expect(after > before).toBe(true);
+    expect(res.body.date_modified).toBe(new Date(after.replace(' ', 'T').replace(/\+00$/, 'Z')).toISOString());
+    // One update of the customers row, setting date_modified alone.
+    expect(statements.filter((sql) => /^update "customers"/.test(sql))).toEqual(['update "customers" set "date_modified" = CURRENT_TIMESTAMP where "id" = $1 returning *']);
+    const event = await ctx.db('events').where({ object_type: 'customer', object_id: created.id, slug: 'customer_updated' }).orderBy('id', 'desc').first();
+    expect(event.payload).toMatchObject({ id: created.id, display_name: 'Only the account' });
+    // With a column of the customer too: one update sets both.
+    const both = await ctx.http.patch(`${BASE}/customers/${created.id}`).set(auth()).send({ display_name: 'And VIP', vip: !created.vip });
+    expect(both.body).toMatchObject({ display_name: 'And VIP', vip: !created.vip });
+    expect((await modifiedAt()) > after).toBe(true);
+  });
+
   test('an update that changes nothing answers 200 with the record', async () => {
     const created = (await ctx.http.post(`${BASE}/customers`).set(auth()).send(newCustomerBody())).body;
     const res = await ctx.http.put(`${BASE}/customers/${created.id}`).set(auth()).send({});

@@ -22,6 +22,14 @@ export type Row = Record<string, any>;
 /** Reference field -> the row it points at; only fields the write sets (and that exist). */
 export type Refs = Record<string, Row>;
 
+/**
+ * What a `beforeUpdate` hook sets `cols.date_modified` to when the row must be written even if
+ * none of its columns change (customers: a change of the account only). Every update sets
+ * date_modified to CURRENT_TIMESTAMP already, so the marker only keeps the statement, and the
+ * statement stays one compiled once (a Knex `fn.now()` there took Knex's builder each time).
+ */
+export const TOUCH = Symbol('date_modified moves');
+
 /** What a write's hooks get besides its rows. */
 export interface WriteContext {
   /** The validated input, fields not stored in the table included (customers' account fields); empty on a delete. */
@@ -174,12 +182,18 @@ export class TableService implements ResourceService<Row> {
    * columns (Knex's builder compiled it on every write) when every value is a plain one (text,
    * number, boolean, null, a date): the SQL with its `?` and where each binding comes from.
    * A value Knex would put into the SQL itself (a raw expression a hook set) takes Knex's builder.
+   * An update's `date_modified: TOUCH` is left out (the statement sets it); with nothing else,
+   * the update sets date_modified alone.
    */
   private async writeRows(trx: Trx, op: 'insert' | 'update', cols: Row, id?: number, last = false): Promise<Row[]> {
     const build = (db: Knex | Trx, values: Row, where: unknown) =>
       op === 'insert' ? db(this.cfg.table).insert(values).returning('*') : db(this.cfg.table).where({ id: where }).update({ ...values, date_modified: db.fn.now() }).returning('*');
+    if (op === 'update' && cols.date_modified === TOUCH) {
+      const { date_modified: _touched, ...rest } = cols;
+      cols = rest;
+    }
     const keys = Object.keys(cols);
-    if (keys.length === 0 || !keys.every((k) => isPlainValue(cols[k]))) return build(trx, cols, id);
+    if ((op === 'insert' && keys.length === 0) || !keys.every((k) => isPlainValue(cols[k]))) return build(trx, cols, id);
     const cacheKey = `${op} ${keys.join(',')}`;
     let compiled = this.writes.get(cacheKey);
     if (!compiled) {
