@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION } from '../db/errors';
 import type { Db } from '../db/knex';
 import type { ListSpec } from '../db/list';
-import { TableService, TOUCH, type Row, type Trx } from '../db/table-service';
+import { NOW, TableService, type Row, type Trx } from '../db/table-service';
 import { recordEvent } from '../events/record';
 import { conflict, invalidParams } from '../http/errors';
 import { usersStore } from '../users/store';
@@ -155,7 +155,7 @@ export function createCustomerService(db: Db): TableService {
         if (input.email !== undefined) await assertAccount(trx, { email: input.email }, { userId });
         await usersStore.update(trx, userId, input);
         // A change of the account is one of the customer: its date_modified moves.
-        if (input.email !== undefined || input.display_name !== undefined || input.password !== undefined) cols.date_modified = TOUCH;
+        if (input.email !== undefined || input.display_name !== undefined || input.password !== undefined) cols.date_modified = NOW;
       },
     },
     decorate(_row, rec) {

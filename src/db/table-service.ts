@@ -23,12 +23,13 @@ export type Row = Record<string, any>;
 export type Refs = Record<string, Row>;
 
 /**
- * What a `beforeUpdate` hook sets `cols.date_modified` to when the row must be written even if
- * none of its columns change (customers: a change of the account only). Every update sets
- * date_modified to CURRENT_TIMESTAMP already, so the marker only keeps the statement, and the
- * statement stays one compiled once (a Knex `fn.now()` there took Knex's builder each time).
+ * A column value a hook sets for the transaction's time (CURRENT_TIMESTAMP, as Knex's
+ * `fn.now()`), which keeps the write one of the statements compiled once per set of columns: a
+ * raw expression such as `fn.now()` takes Knex's builder on every write. Every update sets
+ * date_modified to it already; a hook sets `date_modified: NOW` when the row must be written
+ * even if none of its other columns change (customers: a change of the account alone).
  */
-export const TOUCH = Symbol('date_modified moves');
+export const NOW = Symbol('CURRENT_TIMESTAMP');
 
 /** What a write's hooks get besides its rows. */
 export interface WriteContext {
@@ -181,29 +182,27 @@ export class TableService implements ResourceService<Row> {
    * date_modified = CURRENT_TIMESTAMP where id = ? returning *`. Compiled once per set of
    * columns (Knex's builder compiled it on every write) when every value is a plain one (text,
    * number, boolean, null, a date): the SQL with its `?` and where each binding comes from.
-   * A value Knex would put into the SQL itself (a raw expression a hook set) takes Knex's builder.
-   * An update's `date_modified: TOUCH` is left out (the statement sets it); with nothing else,
-   * the update sets date_modified alone.
+   * `NOW` is written into the SQL as CURRENT_TIMESTAMP (its column is part of the statement's
+   * key). Any other value Knex would put into the SQL itself (a raw expression a hook set)
+   * takes Knex's builder.
    */
   private async writeRows(trx: Trx, op: 'insert' | 'update', cols: Row, id?: number, last = false): Promise<Row[]> {
     const build = (db: Knex | Trx, values: Row, where: unknown) =>
       op === 'insert' ? db(this.cfg.table).insert(values).returning('*') : db(this.cfg.table).where({ id: where }).update({ ...values, date_modified: db.fn.now() }).returning('*');
-    if (op === 'update' && cols.date_modified === TOUCH) {
-      const { date_modified: _touched, ...rest } = cols;
-      cols = rest;
-    }
     const keys = Object.keys(cols);
-    if ((op === 'insert' && keys.length === 0) || !keys.every((k) => isPlainValue(cols[k]))) return build(trx, cols, id);
-    const cacheKey = `${op} ${keys.join(',')}`;
+    const withNow = (db: Knex | Trx) => Object.fromEntries(keys.map((k) => [k, cols[k] === NOW ? db.fn.now() : cols[k]]));
+    if ((op === 'insert' && keys.length === 0) || !keys.every((k) => cols[k] === NOW || isPlainValue(cols[k]))) return build(trx, withNow(trx), id);
+    const cacheKey = `${op} ${keys.map((k) => (cols[k] === NOW ? `${k}=now` : k)).join(',')}`;
     let compiled = this.writes.get(cacheKey);
     if (!compiled) {
-      // Each value a marker, to learn which binding is which.
-      const markers = new Map<unknown, string | null>(keys.map((k) => [new BindingOf(k), k]));
+      // Each bound value a marker, to learn which binding is which.
+      const markers = new Map<unknown, string | null>(keys.filter((k) => cols[k] !== NOW).map((k) => [new BindingOf(k), k]));
       const idMarker = new BindingOf('id');
       markers.set(idMarker, null);
       const values = Object.fromEntries([...markers].filter(([, k]) => k !== null).map(([m, k]) => [k, m]));
+      for (const k of keys) if (cols[k] === NOW) values[k] = this.db.fn.now();
       const { sql, bindings } = build(this.db, values, idMarker).toSQL();
-      if (!bindings.every((b) => markers.has(b))) return build(trx, cols, id);
+      if (!bindings.every((b) => markers.has(b))) return build(trx, withNow(trx), id);
       compiled = { sql, from: bindings.map((b) => markers.get(b)!) };
       if (this.writes.size < 64) this.writes.set(cacheKey, compiled);
     }

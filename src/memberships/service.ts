@@ -1,7 +1,7 @@
 import type { Db } from '../db/knex';
 import type { ListSpec } from '../db/list';
 import { moneyOut } from '../db/money';
-import { TableService, type RecordChange, type Refs, type Row, type Trx, type WriteContext } from '../db/table-service';
+import { NOW, TableService, type RecordChange, type Refs, type Row, type Trx, type WriteContext } from '../db/table-service';
 import { recordEvents } from '../events/record';
 import { invalidParams } from '../http/errors';
 import { DURATION_UNITS } from '../shared-enums';
@@ -155,10 +155,10 @@ export function createMembershipService(db: Db, lifecycles: MembershipLifecycles
         await checkProducts(trx, cols, refs);
         const status = cols.status ?? 'pending';
         if (status === 'cancelled') {
-          if (cols.date_cancellation == null) cols.date_cancellation = trx.fn.now();
+          if (cols.date_cancellation == null) cols.date_cancellation = NOW;
           cols.auto_renew = false;
         }
-        if (ACTIVE.has(status) && cols.date_activated == null) cols.date_activated = trx.fn.now();
+        if (ACTIVE.has(status) && cols.date_activated == null) cols.date_activated = NOW;
       },
       async beforeUpdate(trx, current, cols, refs) {
         await checkProducts(trx, cols, refs);
@@ -180,12 +180,12 @@ export function createMembershipService(db: Db, lifecycles: MembershipLifecycles
         if (status === 'cancelled') {
           // A (new) cancellation is dated now unless the caller dates it; a cancelled
           // membership never renews.
-          if (current.status !== 'cancelled' && cols.date_cancellation == null) cols.date_cancellation = trx.fn.now();
+          if (current.status !== 'cancelled' && cols.date_cancellation == null) cols.date_cancellation = NOW;
           if (current.auto_renew || cols.auto_renew !== undefined) cols.auto_renew = false;
         }
         if (ACTIVE.has(status) && ACTIVATABLE_FROM.has(current.status)) {
           const activated = 'date_activated' in cols ? cols.date_activated : current.date_activated;
-          if (activated == null) cols.date_activated = trx.fn.now();
+          if (activated == null) cols.date_activated = NOW;
         }
       },
       afterCreate: (trx, row, write) => lifecycle(trx, null, row, write),
