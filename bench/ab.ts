@@ -10,8 +10,8 @@
  * `|`-separated node flags per build (default: start:api's). AB_ENV: `|`-separated environment
  * per build, each space-separated NAME=value pairs (e.g. `DB_POOL_MAX=10|DB_POOL_MAX=3`).
  * BENCH_ONLY: scenario names of bench/run.ts (default the four of issue 14). AB_ROUNDS (14)
- * rounds of AB_SECONDS (1.5) per build and scenario, each after AB_WARM (0.5) seconds of warm-up. AB_CONNECTIONS: the
- * callers of every scenario (default: the scenario's own); with 1, the latency is a request's
+ * rounds of AB_SECONDS (1.5) per build and scenario, each after AB_WARM (0.5) seconds of
+ * warm-up. AB_CONNECTIONS: the callers of every scenario (default: the scenario's own); with 1, the latency is a request's
  * own, round trips included, and not the queue's. Prints, per scenario and build: CPU µs per
  * request over all rounds, the median of the per-round ratios to the first build, the rate,
  * and the mean latency (callers / rate, in µs: autocannon's percentiles are whole
