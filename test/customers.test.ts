@@ -2,7 +2,7 @@ import { customerListSpec } from '../src/customers/service';
 import { applyFilters } from '../src/db/list';
 import { parseListQuery } from '../src/http/list';
 import { verifyPassword } from '../src/users/password';
-import { BASE, createTestContext, newCustomerBody, type TestContext } from './helpers';
+import { BASE, createTestContext, newCustomerBody, statementsAndTrips, type TestContext } from './helpers';
 
 describe('customers', () => {
   let ctx: TestContext;
@@ -229,15 +229,11 @@ describe('customers', () => {
     // Microseconds since the epoch: finer than the answer's milliseconds, and whatever the session's time zone.
     const modifiedAt = async () => BigInt((await ctx.db.raw('select (extract(epoch from date_modified) * 1000000)::bigint::text as us from customers where id = ?', [created.id])).rows[0].us as string);
     const before = await modifiedAt();
-    const statements: string[] = [];
-    const onQuery = (q: { sql: string }) => statements.push(q.sql);
-    ctx.db.on('query', onQuery);
-    let res;
-    try {
+    let res: Awaited<ReturnType<typeof ctx.http.patch>> | undefined;
+    const { sql: statements } = await statementsAndTrips(ctx.db, async () => {
       res = await ctx.http.patch(`${BASE}/customers/${created.id}`).set(auth()).send({ display_name: 'Only the account' });
-    } finally {
-      ctx.db.off('query', onQuery);
-    }
+    });
+    if (!res) throw new Error('no answer');
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ display_name: 'Only the account', vip: created.vip });
     const after = await modifiedAt();
