@@ -661,6 +661,31 @@ describe('webhookShard (many objects, one at a time per object, backoff per obje
     for (const id of [2, 4, 5, 7, 8]) expect(attempts.find(([x]) => x === id)![1]).toBeLessThan(firstRetry);
   });
 
+  test('a delivery signalled again while its attempt is in flight (a retry through the API as the attempt ended) is attempted once more, in its order', async () => {
+    const workflowId = wid('shard');
+    const attempts: number[] = [];
+    const activities = {
+      attemptWebhookDeliveries: async ({ deliveryIds }: { deliveryIds: number[] }) => {
+        attempts.push(...deliveryIds);
+        // 1's first attempt has delivered it; before its answer reaches the workflow, a retry made
+        // it pending again and the relay signalled it.
+        if (deliveryIds.includes(1) && attempts.filter((id) => id === 1).length === 1) await env.client.workflow.getHandle(workflowId).signal(shardDeliveriesSignal, [d(1, 10, 'customer:a')]);
+        return deliveryIds.map(() => 'delivered' as const);
+      },
+      giveUpWebhookDelivery: async () => undefined,
+    };
+    await withWorker(env, activities, async (taskQueue) => {
+      const handle = await env.client.workflow.start(webhookShard, {
+        taskQueue,
+        workflowId,
+        args: [{ webhookId: 1, shard: 0, retry, idleMs: 1000, batchSize: 1, batches: 1, queued: [d(1, 10, 'customer:a'), d(2, 20, 'customer:a')] }],
+      });
+      expect(await handle.result()).toEqual({ delivered: 2 });
+    });
+    // Attempted again before the object's next event; handled (counted) once.
+    expect(attempts).toEqual([1, 1, 2]);
+  });
+
   test("a failing object does not delay another object of the shard: its deliveries go on during the other's 3 days of backoff, then it is given up", async () => {
     const { attempts, activities } = recorder((id) => (id === 1 ? 'retry' : 'delivered'));
     await withWorker(env, activities, async (taskQueue, calls) => {

@@ -50,6 +50,8 @@ export interface WebhookShardInput {
 export const SHARD_PATCHES = {
   /** At most maxQueued deliveries held (perObject of one object); the others are read from the table as it drains. */
   boundedQueue: 'webhook-shard-bounded-queue',
+  /** A delivery signalled again while its attempt is in flight is attempted once more when that attempt ends. */
+  againInFlight: 'webhook-shard-again-in-flight',
 } as const;
 
 /** New (or redelivered) deliveries of the shard's webhook and objects. */
@@ -91,7 +93,9 @@ const byEvent = (a: ShardDelivery, b: ShardDelivery) => a.eventId - b.eventId ||
  * the next delivery of up to `batchSize` objects concurrently. A delivery answered `retry`
  * backs off on its own (exponential, with equal jitter) while the other objects go on. Continues
  * as new after `perRun` deliveries (or when the server suggests it): it waits for the batches in
- * flight, then carries every queued delivery with its backoff state.
+ * flight, then carries every queued delivery with its backoff state. A delivery signalled again
+ * while it is in flight (SHARD_PATCHES.againInFlight: a retry as its attempt ended) is
+ * attempted once more when that attempt ends; one signalled again while queued is kept once.
  *
  * Bounded (SHARD_PATCHES.boundedQueue): the run holds at most `maxQueued` deliveries, and at
  * most `perObject` of one object. What it holds of an object is always that object's oldest
@@ -108,6 +112,7 @@ export async function webhookShard(input: WebhookShardInput): Promise<{ delivere
   const { retry } = input;
   const { attemptWebhookDeliveries, giveUpWebhookDelivery, pendingWebhookDeliveries } = activities(retry);
   const bounded = patched(SHARD_PATCHES.boundedQueue);
+  const againInFlight = patched(SHARD_PATCHES.againInFlight);
   const batchSize = input.batchSize ?? BATCH_SIZE;
   const maxBatches = input.batches ?? BATCHES;
   const perRun = input.perRun ?? PER_RUN;
@@ -124,6 +129,14 @@ export async function webhookShard(input: WebhookShardInput): Promise<{ delivere
   let reading = false;
   /** A signalled delivery was let go while a read was in flight (the read may have missed it). */
   let missed = false;
+  /**
+   * Deliveries signalled again while their attempt was in flight (SHARD_PATCHES.againInFlight):
+   * a retry through the API that came as the attempt was ending. That attempt may have read the
+   * row before the retry made it pending again, so the delivery is attempted once more when it
+   * ends, whatever it came to. A signal merely repeated (two relays, a lost answer) costs one
+   * activity that sends nothing: it reads the row delivered or failed.
+   */
+  const again = new Set<number>();
 
   const held = (object: string) => {
     const lane = lanes.get(object);
@@ -152,6 +165,7 @@ export async function webhookShard(input: WebhookShardInput): Promise<{ delivere
   /** Deliveries let go or handled since the last read began. */
   let sinceRead = overflow ? 1 : 0;
   setHandler(shardDeliveriesSignal, (items) => {
+    if (againInFlight) for (const d of items) if (lanes.get(d.object)?.current?.deliveryId === d.deliveryId) again.add(d.deliveryId);
     const letGo = overflow ? items.filter((d) => !known.has(d.deliveryId)).length : add(items);
     if (letGo === 0) return;
     overflow = true;
@@ -184,6 +198,14 @@ export async function webhookShard(input: WebhookShardInput): Promise<{ delivere
     const outcomes = await attemptWebhookDeliveries({ deliveryIds: batch.map((d) => d.deliveryId) });
     const now = Date.now();
     for (const [i, d] of batch.entries()) {
+      if (again.delete(d.deliveryId)) {
+        // Queued afresh (no backoff): the retry asked for it now.
+        const lane = lanes.get(d.object)!;
+        lane.current = undefined;
+        lane.items.push({ deliveryId: d.deliveryId, eventId: d.eventId, object: d.object });
+        lane.items.sort(byEvent);
+        continue;
+      }
       if (outcomes[i] !== 'retry') {
         done(d);
         continue;

@@ -230,8 +230,9 @@ export interface SignalSettings {
 /**
  * Tells the shard workflows of these deliveries: one signalWithStart per (webhook, shard),
  * carrying the shard's deliveries, then their signalled_at set in one statement. A signal
- * repeated (two relays, a lost answer) is harmless: the workflow keeps one of each delivery and
- * the activity does not send a delivered one again. A signal that fails leaves its deliveries
+ * repeated (two relays, a lost answer) is harmless: the workflow keeps one of each delivery
+ * (one in flight it attempts once more, for a retry that came as its attempt ended) and the
+ * activity does not send a delivered one again. A signal that fails leaves its deliveries
  * unsignalled, for the next pass.
  */
 async function signalShards(db: Db, temporal: TemporalGateway, settings: SignalSettings, rows: Unsignalled[]): Promise<number> {
