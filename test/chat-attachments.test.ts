@@ -510,11 +510,12 @@ describe('support chat: attachments', () => {
     });
 
     test('a decode that outlasts CHAT_THUMBNAIL_TIMEOUT_SECONDS is abandoned; while the one slot is taken, another upload gets none', async () => {
-      const t = new Thumbnailer({ maxBytes: 64 << 20, maxPixels: 1_000_000_000, timeoutSeconds: 1, concurrency: 1 });
-      // 400 megapixels of zeros: about 4 s of decoding, 7 MB on disk.
-      const slow = await saved('slow.png', blankPng(20_000, 20_000, 1));
+      const t = new Thumbnailer({ maxBytes: 64 << 20, maxPixels: 2_000_000_000, timeoutSeconds: 1, concurrency: 1 });
+      // 1.6 gigapixels of zeros, 28 MB on disk: 4.5 s of decoding on an AMD EPYC host where 400
+      // megapixels took 1.2 s, close enough to the 1 s timeout to finish first now and then.
+      const slow = await saved('slow.png', blankPng(40_000, 40_000, 1));
       const small = await saved('small.png', png(40, 40));
-      const first = t.make(slow.path, slow.size, pngOf(20_000, 20_000));
+      const first = t.make(slow.path, slow.size, pngOf(40_000, 40_000));
       expect(await t.make(small.path, small.size, pngOf(40, 40))).toEqual({ skipped: 'busy' });
       expect(await first).toEqual({ skipped: 'timeout' });
       // The slot is free again.
