@@ -16,13 +16,14 @@
  *    waits until the worker has run the first task of each, and reads its RSS before and after
  *    a full GC; then terminates them.
  *
+ * BENCH_API_FLAGS: node flags for the API other than start:api's (recorded in the results).
  * Prints a table and writes bench/memory-results.json. Linux only (/proc).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { setLogLevel } from '../src/logger';
-import { buildDist, nodeFlagsOf, ROOT, serviceEnv, startNode } from './processes';
+import { apiNodeFlags, buildDist, nodeFlagsOf, ROOT, serviceEnv, startNode } from './processes';
 import { benchLog, cannon, hostflowTarget, machineMeta, runCleanup, scenarios, seed, startBenchEnv, textTable, type BenchContext, type Scenario, type Step } from './run';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -72,7 +73,7 @@ async function main(): Promise<void> {
     const childEnv = serviceEnv(config, { DATA_DIR: path.join(ROOT, '.tmp', 'bench-memory-data') });
 
     // ---- the API alone ----
-    const api = await startNode(path.join(ROOT, 'dist/src/api.js'), nodeFlagsOf('start:api'), childEnv, /API listening/, log);
+    const api = await startNode(path.join(ROOT, 'dist/src/api.js'), apiNodeFlags(), childEnv, /API listening/, log);
     cleanup.push(['api process', () => api.stop()]);
     await new Promise((r) => setTimeout(r, 1000));
     const apiRest = rss(api.pid);
@@ -138,7 +139,7 @@ async function main(): Promise<void> {
       ['worker', `${WORKFLOWS} workflows open (cache bound ${cacheBound})`, mb(workerLoaded), ''],
       ['worker', 'after a full GC', mb(workerAfterGc), `${mb(workerMem.heapUsed)} / ${mb(workerMem.heapTotal)}`],
     ];
-    const meta = { ...machineMeta(), seconds: SECONDS, workflows: WORKFLOWS, maxCachedWorkflows: Number(cacheBound), apiNodeFlags: nodeFlagsOf('start:api'), workerNodeFlags: nodeFlagsOf('start:worker'), dbPoolMax: config.DB_POOL_MAX, logLevel: childEnv.LOG_LEVEL, postgres: env.embedded ? 'embedded' : 'TEST_DATABASE_URL' };
+    const meta = { ...machineMeta(), seconds: SECONDS, workflows: WORKFLOWS, maxCachedWorkflows: Number(cacheBound), apiNodeFlags: apiNodeFlags(), workerNodeFlags: nodeFlagsOf('start:worker'), dbPoolMax: config.DB_POOL_MAX, logLevel: childEnv.LOG_LEVEL, postgres: env.embedded ? 'embedded' : 'TEST_DATABASE_URL' };
     process.stdout.write(
       `\nMemory of the API and worker processes, each alone (RSS from /proc, MiB)\n` +
         `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}\n\n` +

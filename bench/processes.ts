@@ -36,6 +36,16 @@ export function nodeFlagsOf(script: string): string[] {
   return words.slice(1, -1);
 }
 
+/**
+ * The node flags bench:translations and bench:memory start the API with: start:api's, or
+ * BENCH_API_FLAGS (space-separated, e.g. `--max-semi-space-size=4`; empty: none), to measure
+ * others without editing package.json. Their results files record the flags.
+ */
+export function apiNodeFlags(): string[] {
+  const given = process.env.BENCH_API_FLAGS;
+  return given === undefined ? nodeFlagsOf('start:api') : given.split(' ').filter(Boolean);
+}
+
 /** `tsc -p tsconfig.build.json` (and, with `workflows`, the workflow bundle, as `npm run build` makes them), unless BENCH_NO_BUILD is set. */
 export function buildDist(log: (m: string) => void, opts: { workflows?: boolean } = {}): void {
   if (process.env.BENCH_NO_BUILD) return;
@@ -139,9 +149,9 @@ export function serviceEnv(config: Config, extra: Record<string, string> = {}): 
   };
 }
 
-/** hostflow's API as `npm run start:api` runs it (build dist first: buildDist), on config.PORT. */
-export function startApiProcess(config: Config, log: (m: string) => void, extra: Record<string, string> = {}): Promise<Child> {
-  return startNode(path.join(ROOT, 'dist/src/api.js'), nodeFlagsOf('start:api'), serviceEnv(config, extra), /API listening/, log);
+/** hostflow's API as `npm run start:api` runs it (build dist first: buildDist), on config.PORT; `flags`: other node flags (apiNodeFlags). */
+export function startApiProcess(config: Config, log: (m: string) => void, extra: Record<string, string> = {}, flags = nodeFlagsOf('start:api')): Promise<Child> {
+  return startNode(path.join(ROOT, 'dist/src/api.js'), flags, serviceEnv(config, extra), /API listening/, log);
 }
 
 /**

@@ -9,8 +9,8 @@
  * no check starts a pipeline), then measures both routes with autocannon. The batch mixes
  * ready, in-flight, failed and missing packages over 10 locales. Prints a table and writes
  * bench/translations-results.json. Every answer must be 200, else it fails. The API runs as
- * `npm run start:api` runs it and the bare server in a process of its own (bench/processes.ts),
- * apart from autocannon in this one.
+ * `npm run start:api` runs it (BENCH_API_FLAGS: other node flags, recorded in the results) and
+ * the bare server in a process of its own (bench/processes.ts), apart from autocannon in this one.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -20,7 +20,7 @@ import express from 'express';
 import pg from 'pg';
 import { setLogLevel } from '../src/logger';
 import { CHECK_SQL } from '../src/translations/check-query';
-import { buildDist, startApiProcess, startBareProcess } from './processes';
+import { apiNodeFlags, buildDist, startApiProcess, startBareProcess } from './processes';
 import { benchLog, hostflowTarget, machineMeta, runCleanup, startBenchEnv, type Step } from './run';
 
 const CONNECTIONS = Number(process.env.BENCH_CALLERS ?? 8);
@@ -136,7 +136,7 @@ async function main(): Promise<void> {
       const p = ids[(i * 17) % ids.length];
       return { slug: p.slug, type: p.type, locale: LOCALES[i % LOCALES.length] };
     });
-    const api = await startApiProcess(config, log);
+    const api = await startApiProcess(config, log, {}, apiNodeFlags());
     cleanup.push(['api process', () => api.stop()]);
     const { root, headers } = hostflowTarget(config);
     const probe = await fetch(`${root}/translations/check/batch`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ packages }) });
@@ -202,10 +202,10 @@ async function main(): Promise<void> {
     const cells = rows.map((r) => [r.scenario, r.m.rps.toFixed(1), r.packagesPerSecond.toFixed(0), r.m.p50.toFixed(1), r.m.p99.toFixed(1)]);
     const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
     const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padEnd(widths[i]) : x.padStart(widths[i]))).join('  ');
-    const meta = { ...machineMeta(), connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP_SECONDS, projects: PROJECTS, jobs: jobs.length, batchStatusMix: mix, postgres: env.embedded ? 'embedded' : 'TEST_DATABASE_URL' };
+    const meta = { ...machineMeta(), apiNodeFlags: apiNodeFlags(), connections: CONNECTIONS, durationSeconds: DURATION, warmupSeconds: WARMUP_SECONDS, projects: PROJECTS, jobs: jobs.length, batchStatusMix: mix, postgres: env.embedded ? 'embedded' : 'TEST_DATABASE_URL' };
     process.stdout.write(
       `\nTranslation status checks: a batch of 100 packages vs one package (${PROJECTS} projects, ${jobs.length} jobs)\n` +
-        `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}\n\n` +
+        `node ${meta.node}, ${meta.cpus} CPUs (${meta.cpuModel}), ${meta.date}; the API: node ${meta.apiNodeFlags.join(' ')}\n\n` +
         `${[line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join('\n')}\n\n` +
         `${CONNECTIONS} connections, ${DURATION}s after a ${WARMUP_SECONDS}s warm-up; latencies from autocannon.\n` +
         `A batch costs ${(batch.p50 / one.p50).toFixed(1)}x one check at p50 for 100x the packages.\n` +
