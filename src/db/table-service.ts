@@ -26,8 +26,9 @@ export type Refs = Record<string, Row>;
  * A column value a hook sets for the transaction's time (CURRENT_TIMESTAMP, as Knex's
  * `fn.now()`), which keeps the write one of the statements compiled once per set of columns: a
  * raw expression such as `fn.now()` takes Knex's builder on every write. Every update sets
- * date_modified to it already; a hook sets `date_modified: NOW` when the row must be written
- * even if none of its other columns change (customers: a change of the account alone).
+ * date_modified to it already. Hooks set it for: customers' `date_modified` on a change of the
+ * account alone (the row must be written even if none of its other columns change), and
+ * memberships' `date_activated` and `date_cancellation` when a status change dates them.
  */
 export const NOW = Symbol('CURRENT_TIMESTAMP');
 
