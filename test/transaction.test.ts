@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import { poolStats } from '../src/db/knex';
-import { runInTransaction, statementRows } from '../src/db/transaction';
+import { createDb, poolStats } from '../src/db/knex';
+import { runInTransaction, statementName, statementRows } from '../src/db/transaction';
 import { createTestContext, statementsAndTrips, type TestContext } from './helpers';
 
 /** runInTransaction (src/db/transaction.ts): the resources' writes run in it, with knex.transaction's semantics. */
@@ -312,5 +312,61 @@ describe('runInTransaction', () => {
       expect(await values()).toEqual([]);
     });
     expect(await values()).toEqual(['via transacting']);
+  });
+  describe("statementRows' prepared statements", () => {
+    const insert = 'insert into "tx_probe" ("v") values (?) returning "id", "v"';
+    /** ONE connection: the statements prepared on it are the ones the next transactions use. */
+    let one: Knex;
+    beforeAll(() => {
+      one = createDb(ctx.dbUrl, 1);
+    });
+    afterAll(() => one.destroy());
+
+    test('named by their text; BEGIN goes alone before a first use on a connection, and travels with it after; the statements seen are the same', async () => {
+      const run = (tag: string) =>
+        runInTransaction(one, async (trx) => {
+          const [a] = await statementRows(trx, insert, [`${tag} a`], { prepared: true });
+          const [b] = await statementRows(trx, insert, [`${tag} b`], { prepared: true, last: true });
+          return [a.v, b.v];
+        });
+      let out: unknown;
+      const first = await statementsAndTrips(one, async () => {
+        out = await run('first');
+      });
+      expect(out).toEqual(['first a', 'first b']);
+      const second = await statementsAndTrips(one, async () => {
+        out = await run('second');
+      });
+      expect(out).toEqual(['second a', 'second b']);
+      expect(first.sql).toEqual(['BEGIN;', 'insert into "tx_probe" ("v") values ($1) returning "id", "v"', 'insert into "tx_probe" ("v") values ($1) returning "id", "v"', 'COMMIT;']);
+      expect(second.sql).toEqual(first.sql);
+      // BEGIN alone, the insert (prepared), the insert with COMMIT; then BEGIN with the first insert, the second with COMMIT.
+      expect([first.trips, second.trips]).toEqual([3, 2]);
+      const { rows } = await one.raw<{ rows: { name: string; statement: string }[] }>('select name, statement from pg_prepared_statements');
+      expect(rows).toEqual([{ name: statementName(insert), statement: 'insert into "tx_probe" ("v") values ($1) returning "id", "v"' }]);
+      expect(await values()).toEqual(['first a', 'first b', 'second a', 'second b']);
+    });
+
+    test('a statement whose preparation fails fails its transaction, keeps nothing, and is prepared once it can be', async () => {
+      const later = 'insert into "tx_made_later" ("v") values (?) returning "v"';
+      await expect(
+        runInTransaction(one, async (trx) => {
+          await statementRows(trx, insert, ['before the failure'], { prepared: true });
+          return statementRows(trx, later, ['too early'], { prepared: true, last: true });
+        }),
+      ).rejects.toMatchObject({ code: '42P01' });
+      expect(await values()).toEqual([]);
+      await ctx.db.raw('CREATE TABLE tx_made_later (v text)');
+      expect(await runInTransaction(one, (trx) => statementRows(trx, later, ['in time'], { prepared: true, last: true }))).toEqual([{ v: 'in time' }]);
+      expect(await runInTransaction(one, (trx) => statementRows(trx, later, ['again'], { prepared: true, last: true }))).toEqual([{ v: 'again' }]);
+      expect((await ctx.db('tx_made_later').pluck('v')).sort()).toEqual(['again', 'in time']);
+    });
+
+    test('outside runInTransaction the option changes nothing: the statement runs unnamed', async () => {
+      const outside = 'insert into "tx_probe" ("v") values (?) returning "v"';
+      expect(await statementRows(one, outside, ['outside'], { prepared: true })).toEqual([{ v: 'outside' }]);
+      const { rows: named } = await one.raw<{ rows: { statement: string }[] }>('select statement from pg_prepared_statements');
+      expect(named.map((r) => r.statement)).not.toContain('insert into "tx_probe" ("v") values ($1) returning "v"');
+    });
   });
 });

@@ -32,6 +32,16 @@ export type Refs = Record<string, Row>;
  */
 export const NOW = Symbol('CURRENT_TIMESTAMP');
 
+/**
+ * The sets of written columns (per service and operation's key, in the order first written) whose
+ * statements are prepared on each pooled connection: a handful in practice (a resource's create
+ * and its usual updates); a client varying the fields it sends gets the others unnamed.
+ */
+const PREPARED_WRITES = 16;
+
+/** A table's columns in their order (TableService's tableColumns): its name resolved as the statements resolve it. */
+const TABLE_COLUMNS = 'select attname as name from pg_attribute where attrelid = to_regclass(?) and attnum > 0 and not attisdropped order by attnum';
+
 /** What a write's hooks get besides its rows. */
 export interface WriteContext {
   /** The validated input, fields not stored in the table included (customers' account fields); empty on a delete. */
@@ -157,10 +167,12 @@ export class TableService implements ResourceService<Row> {
    * makes PostgreSQL refuse it once per connection, and preparedRows prepares it again.
    */
   private readonly getOne: { name: string; sql: string; native: string };
-  /** A row locked for a write (`select * ... where id = ? limit ? for update`), compiled once (statementRows). */
-  private readonly lockOne: string;
+  /** A row locked for a write (`select <the table's columns> ... where id = ? limit ? for update`), compiled once its columns are known (tableColumns). */
+  private lockOne?: string;
+  /** The table's columns as this process first read them (tableColumns). */
+  private columns?: string[];
   /** The writes' statements by operation and columns (writeRows): the SQL, and each binding's column (null: the id). */
-  private readonly writes = new Map<string, { sql: string; from: (string | null)[] }>();
+  private readonly writes = new Map<string, { sql: string; from: (string | null)[]; prepared: boolean }>();
   /** A row's record before `decorate` (recordBuilder): toRecord runs for every row of every answer. */
   private readonly buildRecord: (row: Row) => Row;
 
@@ -175,7 +187,6 @@ export class TableService implements ResourceService<Row> {
     const compiled = this.readQuery(db, this.allColumns).where(`${this.alias}.id`, 0).limit(1).toSQL();
     const native = compiled.toNative().sql;
     this.getOne = { name: `hostflow_${cfg.model}_get_one_${crypto.createHash('sha256').update(native).digest('hex').slice(0, 8)}`, sql: compiled.sql, native };
-    this.lockOne = db(cfg.table).where({ id: 0 }).forUpdate().first().toSQL().sql;
   }
 
   /**
@@ -188,8 +199,8 @@ export class TableService implements ResourceService<Row> {
    * takes Knex's builder.
    */
   private async writeRows(trx: Trx, op: 'insert' | 'update', cols: Row, id?: number, last = false): Promise<Row[]> {
-    const build = (db: Knex | Trx, values: Row, where: unknown) =>
-      op === 'insert' ? db(this.cfg.table).insert(values).returning('*') : db(this.cfg.table).where({ id: where }).update({ ...values, date_modified: db.fn.now() }).returning('*');
+    const build = (db: Knex | Trx, values: Row, where: unknown, returning: string | string[] = '*') =>
+      op === 'insert' ? db(this.cfg.table).insert(values).returning(returning) : db(this.cfg.table).where({ id: where }).update({ ...values, date_modified: db.fn.now() }).returning(returning);
     const keys = Object.keys(cols);
     const withNow = (db: Knex | Trx) => Object.fromEntries(keys.map((k) => [k, cols[k] === NOW ? db.fn.now() : cols[k]]));
     if ((op === 'insert' && keys.length === 0) || !keys.every((k) => cols[k] === NOW || isPlainValue(cols[k]))) return build(trx, withNow(trx), id);
@@ -202,12 +213,13 @@ export class TableService implements ResourceService<Row> {
       markers.set(idMarker, null);
       const values = Object.fromEntries([...markers].filter(([, k]) => k !== null).map(([m, k]) => [k, m]));
       for (const k of keys) if (cols[k] === NOW) values[k] = this.db.fn.now();
-      const { sql, bindings } = build(this.db, values, idMarker).toSQL();
+      const { sql, bindings } = build(this.db, values, idMarker, await this.tableColumns(trx)).toSQL();
       if (!bindings.every((b) => markers.has(b))) return build(trx, withNow(trx), id);
-      compiled = { sql, from: bindings.map((b) => markers.get(b)!) };
+      // Prepared (statementRows' `prepared`) for the first PREPARED_WRITES sets of columns only: each holds some 16-48 KB of every pooled connection's server memory.
+      compiled = { sql, from: bindings.map((b) => markers.get(b)!), prepared: this.writes.size < PREPARED_WRITES };
       if (this.writes.size < 64) this.writes.set(cacheKey, compiled);
     }
-    return statementRows(trx, compiled.sql, compiled.from.map((k) => (k === null ? id : cols[k])), { last });
+    return statementRows(trx, compiled.sql, compiled.from.map((k) => (k === null ? id : cols[k])), { last, prepared: compiled.prepared });
   }
 
   /**
@@ -221,7 +233,27 @@ export class TableService implements ResourceService<Row> {
 
   /** The row `id`, locked until the transaction ends. */
   private async lockedRow(trx: Trx, id: number): Promise<Row | undefined> {
-    return (await statementRows(trx, this.lockOne, [id, 1]))[0];
+    this.lockOne ??= this.db(this.cfg.table).select(await this.tableColumns(trx)).where({ id: 0 }).forUpdate().first().toSQL().sql;
+    return (await statementRows(trx, this.lockOne, [id, 1], { prepared: true }))[0];
+  }
+
+  /**
+   * The table's columns, in their order, as this process first finds them (the catalogue, read
+   * once, in the write's transaction): what the write path's statements select and return
+   * instead of `*`. They are prepared (statementRows' `prepared`: PostgreSQL parses and plans
+   * them once per connection, not on every write), and a prepared statement that returns `*`
+   * fails once a migration adds a column to its table ("cached plan must not change result
+   * type"), which would abort the write's transaction during a rolling deploy. A column added
+   * later is not read by this process's code, which does not know it.
+   */
+  private async tableColumns(trx: Trx): Promise<string[]> {
+    if (!this.columns) {
+      // Each first write reads them in its own transaction (never through another connection of the pool, which a busy pool may not have to give).
+      const rows = await statementRows(trx, TABLE_COLUMNS, [this.cfg.table]);
+      if (rows.length === 0) throw new Error(`${this.cfg.table}: no columns in the catalogue`);
+      this.columns = rows.map((r) => String(r.name));
+    }
+    return this.columns;
   }
 
   /** The column a field is read from. */
@@ -314,7 +346,8 @@ export class TableService implements ResourceService<Row> {
     let row: Row | undefined;
     if (opts.fields) row = await this.readQuery(db, this.columnsFor(opts.fields)).where(`${this.alias}.id`, id).first();
     else if (db === this.db) [row] = await preparedRows<Row>(this.db, this.getOne.name, this.getOne.native, [id, 1]);
-    else [row] = await statementRows(db as Trx, this.getOne.sql, [id, 1]);
+    // Through a join, its columns are named (prepared); `t.*` is not (see tableColumns).
+    else [row] = await statementRows(db as Trx, this.getOne.sql, [id, 1], { prepared: Boolean(this.cfg.join) });
     return row ? this.toRecord(row) : null;
   }
 

@@ -22,7 +22,7 @@ export interface NewEvent {
 export async function recordEvent(trx: Knex | Knex.Transaction, event: NewEvent, opts: { last?: boolean } = {}): Promise<void> {
   const type = EVENT_TYPES.get(event.slug);
   if (!type) throw new Error(`recordEvent: "${event.slug}" is not in the event catalogue (src/events/catalogue.ts)`);
-  await statementRows(trx, INSERT_EVENT, [event.authorId ?? null, event.initiator ?? 'system', event.objectId, type.objectType, JSON.stringify(event.payload), event.severity ?? type.severity, event.slug], { last: opts.last });
+  await statementRows(trx, INSERT_EVENT, [event.authorId ?? null, event.initiator ?? 'system', event.objectId, type.objectType, JSON.stringify(event.payload), event.severity ?? type.severity, event.slug], { last: opts.last, prepared: true });
 }
 
 /** Events of one record, in order, each with the record as its payload; with `last`, the final one is the transaction's last statement. */

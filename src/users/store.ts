@@ -58,6 +58,7 @@ export const usersStore = {
       db,
       userUpdate(set.map(([column]) => column)),
       [...set.map(([, value]) => value), id],
+      { prepared: true },
     );
   },
 };
