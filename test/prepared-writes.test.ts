@@ -101,4 +101,26 @@ describe('prepared writes', () => {
     expect(added.length).toBeGreaterThan(0);
     expect(added.length).toBeLessThanOrEqual(15);
   });
+  test("a column's type changed, or a column the service read dropped, under the prepared statements: the write that meets it fails, the ones after it succeed", async () => {
+    const products = createProductService(db);
+    const p = await products.create(body('prepared-changed'));
+    await products.update(Number(p.id), { name: 'Prepared' });
+    // A type change: the statements name the same columns, but their results' types changed.
+    await ctx.db.raw('alter table products alter column list_order type bigint');
+    try {
+      await expect(products.update(Number(p.id), { name: 'Meets the change' })).rejects.toMatchObject({ code: '0A000' });
+      expect(await products.update(Number(p.id), { name: 'After the change' })).toMatchObject({ name: 'After the change' });
+      expect(await products.create(body('prepared-changed-2'))).toMatchObject({ slug: 'prepared-changed-2' });
+    } finally {
+      await ctx.db.raw('alter table products alter column list_order type integer');
+    }
+    // A column the service read, dropped (the contract step of a migration, with this code still running).
+    await ctx.db.raw('alter table products add column hf_test_gone text');
+    const fresh = createProductService(db);
+    await fresh.update(Number(p.id), { name: 'Reads hf_test_gone' });
+    await ctx.db.raw('alter table products drop column hf_test_gone');
+    await expect(fresh.update(Number(p.id), { name: 'Meets the drop' })).rejects.toMatchObject({ code: '42703' });
+    expect(await fresh.update(Number(p.id), { name: 'After the drop' })).toMatchObject({ name: 'After the drop' });
+    expect((await ctx.db('products').where({ id: p.id }).first()).name).toBe('After the drop');
+  });
 });

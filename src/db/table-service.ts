@@ -39,6 +39,9 @@ export const NOW = Symbol('CURRENT_TIMESTAMP');
  */
 const PREPARED_WRITES = 16;
 
+/** The last generation of columns any service took (TableService's forgetStaleColumns). */
+let generations = 0;
+
 /** A table's columns in their order (TableService's tableColumns): its name resolved as the statements resolve it. */
 const TABLE_COLUMNS = 'select attname as name from pg_attribute where attrelid = to_regclass(?) and attnum > 0 and not attisdropped order by attnum';
 
@@ -171,6 +174,8 @@ export class TableService implements ResourceService<Row> {
   private lockOne?: string;
   /** The table's columns as this process first read them (tableColumns). */
   private columns?: string[];
+  /** The columns' generation (forgetStaleColumns): 0, then a number no other service of the process has had, written into the statements' texts so that they are prepared anew. */
+  private generation = 0;
   /** The writes' statements by operation and columns (writeRows): the SQL, and each binding's column (null: the id). */
   private readonly writes = new Map<string, { sql: string; from: (string | null)[]; prepared: boolean }>();
   /** A row's record before `decorate` (recordBuilder): toRecord runs for every row of every answer. */
@@ -216,7 +221,7 @@ export class TableService implements ResourceService<Row> {
       const { sql, bindings } = build(this.db, values, idMarker, await this.tableColumns(trx)).toSQL();
       if (!bindings.every((b) => markers.has(b))) return build(trx, withNow(trx), id);
       // Prepared (statementRows' `prepared`) for the first PREPARED_WRITES sets of columns only: each holds some 16-48 KB of every pooled connection's server memory.
-      compiled = { sql, from: bindings.map((b) => markers.get(b)!), prepared: this.writes.size < PREPARED_WRITES };
+      compiled = { sql: this.tagged(sql), from: bindings.map((b) => markers.get(b)!), prepared: this.writes.size < PREPARED_WRITES };
       if (this.writes.size < 64) this.writes.set(cacheKey, compiled);
     }
     return statementRows(trx, compiled.sql, compiled.from.map((k) => (k === null ? id : cols[k])), { last, prepared: compiled.prepared });
@@ -233,7 +238,7 @@ export class TableService implements ResourceService<Row> {
 
   /** The row `id`, locked until the transaction ends. */
   private async lockedRow(trx: Trx, id: number): Promise<Row | undefined> {
-    this.lockOne ??= this.db(this.cfg.table).select(await this.tableColumns(trx)).where({ id: 0 }).forUpdate().first().toSQL().sql;
+    this.lockOne ??= this.tagged(this.db(this.cfg.table).select(await this.tableColumns(trx)).where({ id: 0 }).forUpdate().first().toSQL().sql);
     return (await statementRows(trx, this.lockOne, [id, 1], { prepared: true }))[0];
   }
 
@@ -254,6 +259,29 @@ export class TableService implements ResourceService<Row> {
       this.columns = rows.map((r) => String(r.name));
     }
     return this.columns;
+  }
+
+  /**
+   * After a write failed because a migration changed the table under the statements prepared
+   * from its columns (a column they name dropped: 42703; a column's type changed: "cached plan
+   * must not change result type"), the columns are read again by the next write, and its
+   * statements, their texts marked with a new generation, are prepared anew on each connection.
+   * The write that met the change fails (it cannot be retried: its transaction is aborted, and
+   * its hooks have run); the ones after it do not.
+   */
+  private forgetStaleColumns(err: unknown): void {
+    const code = (err as { code?: string })?.code;
+    if (code !== '42703' && !(code === '0A000' && /cached plan must not change result type/.test(String((err as Error).message)))) return;
+    this.columns = undefined;
+    this.lockOne = undefined;
+    this.writes.clear();
+    // Unique in the process: two services of one table (the API's and an activity's) that each read the columns again must not share a text prepared before a change.
+    this.generation = ++generations;
+  }
+
+  /** A statement's text, marked with the columns' generation after the first (forgetStaleColumns). */
+  private tagged(sql: string): string {
+    return this.generation === 0 ? sql : `/* hostflow generation ${this.generation} */ ${sql}`;
   }
 
   /** The column a field is read from. */
@@ -347,7 +375,7 @@ export class TableService implements ResourceService<Row> {
     if (opts.fields) row = await this.readQuery(db, this.columnsFor(opts.fields)).where(`${this.alias}.id`, id).first();
     else if (db === this.db) [row] = await preparedRows<Row>(this.db, this.getOne.name, this.getOne.native, [id, 1]);
     // Through a join, its columns are named (prepared); `t.*` is not (see tableColumns).
-    else [row] = await statementRows(db as Trx, this.getOne.sql, [id, 1], { prepared: Boolean(this.cfg.join) });
+    else [row] = await statementRows(db as Trx, this.tagged(this.getOne.sql), [id, 1], { prepared: Boolean(this.cfg.join) });
     return row ? this.toRecord(row) : null;
   }
 
@@ -489,6 +517,7 @@ export class TableService implements ResourceService<Row> {
             return true;
           });
     } catch (err) {
+      this.forgetStaleColumns(err);
       const own = this.cfg.mapError?.(err, 'delete', id);
       if (own !== undefined) throw own;
       if (isStillReferenced(err)) {
@@ -508,6 +537,7 @@ export class TableService implements ResourceService<Row> {
   /** Constraint violations that slip past the checks (races) become the same 4xx; any other error (a hook's refusal too) passes as it is. */
   mapWriteError(err: unknown, id?: number): unknown {
     if (err instanceof DomainError) return err;
+    this.forgetStaleColumns(err);
     const own = this.cfg.mapError?.(err, id === undefined ? 'create' : 'update', id);
     if (own !== undefined) return own;
     if (isPgError(err, PG_UNIQUE_VIOLATION)) {
