@@ -171,6 +171,6 @@ export async function preparedRows<T>(db: Db, name: string, text: string, values
 }
 
 /** PostgreSQL's refusal of a prepared statement whose result columns changed since it was prepared. */
-function resultTypeChanged(err: unknown): boolean {
+export function resultTypeChanged(err: unknown): boolean {
   return (err as { code?: string }).code === '0A000' && /cached plan must not change result type/.test(String((err as Error).message));
 }

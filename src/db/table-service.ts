@@ -7,7 +7,7 @@ import { isPgError, isStillReferenced, PG_FOREIGN_KEY_VIOLATION, PG_UNIQUE_VIOLA
 import type { Db } from './knex';
 import { runList, type ListQuery, type ListSpec } from './list';
 import { Decimal, minorUnits } from './money';
-import { preparedRows } from './prepared';
+import { preparedRows, resultTypeChanged } from './prepared';
 import { recordBuilder } from './record-builder';
 import type { FieldSet, ReadOptions, ResourceDefinition, ResourceExamples, ResourceService } from './resource';
 import type { ResourceLink } from './resource-link';
@@ -270,8 +270,7 @@ export class TableService implements ResourceService<Row> {
    * its hooks have run); the ones after it do not.
    */
   private forgetStaleColumns(err: unknown): void {
-    const code = (err as { code?: string })?.code;
-    if (code !== '42703' && !(code === '0A000' && /cached plan must not change result type/.test(String((err as Error).message)))) return;
+    if ((err as { code?: string })?.code !== '42703' && !resultTypeChanged(err)) return;
     this.columns = undefined;
     this.lockOne = undefined;
     this.writes.clear();
