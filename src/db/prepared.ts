@@ -37,6 +37,13 @@ interface Shape {
   text: string;
   names: string[];
   parsers: ((v: string) => unknown)[];
+  /**
+   * An object with every column, each null: a row starts as a copy of it (as pg's Result makes
+   * its rows), so it is made with all its properties at once, in the object itself. Built up
+   * one property at a time from `{}`, a row of 30 columns kept most of them in a separate store
+   * that grew as they came: 100-row pages of payments cost the API about a fifth more CPU.
+   */
+  empty: Record<string, null>;
 }
 
 /** The shapes learnt on each connection, by statement name (a connection that goes away takes its own). */
@@ -88,10 +95,13 @@ class PreparedRead {
   }
 
   handleRowDescription(msg: { fields: Field[] }): void {
+    const empty: Record<string, null> = {};
+    for (const f of msg.fields) empty[f.name] = null;
     this.described = {
       text: this.text,
       names: msg.fields.map((f) => f.name),
       parsers: msg.fields.map((f) => this.client.getTypeParser(f.dataTypeID, 'text')),
+      empty: { ...empty },
     };
     this.shape = this.described;
   }
@@ -103,7 +113,7 @@ class PreparedRead {
       this.parseError = new Error(`${this.name}: a row did not match the statement's kept description`);
       return;
     }
-    const row: Record<string, unknown> = {};
+    const row: Record<string, unknown> = { ...shape.empty };
     const { names, parsers } = shape;
     for (let i = 0; i < names.length; i++) {
       const raw = msg.fields[i];
