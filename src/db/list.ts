@@ -293,10 +293,11 @@ const BAD_TEXT = /^22/;
 /**
  * The most list statements a process names (preparedList): each holds 64-97 KB of server memory
  * on every connection that runs it, its generic plan included (`pg_backend_memory_contexts`), so
- * 32 on a pool of 10 is at most about 30 MB per API process. Past them, a list's statement goes
- * unnamed, as every list did before.
+ * 64 are at most about 5 MB per connection (pgjdbc, by default, keeps up to 256 statements
+ * prepared on each), 50 MB for a pool of 10. The four large lists' page 1 and every order of theirs are 36
+ * texts. Past the bound, a list's statement goes unnamed, as every list did before.
  */
-export const PREPARED_LISTS = 32;
+export const PREPARED_LISTS = 64;
 /** A list statement is named from its third run in the process: the pages asked again and again get the names, not the first ones met. */
 export const PREPARE_LIST_AFTER = 3;
 const preparedListTexts = new Set<string>();
