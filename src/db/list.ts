@@ -294,8 +294,8 @@ const BAD_TEXT = /^22/;
  * The most list statements a process names (preparedList): each holds 64-97 KB of server memory
  * on every connection that runs it, its generic plan included (`pg_backend_memory_contexts`), so
  * 64 are at most about 5 MB per connection (pgjdbc, by default, keeps up to 256 statements
- * prepared on each), 50 MB for a pool of 10. The four large lists' page 1 and every order of theirs are 36
- * texts. Past the bound, a list's statement goes unnamed, as every list did before.
+ * prepared on each), 50 MB for a pool of 10. The four large lists' page 1 in every order of
+ * theirs are 36 texts. Past the bound, a list's statement goes unnamed, as every list did before.
  */
 export const PREPARED_LISTS = 64;
 /** A list statement is named from its third run in the process: the pages asked again and again get the names, not the first ones met. */
@@ -323,8 +323,9 @@ function planStable(q: ListQuery, spec: ListSpec, offset: boolean): boolean {
 /**
  * A plan-stable page's statement as a named (prepared) statement: parsed and planned once per
  * connection, where an unnamed one is parsed and planned on every request (pgbench, payments'
- * page 1 on a million rows, 4 clients: 6,097-6,671 tps unnamed, 14,972-16,819 named). Its limits are literals (`skipBinding`): PostgreSQL plans a LIMIT
- * parameter as a tenth of the rows, which in a generic plan could favour a sort over the index.
+ * page 1 on a million rows, 4 clients: 6,097-6,671 tps unnamed, 14,972-16,819 named). Its
+ * limits are literals (`skipBinding`): PostgreSQL plans a LIMIT parameter as a tenth of the
+ * rows, which in a generic plan could favour a sort over the index.
  * A text is named from its PREPARE_LIST_AFTER-th run, up to PREPARED_LISTS texts per process; the
  * others, and any statement in a transaction, go unnamed.
  */

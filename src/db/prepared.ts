@@ -41,7 +41,8 @@ interface Shape {
    * An object with every column, each null: a row starts as a copy of it (as pg's Result makes
    * its rows), so it is made with all its properties at once, in the object itself. Built up
    * one property at a time from `{}`, a row of 30 columns kept most of them in a separate store
-   * that grew as they came: 100-row pages of payments cost the API about a fifth more CPU.
+   * that grew as they came: in a micro-benchmark, 32-column rows took 944-960 ns each that way,
+   * 747-796 ns as copies (each row made and read once).
    */
   empty: Record<string, null>;
 }
