@@ -37,14 +37,6 @@ interface Shape {
   text: string;
   names: string[];
   parsers: ((v: string) => unknown)[];
-  /**
-   * An object with every column, each null: a row starts as a copy of it (as pg's Result makes
-   * its rows), so it is made with all its properties at once, in the object itself. Built up
-   * one property at a time from `{}`, a row of 30 columns kept most of them in a separate store
-   * that grew as they came: in a micro-benchmark, 32-column rows took 944-960 ns each that way,
-   * 747-796 ns as copies (each row made and read once).
-   */
-  empty: Record<string, null>;
 }
 
 /** The shapes learnt on each connection, by statement name (a connection that goes away takes its own). */
@@ -96,13 +88,10 @@ class PreparedRead {
   }
 
   handleRowDescription(msg: { fields: Field[] }): void {
-    const empty: Record<string, null> = {};
-    for (const f of msg.fields) empty[f.name] = null;
     this.described = {
       text: this.text,
       names: msg.fields.map((f) => f.name),
       parsers: msg.fields.map((f) => this.client.getTypeParser(f.dataTypeID, 'text')),
-      empty: { ...empty },
     };
     this.shape = this.described;
   }
@@ -114,7 +103,11 @@ class PreparedRead {
       this.parseError = new Error(`${this.name}: a row did not match the statement's kept description`);
       return;
     }
-    const row: Record<string, unknown> = { ...shape.empty };
+    // Built up from {} one column at a time, not copied from an object of them all (as pg's
+    // Result does): runList deletes a page's last three columns (its count and sort keys), and
+    // V8 keeps an object fast through such deletions only along the transitions that added them.
+    // Copied rows went to dictionary mode there, and 100-row list pages cost the API more.
+    const row: Record<string, unknown> = {};
     const { names, parsers } = shape;
     for (let i = 0; i < names.length; i++) {
       const raw = msg.fields[i];
