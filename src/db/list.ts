@@ -330,7 +330,7 @@ function planStable(q: ListQuery, spec: ListSpec, offset: boolean): boolean {
  * others, and any statement in a transaction, go unnamed.
  */
 function preparedList(db: Knex, qb: Knex.QueryBuilder): Promise<Record<string, unknown>[]> {
-  if ((db as Knex & { isTransaction?: boolean }).isTransaction) return qb as Promise<Record<string, unknown>[]>;
+  if (db.isTransaction) return qb as Promise<Record<string, unknown>[]>;
   const { sql, bindings } = qb.toSQL().toNative();
   if (!preparedListTexts.has(sql)) {
     if (preparedListTexts.size >= PREPARED_LISTS) return qb as Promise<Record<string, unknown>[]>;
