@@ -1,7 +1,10 @@
 import { poolStats } from '../src/db/knex';
 import { takeConnection, giveBack } from '../src/db/pool';
-import { preparedRows } from '../src/db/prepared';
+import { parameterValue, preparedRows } from '../src/db/prepared';
 import { createTestContext, type TestContext } from './helpers';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const pgPrepareValue = (require('pg/lib/utils') as { prepareValue: (v: unknown) => unknown }).prepareValue;
 
 /**
  * preparedRows (src/db/prepared.ts): a named statement whose row description is kept per
@@ -93,5 +96,28 @@ describe('preparedRows and takeConnection', () => {
     for (const c of [got, ...held.slice(1)]) await giveBack(ctx.db, c);
     expect(poolStats(ctx.db).used).toBe(0);
     expect(poolStats(ctx.db).free).toBe(max);
+  });
+  describe('parameterValue: arrays of strings written as one join, the same literal pg writes', () => {
+    const hostile = [
+      ['a', 'b'],
+      ['with "quotes"', 'back\\slash', '\\"', '"', '\\'],
+      ['NULL', 'null', '', ' padded ', '{braces}', 'a,b', 'tab\there', 'new\nline'],
+      ['ünïcödé', '日本語', '😀 emoji', 'é"\\ü'],
+      ['x'.repeat(10_000)],
+    ];
+    test.each(hostile.map((values) => [values.slice(0, 3).join('|').slice(0, 40), values]))('%s: the literal pg writes, and PostgreSQL reads it back unchanged', async (_name, values) => {
+      expect(parameterValue(values)).toBe(pgPrepareValue(values));
+      const [row] = await preparedRows<{ back: string[] }>(ctx.db, 'prep_array_v1', 'SELECT $1::text[] AS back', [values]);
+      expect(row.back).toEqual(values);
+    });
+    test('anything else goes to pg: an empty array, numbers, nulls inside, nested arrays, scalars, dates, null', () => {
+      for (const value of [[], [1, 2], ['a', null], [['a'], ['b']], ['a', 1], 'text', 42, null, undefined, new Date('2026-11-29T12:00:00Z'), { a: 1 }]) {
+        expect(parameterValue(value)).toEqual(pgPrepareValue(value));
+      }
+    });
+    test('a NUL inside is refused by PostgreSQL, as through pg', async () => {
+      await expect(preparedRows(ctx.db, 'prep_array_v1', 'SELECT $1::text[] AS back', [['a\u0000b']])).rejects.toThrow();
+      await expect(ctx.db.raw('SELECT ?::text[] AS back', [['a\u0000b']])).rejects.toThrow();
+    });
   });
 });

@@ -32,6 +32,23 @@ interface PgClient {
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const prepareValue = (require('pg/lib/utils') as { prepareValue: (v: unknown) => unknown }).prepareValue;
 
+/**
+ * A parameter as pg's prepareValue writes it, but a non-empty array of strings as one join: the
+ * same literal (every element quoted, `\\` and `"` escaped), without pg's string built up one
+ * element at a time. The translation batch sends three arrays of 100 strings, and pg's
+ * `arrayString` was 16% of what that request allocated (issue 14).
+ */
+export function parameterValue(value: unknown): unknown {
+  if (!Array.isArray(value) || value.length === 0) return prepareValue(value);
+  let escape = false;
+  for (const item of value) {
+    if (typeof item !== 'string') return prepareValue(value);
+    if (!escape && (item.includes('"') || item.includes('\\'))) escape = true;
+  }
+  const items = escape ? (value as string[]).map((item) => item.replace(/["\\]/g, '\\$&')) : (value as string[]);
+  return `{"${items.join('","')}"}`;
+}
+
 /** A prepared statement's result columns on one connection: their names, and the parser of each. */
 interface Shape {
   text: string;
@@ -77,7 +94,7 @@ class PreparedRead {
         connection.parse({ text: this.text, name: this.name, types: [] });
         connection.submittedNamedStatements[this.name] = this.text;
       }
-      connection.bind({ portal: '', statement: this.name, values: this.values, binary: false, valueMapper: prepareValue });
+      connection.bind({ portal: '', statement: this.name, values: this.values, binary: false, valueMapper: parameterValue });
       if (!this.shape) connection.describe({ type: 'P', name: '' });
       connection.execute({ portal: '', rows: 0 });
       connection.sync();
