@@ -7,9 +7,10 @@ import type { Logger } from '../logger';
 import type { TemporalGateway } from '../temporal/gateway';
 import { CHECK_SQL } from './check-query';
 import { downloadUrl } from './downloads';
+import { localeProblem, SLUG_PATTERN } from './locales';
 import { TranslationPipeline, type PipelineConfig } from './pipeline';
 import { checkSchema, type CheckInput } from './schema';
-import { logLine, type JobStatus, type PipelineStep, type TranslationPackage } from './types';
+import { logLine, PACKAGE_TYPES, type JobStatus, type PipelineStep, type TranslationPackage } from './types';
 
 /**
  * Suggested poll delay (contract rule 1: clients poll with increasing delay). It grows with the
@@ -44,9 +45,31 @@ export interface BatchError {
   error: { code: string; message: string; data: { status: number; params?: Record<string, string> } };
 }
 
+/**
+ * A batch item that checkSchema takes, checked without zod: an object of exactly slug, type
+ * and locale, each valid by the schema's own pattern, types and locales. Else null, and zod
+ * decides (with its messages). 100 zod parses were 9% of what a batch allocated (issue 14);
+ * test/translations-batch-items.test.ts holds this to checkSchema.
+ */
+export function plainCheckInput(raw: object): CheckInput | null {
+  let keys = 0;
+  for (const key in raw) {
+    if (!Object.hasOwn(raw, key)) return null;
+    if (key !== 'slug' && key !== 'type' && key !== 'locale') return null;
+    keys++;
+  }
+  if (keys !== 3) return null;
+  const { slug, type, locale } = raw as Record<string, unknown>;
+  if (typeof slug !== 'string' || typeof type !== 'string' || typeof locale !== 'string') return null;
+  if (!SLUG_PATTERN.test(slug) || !(PACKAGE_TYPES as readonly string[]).includes(type) || localeProblem(locale) !== null) return null;
+  return { slug, type: type as CheckInput['type'], locale };
+}
+
 /** One batch item: the status of a valid package or its own error (index = its position). */
 export function parseBatchItem(raw: unknown, index: number): CheckInput | BatchError {
   let params: Record<string, string>;
+  const plain = raw && typeof raw === 'object' && !Array.isArray(raw) ? plainCheckInput(raw) : null;
+  if (plain) return plain;
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
     params = { [`packages.${index}`]: `packages.${index} must be an object with slug, type and locale.` };
   } else {
@@ -58,13 +81,15 @@ export function parseBatchItem(raw: unknown, index: number): CheckInput | BatchE
   return { index, error: { code: 'wu_rest_invalid_parameter', message: `Invalid parameter(s): ${names.join(', ')}`, data: { status: 400, params } } };
 }
 
-/** A row of CHECK_SQL: one asked package, its project and its job (nulls where there is none). */
+/**
+ * A row of CHECK_SQL: one asked package, its project and its job (nulls where there is none).
+ * `version` is the project's, which is its job's too (the join asks for it).
+ */
 interface CheckRow {
   ord: number;
   project_id: number | null;
-  project_version: string | null;
-  job_id: number | null;
   version: string | null;
+  job_id: number | null;
   status: JobStatus | null;
   source: string | null;
   total_strings: number | null;
@@ -102,27 +127,37 @@ export class PackageStatusChecks {
    * their pipeline started.
    */
   async check(items: (CheckInput | BatchError)[], base: string, log: Logger): Promise<(PackageStatus | BatchError)[]> {
-    const valid = items.map((item, position) => ({ item, position })).filter((x): x is { item: CheckInput; position: number } => !('error' in x.item));
+    // The valid items and their positions, and the statement's three arrays, in one pass (a
+    // batch is the hottest read of the service: what it allocates is kept low, issue 14).
+    const positions: number[] = [];
+    const slugs: string[] = [];
+    const types: string[] = [];
+    const locales: string[] = [];
+    for (let position = 0; position < items.length; position++) {
+      const item = items[position];
+      if ('error' in item) continue;
+      positions.push(position);
+      slugs.push(item.slug);
+      types.push(item.type);
+      locales.push(item.locale);
+    }
     // Every valid item is replaced by its status below.
     const out = items.slice() as (PackageStatus | BatchError)[];
-    if (valid.length === 0) return out;
+    if (positions.length === 0) return out;
     // The hottest read of the service (WordPress sites check their packages in batches): a
     // prepared statement, planned once per connection (see preparedRows).
-    const rows = await preparedRows<CheckRow>(this.db, 'translations_check_v1', CHECK_SQL, [
-      valid.map((v) => v.item.slug),
-      valid.map((v) => v.item.type),
-      valid.map((v) => v.item.locale),
-    ]);
+    const rows = await preparedRows<CheckRow>(this.db, 'translations_check_v2', CHECK_SQL, [slugs, types, locales]);
     const toStart = new Map<string, NewJob>();
     for (const row of rows) {
-      const { item, position } = valid[row.ord - 1];
+      const position = positions[row.ord - 1];
+      const item = items[position] as CheckInput;
       if (row.project_id === null) {
         out[position] = { slug: item.slug, type: item.type, locale: item.locale, status: 'missing', source: 'none', remaining_strings: 0, total_strings: 0, translated_strings: 0 };
         continue;
       }
       if (row.job_id === null) {
         const key = itemKey(item);
-        const entry = toStart.get(key) ?? { project_id: row.project_id, slug: item.slug, type: item.type, version: row.project_version!, locale: item.locale, positions: [] };
+        const entry = toStart.get(key) ?? { project_id: row.project_id, slug: item.slug, type: item.type, version: row.version!, locale: item.locale, positions: [] };
         entry.positions.push(position);
         toStart.set(key, entry);
         continue;
@@ -221,10 +256,10 @@ function statusOf(item: CheckInput, row: CheckRow, base: string): PackageStatus 
     translated_strings: (row.total_strings ?? 0) - (row.remaining_strings ?? 0),
     job_id: Number(row.job_id),
   };
-  if (status === 'ready') answer.download_url = downloadUrl(base, { ...item, version: row.version! });
+  if (status === 'ready') answer.download_url = downloadUrl(base, { slug: item.slug, type: item.type, version: row.version!, locale: item.locale });
   else if (status === 'failed' || status === 'expired') {
     if (row.failure_step) answer.failure_step = row.failure_step;
     if (row.failure_reason) answer.failure_reason = row.failure_reason;
-  } else answer.retry_after = retryAfterSeconds(status, new Date(row.status_changed_at ?? Date.now()));
+  } else answer.retry_after = retryAfterSeconds(status, row.status_changed_at ?? new Date());
   return answer;
 }
