@@ -30,7 +30,20 @@ export function recordBuilder(model: string, columns: [string, ColumnKind][]): (
   }
   const key = (name: string) => JSON.stringify(name);
   const value = (name: string, kind: ColumnKind) => (kind === 'text' || kind === 'json' ? `row[${key(name)}]` : `convert.${kind}(row[${key(name)}])`);
+  // A row of every column (a read of the whole record, the common case) becomes one object
+  // literal: V8 allocates it once with room for every property. Added one at a time, its
+  // properties outgrew their backing store every few columns, and each growth copied it: 13%
+  // of what a 100-row memberships page allocated (issue 14). Same keys, order and values.
+  const every = [...columns.map(([name]) => name), 'date_created', 'date_modified'].map((name) => `${key(name)} in row`).join(' && ');
+  const literal = [
+    'id: Number(row.id)',
+    `model: ${key(model)}`,
+    ...columns.map(([name, kind]) => `${key(name)}: ${value(name, kind)}`),
+    'date_created: convert.timestamp(row.date_created)',
+    'date_modified: convert.timestamp(row.date_modified)',
+  ].join(', ');
   const lines = [
+    `if (${every}) return { ${literal} };`,
     `const rec = { id: Number(row.id), model: ${key(model)} };`,
     ...columns.map(([name, kind]) => `if (${key(name)} in row) rec[${key(name)}] = ${value(name, kind)};`),
     `if ("date_created" in row) rec.date_created = convert.timestamp(row.date_created);`,
