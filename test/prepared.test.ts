@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
 import { poolStats } from '../src/db/knex';
 import { takeConnection, giveBack } from '../src/db/pool';
 import { parameterValue, preparedRows } from '../src/db/prepared';
@@ -97,6 +99,49 @@ describe('preparedRows and takeConnection', () => {
     expect(poolStats(ctx.db).used).toBe(0);
     expect(poolStats(ctx.db).free).toBe(max);
   });
+  test('rows of any column names are what pg gives: quotes, unicode, __proto__, duplicates, 60 columns, and deleting the last ones (named statements and Knex\'s)', async () => {
+    const odd = ['a', 'with "quote', "it's", 'back\\slash', 'ünï', '😀', '__proto__', 'constructor', 'toString', '1digit', ' spaced ', 'line\nbreak', '\u2028'];
+    const many = Array.from({ length: 60 }, (_, i) => `c${i}`);
+    for (const names of [odd, many, ['x', 'y', 'x']]) {
+      const sql = `SELECT ${names.map((n, i) => `${i % 3 === 0 ? 'NULL' : i}::int AS "${n.replace(/"/g, '""')}"`).join(', ')}, now() AS at`;
+      // What pg's own row would be, from its rows as arrays (which src/db/knex.ts leaves to pg):
+      // each column an own property, in order, the last of a repeated name winning.
+      const asArrays = (await ctx.db.raw(sql).options({ rowMode: 'array' })) as { rows: unknown[][]; fields: { name: string }[] };
+      const expected = Object.fromEntries(asArrays.fields.map((f, i) => [f.name, asArrays.rows[0][i]])) as Record<string, unknown>;
+      for (let i = 0; i < 3; i++) {
+        const [viaKnex] = (await ctx.db.raw(sql)).rows as Record<string, unknown>[];
+        const [viaName] = await preparedRows<Record<string, unknown>>(ctx.db, `prep_names_${names.length}_${names[0]}`, sql, []);
+        for (const row of [viaKnex, viaName]) {
+          // The same own keys in the same order, the same values, and a plain prototype.
+          expect(Object.keys(row)).toEqual(Object.keys(expected));
+          expect(Object.getPrototypeOf(row)).toBe(Object.prototype);
+          for (const k of Object.keys(expected)) if (k !== 'at') expect(row[k]).toEqual(expected[k]);
+          expect(row.at).toBeInstanceOf(Date);
+          // runList deletes the last columns, last first: what is left is the rest, in order.
+          delete row.at;
+          delete row[names[names.length - 1]];
+          expect(Object.keys(row)).toEqual(Object.keys(expected).filter((k) => k !== 'at' && k !== names[names.length - 1]));
+        }
+      }
+    }
+  });
+
+  test('a row keeps fast properties through runList\'s deletions of its last three columns and the _links added after (V8, with --allow-natives-syntax)', () => {
+    const code = `
+      const { rowBuilder } = require(${JSON.stringify(path.join(__dirname, '../src/db/rows'))});
+      const names = [...Array.from({ length: 40 }, (_, i) => 'c' + i), '_hf_sort_key', '_hf_sort_id', '_hf_count'];
+      const row = rowBuilder(names)(names.slice(), names.map(() => (v) => v));
+      const fast = [eval('%HasFastProperties(row)')];
+      delete row._hf_count; delete row._hf_sort_id; delete row._hf_sort_key;
+      fast.push(eval('%HasFastProperties(row)'));
+      row._links = {};
+      fast.push(eval('%HasFastProperties(row)'), Object.keys(row).length);
+      process.stdout.write(JSON.stringify(fast));`;
+    const out = spawnSync(process.execPath, ['--allow-natives-syntax', '--require', 'tsx/cjs', '-e', code], { encoding: 'utf8', timeout: 30_000 });
+    expect(out.stderr).toBe('');
+    expect(JSON.parse(out.stdout)).toEqual([true, true, true, 41]);
+  });
+
   describe('parameterValue: arrays of strings written as one join, the same literal pg writes', () => {
     const hostile = [
       ['a', 'b'],

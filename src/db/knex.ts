@@ -1,12 +1,37 @@
 import knexFactory, { Knex } from 'knex';
 import pg from 'pg';
 import { logger } from '../logger';
+import { rowBuilder, type RowBuilder } from './rows';
 import { fastTimestamptzParser } from './timestamps';
 
 // bigint (count(*), bigserial ids) as JS numbers: ids stay far below 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number.parseInt(v, 10));
 pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, fastTimestamptzParser(pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ)));
 // numeric stays a string here; money is converted with decimal-safe code at the edges.
+
+/*
+ * pg's Result (pg/lib/result.js, pinned by package-lock.json) builds each row as a copy of an
+ * object of every column, then sets them one by one. Its rows are built by rowBuilder instead
+ * (src/db/rows.ts: one object literal, the same keys, order and values), when every column is
+ * in text format (always, here); anything else, and rows as arrays, stay pg's.
+ */
+interface PgResult {
+  _parsers?: ((v: string) => unknown)[];
+  _hfBuild?: RowBuilder;
+  addFields(fields: { name: string; format?: string }[]): void;
+  parseRow(row: (string | null)[]): Record<string, unknown>;
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const Result = require('pg/lib/result') as { prototype: PgResult };
+const pgAddFields = Result.prototype.addFields;
+const pgParseRow = Result.prototype.parseRow;
+Result.prototype.addFields = function (this: PgResult, fields) {
+  pgAddFields.call(this, fields);
+  this._hfBuild = fields.length > 0 && fields.every((f) => (f.format ?? 'text') === 'text') ? rowBuilder(fields.map((f) => f.name)) : undefined;
+};
+Result.prototype.parseRow = function (this: PgResult, row) {
+  return this._hfBuild ? this._hfBuild(row, this._parsers!) : pgParseRow.call(this, row);
+};
 
 export type Db = Knex;
 

@@ -1,5 +1,6 @@
 import type { Db } from './knex';
 import { giveBack, takeConnection } from './pool';
+import { rowBuilder, type RowBuilder } from './rows';
 
 /*
  * What this file uses of `pg` (pinned by package-lock.json): a query object with `submit`
@@ -49,11 +50,14 @@ export function parameterValue(value: unknown): unknown {
   return `{"${items.join('","')}"}`;
 }
 
-/** A prepared statement's result columns on one connection: their names, and the parser of each. */
+type Parser = (v: string) => unknown;
+
+/** A prepared statement's result columns on one connection: their names, the parser of each, and its rows' builder. */
 interface Shape {
   text: string;
   names: string[];
-  parsers: ((v: string) => unknown)[];
+  parsers: Parser[];
+  build: RowBuilder;
 }
 
 /** The shapes learnt on each connection, by statement name (a connection that goes away takes its own). */
@@ -105,10 +109,12 @@ class PreparedRead {
   }
 
   handleRowDescription(msg: { fields: Field[] }): void {
+    const names = msg.fields.map((f) => f.name);
     this.described = {
       text: this.text,
-      names: msg.fields.map((f) => f.name),
+      names,
       parsers: msg.fields.map((f) => this.client.getTypeParser(f.dataTypeID, 'text')),
+      build: rowBuilder(names),
     };
     this.shape = this.described;
   }
@@ -120,17 +126,8 @@ class PreparedRead {
       this.parseError = new Error(`${this.name}: a row did not match the statement's kept description`);
       return;
     }
-    // Built up from {} one column at a time, not copied from an object of them all (as pg's
-    // Result does): runList deletes a page's last three columns (its count and sort keys), and
-    // V8 keeps an object fast through such deletions only along the transitions that added them.
-    // Copied rows went to dictionary mode there, and 100-row list pages cost the API more.
-    const row: Record<string, unknown> = {};
-    const { names, parsers } = shape;
-    for (let i = 0; i < names.length; i++) {
-      const raw = msg.fields[i];
-      row[names[i]] = raw === null ? null : parsers[i](raw);
-    }
-    this.rows.push(row);
+    // One object literal of every column (rowBuilder).
+    this.rows.push(shape.build(msg.fields, shape.parsers));
   }
 
   handleCommandComplete(): void {}
