@@ -25,7 +25,25 @@ export interface Child {
    * BENCH_PROFILE=alloc the sampled allocations (<name>.heapprofile: what makes the garbage).
    */
   profiled<T>(name: string, run: () => Promise<T>): Promise<T>;
+  /** The bytes the last allocation profile sampled (its nodes' self sizes: an estimate of what `run` allocated), or undefined. */
+  sampledBytes(): number | undefined;
   stop(): Promise<void>;
+}
+
+/** The bytes an allocation profile (HeapProfiler.stopSampling) sampled: the sum of its nodes' self sizes. */
+function sampledBytesOf(profile: { head: SamplingNode }): number {
+  let total = 0;
+  const stack = [profile.head];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    total += node.selfSize;
+    stack.push(...node.children);
+  }
+  return total;
+}
+interface SamplingNode {
+  selfSize: number;
+  children: SamplingNode[];
 }
 
 /** The node flags an npm script passes (`node --flag … dist/src/api.js`), so the bench runs what start:api runs. */
@@ -84,6 +102,7 @@ export async function startNode(script: string, flags: string[], env: Record<str
   const ws = new WebSocket(targets[0].webSocketDebuggerUrl);
   await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
   let id = 0;
+  let lastSampled: number | undefined;
   const call = (method: string, params: object = {}) =>
     new Promise<any>((resolve, reject) => {
       const mine = ++id;
@@ -116,12 +135,14 @@ export async function startNode(script: string, flags: string[], env: Record<str
         return await run();
       } finally {
         const { profile } = alloc ? await call('HeapProfiler.stopSampling') : await call('Profiler.stop');
+        lastSampled = alloc ? sampledBytesOf(profile) : undefined;
         fs.mkdirSync(PROFILES, { recursive: true });
         const file = path.join(PROFILES, `${name.replace(/[^\w.-]+/g, '_')}.${alloc ? 'heapprofile' : 'cpuprofile'}`);
         fs.writeFileSync(file, JSON.stringify(profile));
         log(`${alloc ? 'allocation' : 'CPU'} profile of pid ${proc.pid}: ${path.relative(ROOT, file)}`);
       }
     },
+    sampledBytes: () => lastSampled,
     async stop() {
       ws.close();
       if (proc.exitCode !== null) return;

@@ -175,9 +175,15 @@ async function main(): Promise<void> {
       const order = Object.keys(targets) as (keyof typeof targets)[];
       for (const which of round === 0 ? order : order.reverse()) {
         log(`${which} batch of 100, round ${round + 1}/2: ${CONNECTIONS} connections, ${half}s`);
-        // BENCH_PROFILE=1: a CPU profile of the API process over hostflow's batch rounds (.tmp/profiles).
-        if (which === 'hostflow' && process.env.BENCH_PROFILE) rounds[which].push(await api.profiled(`translations-batch-hostflow-${round + 1}`, measureBatch));
-        else rounds[which].push(await targets[which]());
+        // BENCH_PROFILE=1: a CPU profile of the API process over hostflow's batch rounds (.tmp/profiles);
+        // BENCH_PROFILE=alloc: its allocations, and what a request allocated.
+        if (which === 'hostflow' && process.env.BENCH_PROFILE) {
+          const m = await api.profiled(`translations-batch-hostflow-${round + 1}`, measureBatch);
+          rounds[which].push(m);
+          // BENCH_PROFILE=alloc: what a batch allocated in the API, from the sampled bytes.
+          const bytes = api.sampledBytes();
+          if (bytes !== undefined) log(`hostflow batch, round ${round + 1}: about ${Math.round(bytes / m.requests / 1024)} KB allocated per request (${(bytes / 1e6).toFixed(0)} MB sampled over ${m.requests} requests)`);
+        } else rounds[which].push(await targets[which]());
       }
     }
     const mean = (list: Measurement[]): Measurement => ({
