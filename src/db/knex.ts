@@ -1,7 +1,7 @@
 import knexFactory, { Knex } from 'knex';
 import pg from 'pg';
 import { logger } from '../logger';
-import { rowBuilder, type RowBuilder } from './rows';
+import { rowBuilder, type Parser, type RowBuilder } from './rows';
 import { fastTimestamptzParser } from './timestamps';
 
 // bigint (count(*), bigserial ids) as JS numbers: ids stay far below 2^53.
@@ -16,7 +16,7 @@ pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, fastTimestamptzParser(pg.t
  * in text format (always, here); anything else, and rows as arrays, stay pg's.
  */
 interface PgResult {
-  _parsers?: ((v: string) => unknown)[];
+  _parsers?: Parser[];
   _hfBuild?: RowBuilder;
   addFields(fields: { name: string; format?: string }[]): void;
   parseRow(row: (string | null)[]): Record<string, unknown>;

@@ -1,6 +1,6 @@
 import type { Db } from './knex';
 import { giveBack, takeConnection } from './pool';
-import { rowBuilder, type RowBuilder } from './rows';
+import { rowBuilder, type Parser, type RowBuilder } from './rows';
 
 /*
  * What this file uses of `pg` (pinned by package-lock.json): a query object with `submit`
@@ -49,8 +49,6 @@ export function parameterValue(value: unknown): unknown {
   const items = escape ? (value as string[]).map((item) => item.replace(/["\\]/g, '\\$&')) : (value as string[]);
   return `{"${items.join('","')}"}`;
 }
-
-type Parser = (v: string) => unknown;
 
 /** A prepared statement's result columns on one connection: their names, the parser of each, and its rows' builder. */
 interface Shape {

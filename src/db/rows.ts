@@ -2,7 +2,8 @@
  * Rows of a result as JS objects, one compiled builder per set of column names: for the named
  * statements (src/db/prepared.ts) and for pg's own results (src/db/knex.ts).
  */
-type Parser = (v: string) => unknown;
+/** A column's type parser (pg's, for its type). */
+export type Parser = (v: string) => unknown;
 /** A row from its raw text fields and each column's parser (null stays null). */
 export type RowBuilder = (fields: (string | null)[], parsers: Parser[]) => Record<string, unknown>;
 
